@@ -1,0 +1,138 @@
+"""The ``harness`` command: thin commands over the library. Results go to stdout or files; progress and logs to
+stderr; a HarnessError becomes one line on stderr and its exit code (2 for bad input), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .errors import HarnessError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Evaluate RAG retrievers: metrics you can trust and a verdict per query.")
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+class Format(str, Enum):
+    json = "json"
+    tsv = "tsv"
+
+
+@app.command()
+def run(config: Path = typer.Argument(..., help="experiment YAML"),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output, "
+                                                                      "else reports/<name>/)"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines")) -> None:
+    """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv and report.md.
+
+    Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
+    """
+    from .config import load_config
+    from .experiment import run_experiment
+    from .report import write_outputs
+
+    cfg = load_config(config)
+    log = (lambda m: None) if quiet else _err
+    result = run_experiment(cfg, progress=not quiet, log=log)
+    target = out or cfg.output_dir()
+    write_outputs(result, target)
+    s = result["summary"]
+    if not quiet:
+        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s["chunk"].items())[:4] if v is not None)
+        _err(f"chunk level: {shown}")
+        _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s["verdicts"]["counts"].items() if n))
+    print(target / "report.md")
+
+
+@app.command()
+def validate(config: Path = typer.Argument(..., help="experiment YAML")) -> None:
+    """Check a config and every file it names (corpus, golden set against the corpus) without running.
+
+    Example: harness validate configs/demo-bm25.yaml
+    """
+    from .config import load_config
+    from .errors import GoldSetError
+    from .experiment import prepare
+
+    cfg = load_config(config)
+    prepared = prepare(cfg, log=_err)
+    if prepared.problems:
+        raise GoldSetError(f"{config}: the golden set does not match the corpus",
+                           [p.message for p in prepared.problems])
+    print(f"{config}: ok ({len(prepared.docs)} documents, {len(prepared.chunks)} chunks, "
+          f"{len(prepared.gold.queries)} queries)")
+
+
+def _load_qrels(path: Path):
+    from .goldset import read_qrels_file, _read_native
+    from .runtable import Qrels
+
+    if path.suffix in (".jsonl", ".yaml", ".yml"):
+        raw = _read_native(path)
+        return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
+    return Qrels.from_dict(read_qrels_file(path))
+
+
+@app.command("eval")
+def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or a native golden set (.jsonl)"),
+          run_file: Path = typer.Argument(..., metavar="RUN", help="TREC run file or JSONL run"),
+          metric: List[str] = typer.Option([], "--metric", "-m", help="metric name (repeat); default set if none"),
+          fmt: Format = typer.Option(Format.json, "--format", help="json or tsv"),
+          per_query: bool = typer.Option(False, "--per-query", help="tsv: add a row per query"),
+          trec_compat: bool = typer.Option(False, "--trec-compat", help="reproduce trec_eval -c exactly"),
+          order: str = typer.Option("score", "--order", help="score (trec_eval order) or rank (trust ranks)"),
+          query_policy: str = typer.Option("exclude", "--query-policy",
+                                           help="queries with no relevant doc: exclude or zero")) -> None:
+    """Evaluate a run produced by any system against judgments.
+
+    Example: harness eval qrels.txt run.trec -m ndcg@10 -m rr@10 --format json
+    """
+    from .metrics import evaluate
+    from .metricspec import DEFAULT_METRICS
+    from .runfiles import read_run
+
+    table = evaluate(_load_qrels(qrels), read_run(run_file), metric or list(DEFAULT_METRICS),
+                     query_policy=query_policy, order=order, trec_compat=trec_compat)
+    if fmt == Format.json:
+        print(json.dumps({"mean": table.mean(), "per_query": table.per_query(), "conventions": table.conventions,
+                          "counts": table.counts}, indent=2))
+        return
+    for name, value in table.mean().items():
+        print(f"{name}\tall\t{'n/a' if value is None else f'{value:.6f}'}")
+    if per_query:
+        for qid, values in table.per_query().items():
+            for name, value in values.items():
+                print(f"{name}\t{qid}\t{value:.6f}")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except HarnessError as exc:
+        _err(f"error: {exc}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _err("interrupted: nothing half-written was left behind")
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors
+        import click
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""Per-query verdicts at the context window, with the evidence for each, and aggregates with advice.
+
+Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk,
+buried_evidence, ok. Flags (any number): partial, noisy_context, unjudged_in_window.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+from .types import GoldSet, RankedList
+
+if TYPE_CHECKING:
+    from .experiment import Prepared
+
+KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")
+RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "buried_evidence")
+FLAGS = ("partial", "noisy_context", "unjudged_in_window")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    query_id: str
+    kind: str
+    reason: str
+    detail: dict = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "reason": self.reason, "detail": self.detail, "flags": list(self.flags)}
+
+
+def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """Characters between two spans (0 when they touch or overlap)."""
+    return max(0, max(a[0], b[0]) - min(a[1], b[1]))
+
+
+def diagnose(prepared: "Prepared", lists: Sequence[RankedList], window_k: Sequence[int],
+             doc_qrels: dict[str, dict[str, int]], chunk_qrels: dict[str, dict[str, int]]) -> dict[str, Verdict]:
+    settings = prepared.config.diagnostics
+    problems = defaultdict(list)
+    for p in prepared.problems:
+        problems[p.query_id].append(p)
+    judgments = prepared.gold.judgments_by_query()
+    out: dict[str, Verdict] = {}
+    for q, ranked, k in zip(prepared.gold.queries, lists, window_k):
+        out[q.query_id] = _verdict(q.query_id, ranked, k, doc_qrels[q.query_id], chunk_qrels[q.query_id],
+                                   judgments.get(q.query_id, []), problems.get(q.query_id, []), settings)
+    return out
+
+
+def _verdict(qid, ranked, k, dq, cq, judgments, problems, s) -> Verdict:
+    if problems:
+        return Verdict(qid, "goldset_error",
+                       f"the gold cannot be checked: {problems[0].message}"
+                       + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+                       {"problems": [{"doc_id": p.doc_id, "kind": p.kind, "message": p.message} for p in problems]})
+    relevant_docs = {d for d, g in dq.items() if g >= 1}
+    if not relevant_docs:
+        return Verdict(qid, "no_gold", "the golden set lists no relevant document for this query")
+
+    window, beyond = ranked.hits[:k], ranked.hits[k:]
+    flags, detail = [], {"window": k}
+
+    # Flags first: they accompany whichever kind the query gets.
+    docs_in_window = {h.doc_id for h in window}
+    missing_docs = sorted(relevant_docs - docs_in_window)
+    evidence_spans = [(j.doc_id, sp.start, sp.end) for j in judgments if j.relevance >= 1 for sp in j.evidence]
+    missing_spans = [e for e in evidence_spans
+                     if not any(h.doc_id == e[0] and h.start < e[2] and e[1] < h.end for h in window)]
+    found_any = bool(docs_in_window & relevant_docs)
+    if found_any and (missing_docs or (evidence_spans and missing_spans and len(missing_spans) < len(evidence_spans))):
+        flags.append("partial")
+        detail["partial"] = {"missing_documents": missing_docs,
+                             "missing_evidence": [{"doc_id": d, "start": a, "end": b} for d, a, b in missing_spans]}
+    if k:
+        precision = sum(1 for h in window if cq.get(h.chunk_id, 0) >= 1) / k
+        if precision < s.noisy_below:
+            flags.append("noisy_context")
+            detail["noisy_context"] = {"chunk_precision": precision, "threshold": s.noisy_below}
+        unjudged = [h.chunk_id for h in window if h.doc_id not in dq]
+        if unjudged:
+            flags.append("unjudged_in_window")
+            detail["unjudged_in_window"] = {"share": len(unjudged) / k, "chunk_ids": unjudged}
+    flags_t = tuple(flags)
+
+    if not found_any:
+        best = {}
+        for h in ranked.hits:
+            if h.doc_id in relevant_docs and h.doc_id not in best:
+                best[h.doc_id] = h.rank
+        detail["best_rank"] = {d: best.get(d) for d in sorted(relevant_docs)}
+        if best:
+            first = min(best.values())
+            detail.update(where="beyond_cutoff", first_rank=first, near=first <= s.near_cutoff)
+            reason = f"no relevant document in the window; found at rank {first}; the window holds {k}"
+        else:
+            detail.update(where="not_retrieved", first_rank=None, near=False)
+            reason = (f"no relevant document in the window, nor in the top {len(ranked.hits)} retrieved")
+        return Verdict(qid, "missing_document", reason, detail, flags_t)
+
+    relevant_in_window = [h for h in window if cq.get(h.chunk_id, 0) >= 1]
+    if not relevant_in_window:
+        # A relevant document is in the window, but none of its window chunks overlaps the evidence.
+        doc = next(h.doc_id for h in window if h.doc_id in relevant_docs)
+        spans = [(a, b) for d, a, b in evidence_spans if d == doc]
+        retrieved = [{"chunk_id": h.chunk_id, "start": h.start, "end": h.end, "rank": h.rank}
+                     for h in window if h.doc_id == doc]
+        evidence_hit = next((h for h in beyond if cq.get(h.chunk_id, 0) >= 1), None)
+        distance = min((_distance((r["start"], r["end"]), sp) for r in retrieved for sp in spans), default=None)
+        detail.update(doc_id=doc, retrieved_chunks=retrieved, evidence=[{"start": a, "end": b} for a, b in spans],
+                      evidence_rank=evidence_hit.rank if evidence_hit else None,
+                      evidence_chunk_id=evidence_hit.chunk_id if evidence_hit else None, distance_chars=distance)
+        where = f"ranked {evidence_hit.rank}" if evidence_hit else f"not in the top {len(ranked.hits)}"
+        return Verdict(qid, "wrong_chunk",
+                       f"document {doc!r} is in the window but not the chunk with the evidence ({where}; "
+                       f"{distance} characters away)", detail, flags_t)
+
+    first = relevant_in_window[0]
+    if k - s.edge < first.rank:
+        position = "end"
+    elif first.rank <= s.edge:
+        position = "top"
+    else:
+        position = "middle"
+    in_middle = k >= s.middle_min_window and position == "middle"
+    detail.update(rank=first.rank, chunk_id=first.chunk_id, position=position,
+                  above=[{"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id} for h in window[: first.rank - 1]])
+    if first.rank > s.buried_after or in_middle:
+        why = (f"after rank {s.buried_after}" if first.rank > s.buried_after
+               else f"in the middle of a {k}-chunk window")
+        return Verdict(qid, "buried_evidence",
+                       f"the evidence is in the window but first at rank {first.rank} of {k} ({why})", detail, flags_t)
+    return Verdict(qid, "ok", f"the evidence is at rank {first.rank} of {k}", detail, flags_t)
+
+
+def _share(n: int, total: int) -> float:
+    return n / total if total else 0.0
+
+
+def summarize_verdicts(verdicts: dict[str, Verdict], gold: GoldSet, queries: list[dict]) -> dict:
+    """Counts and shares (of all queries), per slice and per ``detail.where``, metric means, and advice."""
+    total = len(verdicts)
+    counts = Counter(v.kind for v in verdicts.values())
+    flag_counts = Counter(f for v in verdicts.values() for f in v.flags)
+    by_slice: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(Counter))
+    for q in gold.queries:
+        for tag, value in q.tags.items():
+            by_slice[tag][value][verdicts[q.query_id].kind] += 1
+    missing = [v for v in verdicts.values() if v.kind == "missing_document"]
+    where = Counter(v.detail["where"] for v in missing)
+    near = sum(1 for v in missing if v.detail.get("near"))
+    means: dict[str, dict[str, float]] = {}
+    for kind in KINDS:
+        rows = [q for q in queries if q["verdict"]["kind"] == kind]
+        if rows:
+            means[kind] = {f"{level}.{m}": sum(r["metrics"][level][m] for r in rows) / len(rows)
+                           for level in ("doc", "chunk") for m in ("ndcg@10", "recall@window", "rr@window")
+                           if m in rows[0]["metrics"][level]}
+    return {
+        "total": total,
+        "counts": {k: counts.get(k, 0) for k in KINDS},
+        "shares": {k: _share(counts.get(k, 0), total) for k in KINDS},
+        "flags": {f: flag_counts.get(f, 0) for f in FLAGS},
+        "by_slice": {tag: {value: {k: c.get(k, 0) for k in KINDS} for value, c in values.items()}
+                     for tag, values in by_slice.items()},
+        "by_where": {"beyond_cutoff": where.get("beyond_cutoff", 0), "not_retrieved": where.get("not_retrieved", 0),
+                     "near_cutoff": near},
+        "metric_means": means,
+        "wrong_chunk_possible": gold.has_evidence,
+        "advice": advice(verdicts, gold),
+    }
+
+
+def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
+    """Advice computed from the verdicts' numbers; nothing is said that the data does not show."""
+    out = []
+    vs = list(verdicts.values())
+    missing = [v for v in vs if v.kind == "missing_document"]
+    if missing:
+        near = [v for v in missing if v.detail.get("near")]
+        if near:
+            ranks = sorted(v.detail["first_rank"] for v in near)
+            out.append(f"{len(near) / len(missing):.0%} of missing documents ({len(near)} of {len(missing)}) were found "
+                       f"just past the cutoff (ranks {ranks[0]}–{ranks[-1]}): a reranker or a larger window would "
+                       f"bring them in")
+        never = [v for v in missing if v.detail["where"] == "not_retrieved"]
+        if never:
+            tags = Counter(f"{t}={val}" for v in never for t, val in _tags(gold, v.query_id).items())
+            where = f", mostly in slice {tags.most_common(1)[0][0]}" if tags else ""
+            out.append(f"{len(never)} quer{'y' if len(never) == 1 else 'ies'} found no relevant document in the "
+                       f"whole ranking{where}: vocabulary mismatch or coverage; try dense or hybrid retrieval, or "
+                       f"query rewriting")
+    wrong = [v for v in vs if v.kind == "wrong_chunk"]
+    if wrong:
+        dists = [v.detail["distance_chars"] for v in wrong if v.detail.get("distance_chars") is not None]
+        avg = f", evidence on average {sum(dists) / len(dists):.0f} characters from the retrieved chunk" if dists else ""
+        out.append(f"wrong chunk in {len(wrong)} quer{'y' if len(wrong) == 1 else 'ies'}{avg}: try larger chunks, "
+                   f"more overlap, or chunk-level reranking")
+    buried = [v for v in vs if v.kind == "buried_evidence"]
+    if buried:
+        middle = sum(1 for v in buried if v.detail.get("position") == "middle")
+        out.append(f"evidence buried in {len(buried)} quer{'y' if len(buried) == 1 else 'ies'} "
+                   f"({middle} in the middle of the window): a reranker or a smaller window puts it first")
+    noisy = [v for v in vs if "noisy_context" in v.flags]
+    if noisy and len(noisy) >= len(vs) / 4:
+        out.append(f"{len(noisy) / len(vs):.0%} of queries have noisy context (chunk precision below the threshold): "
+                   f"a smaller window or a reranker would cut the noise")
+    errors = [v for v in vs if v.kind == "goldset_error"]
+    if errors:
+        out.append(f"{len(errors)} quer{'y' if len(errors) == 1 else 'ies'} cannot be checked (gold ids or quotes "
+                   f"that match nothing): fix the golden set or rebuild the index before trusting those numbers")
+    if not gold.has_evidence:
+        out.append("the golden set has no evidence spans: wrong_chunk cannot be diagnosed; add evidence quotes")
+    return out
+
+
+def _tags(gold: GoldSet, qid: str) -> dict:
+    for q in gold.queries:
+        if q.query_id == qid:
+            return dict(q.tags)
+    return {}

@@ -1,0 +1,48 @@
+"""Typed errors. The CLI turns each into a one-line message and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class InputError(HarnessError):
+    """Bad user input (config, corpus, golden set, run file): exit code 2.
+
+    ``problems`` holds every problem found, so users fix them all in one pass."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        self.problems = list(problems or [])
+        full = message if not self.problems else message + "\n" + "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(full)
+
+
+class ConfigError(InputError):
+    pass
+
+
+class CorpusError(InputError):
+    pass
+
+
+class GoldSetError(InputError):
+    pass
+
+
+class RunFileError(InputError):
+    pass
+
+
+class MetricError(InputError):
+    pass
+
+
+class MissingDependencyError(HarnessError):
+    """An optional dependency is not installed; the message names the install command."""
+
+    exit_code = 2

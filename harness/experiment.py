@@ -1,0 +1,154 @@
+"""One experiment end to end: config -> corpus & golden set -> index -> run -> metrics -> diagnostics -> result.
+
+The result is one JSON-ready dict (``results.json``); every report is rendered from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Sequence
+
+from . import __version__
+from .chunking import chunk_documents
+from .config import ExperimentConfig
+from .corpus import load_corpus
+from .diagnostics import diagnose, summarize_verdicts
+from .errors import GoldSetError
+from .evaluation import chunk_lists, doc_lists, evaluate_level, window_means, window_per_query
+from .goldset import GoldProblem, chunk_qrels, doc_qrels, read_goldset, resolve_goldset
+from .metrics import conventions as metric_conventions
+from .metricspec import parse_metrics
+from .retrievers import BuildContext, build_retriever
+from .runner import retrieve_all, window_sizes
+from .types import Chunk, Document, GoldSet, RankedList, Run
+
+
+@dataclass
+class Prepared:
+    """Everything loaded and checked before retrieval: what ``harness validate`` stops after."""
+
+    config: ExperimentConfig
+    docs: list[Document]
+    chunks: list[Chunk]
+    gold: GoldSet
+    problems: list[GoldProblem]
+    extras: dict = field(default_factory=dict)
+
+
+def fingerprint(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def goldset_fingerprint(gold: GoldSet) -> str:
+    return fingerprint([[q.query_id, q.text] for q in gold.queries] +
+                       [[j.query_id, j.doc_id, j.relevance, [[s.start, s.end] for s in j.evidence]]
+                        for j in gold.judgments])
+
+
+def prepare(config: ExperimentConfig, *, log=None) -> Prepared:
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    docs = load_corpus(config.corpus)
+    chunks = chunk_documents(docs, config.chunking)
+    log(f"corpus: {len(docs)} documents -> {len(chunks)} chunks ({config.chunking.strategy})")
+    raw = read_goldset(config.goldset)
+    gold, problems = resolve_goldset(raw, {d.doc_id: d for d in docs}, config.goldset.path.stem or config.name)
+    log(f"golden set: {len(gold.queries)} queries, {len(gold.judgments)} judgments, "
+        f"{len(problems)} problem(s) against the corpus")
+    if problems and config.diagnostics.on_gold_error == "fail":
+        raise GoldSetError("the golden set does not match the corpus (diagnostics.on_gold_error: fail)",
+                           [p.message for p in problems])
+    return Prepared(config, docs, chunks, gold, problems)
+
+
+def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
+                   context: BuildContext | None = None) -> dict:
+    prepared = prepare(config, log=log)
+    retriever = build_retriever(config.retriever, context or BuildContext(progress=progress))
+    lists, timings = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth,
+                                  config.batch_size, progress)
+    return build_result(prepared, lists, timings)
+
+
+def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict) -> dict:
+    config, gold, chunks = prepared.config, prepared.gold, prepared.chunks
+    specs = parse_metrics(config.metrics)
+    chunk_text = {c.chunk_id: c.text for c in chunks}
+    window_k = window_sizes(lists, config.cutoff, chunk_text)
+    policy = config.evaluation.query_policy
+
+    dq, cq = doc_qrels(gold), chunk_qrels(gold, chunks)
+    doc_level = evaluate_level(dq, doc_lists(lists), doc_lists(lists, window_k), window_k, specs, policy)
+    chunk_level = evaluate_level(cq, chunk_lists(lists), chunk_lists(lists, window_k), window_k, specs, policy)
+
+    verdicts = diagnose(prepared, lists, window_k, dq, cq)
+    doc_pq, chunk_pq = doc_level.table.per_query(), chunk_level.table.per_query()
+    doc_w, chunk_w = window_per_query(doc_level), window_per_query(chunk_level)
+    run = Run(config.name, tuple(lists), config.config_hash(), timings)
+
+    queries = []
+    for q, ranked, k in zip(gold.queries, lists, window_k):
+        grades = cq[q.query_id]
+        doc_grades = dq[q.query_id]
+        queries.append({
+            "id": q.query_id,
+            "text": q.text,
+            "tags": dict(q.tags),
+            "metrics": {"doc": {**doc_pq[q.query_id], **doc_w[q.query_id]},
+                        "chunk": {**chunk_pq[q.query_id], **chunk_w[q.query_id]}},
+            "n_relevant": {"doc": sum(1 for g in doc_grades.values() if g >= 1),
+                           "chunk": sum(1 for g in grades.values() if g >= 1)},
+            "effective_k": k,
+            "verdict": verdicts[q.query_id].to_dict(),
+            "hits": [{"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id, "start": h.start, "end": h.end,
+                      "score": h.score, "relevant": grades.get(h.chunk_id, 0) >= 1,
+                      "doc_relevant": doc_grades.get(h.doc_id, 0) >= 1,
+                      "grade": doc_grades.get(h.doc_id), "in_window": h.rank <= k}
+                     for h in ranked.hits],
+        })
+
+    def counts(level) -> dict:
+        c = dict(level.table.counts)
+        hit_w = level.window.values[:, 0]
+        c["nothing_found_in_window"] = int(((hit_w == 0) & level.window.included).sum())
+        return c
+
+    conventions = metric_conventions(order="rank", query_policy=policy, trec_compat=False)
+    conventions["order"] = "retriever score descending, ties by chunk id descending; documents at their best chunk"
+    conventions["chunk_relevance"] = ("a chunk is relevant when it overlaps an evidence span of a relevant document"
+                                      if gold.has_evidence else
+                                      "no evidence spans in the golden set: every chunk of a relevant document is "
+                                      "relevant (wrong_chunk cannot be diagnosed)")
+    conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
+    return {
+        "name": config.name,
+        "config": config.resolved(),
+        "config_hash": config.config_hash(),
+        "harness_version": __version__,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "conventions": conventions,
+        "cutoff": {"k": config.cutoff.k, "token_budget": config.cutoff.token_budget,
+                   "tokenizer": config.cutoff.tokenizer if config.cutoff.token_budget else None,
+                   "depth": config.depth, "describe": config.cutoff.describe(),
+                   "mean_effective_k": sum(window_k) / len(window_k) if window_k else 0.0},
+        "corpus": {"documents": len(prepared.docs), "chunks": len(chunks),
+                   "chunking": config.chunking.model_dump(mode="json"),
+                   "fingerprint": fingerprint([[c.chunk_id, len(c.text)] for c in chunks])},
+        "goldset": {"name": gold.name, "queries": len(gold.queries), "judgments": len(gold.judgments),
+                    "has_evidence": gold.has_evidence, "fingerprint": goldset_fingerprint(gold),
+                    "query_ids_fingerprint": fingerprint(sorted(q.query_id for q in gold.queries)),
+                    "problems": [p.__dict__ for p in prepared.problems]},
+        "summary": {
+            "doc": {**doc_level.table.mean(), **window_means(doc_level)},
+            "chunk": {**chunk_level.table.mean(), **window_means(chunk_level)},
+            "counts": {"doc": counts(doc_level), "chunk": counts(chunk_level)},
+            "verdicts": summarize_verdicts(verdicts, gold, queries),
+        },
+        "diagnostics_settings": config.diagnostics.model_dump(mode="json"),
+        "timings": dict(run.timings),
+        "queries": queries,
+        "_run": run,  # not serialised: the in-memory run for the TREC writers
+    }

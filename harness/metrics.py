@@ -1,0 +1,306 @@
+"""The metric engine: every metric of a whole run from one padded queries x ranks matrix of grades.
+
+Conventions (trec_eval's unless an option says otherwise; every result echoes them):
+- hits are ordered by score descending, ties by doc id descending; ``order="rank"`` trusts given ranks;
+- a doc id that repeats in one ranked list counts once, at its best rank (the dropped copies are counted);
+- relevant means grade >= ``rel`` (default 1); negative grades and unjudged docs are never relevant and gain 0;
+- P@k divides by k; recall, AP and AP@k divide by R, all relevant documents of the query;
+- nDCG discounts by 1/log2(rank + 1); its ideal is built from every judged document (``ideal=retrieved``: from the
+  retrieved labels re-sorted); linear gain = grade, ``gain=exp`` = 2^grade - 1;
+- judged queries absent from the run score 0; run queries with no judgments are ignored and counted;
+- judged queries with no relevant document are excluded from means (``query_policy="zero"``: included as 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import MetricError
+from .metricspec import MetricSpec, parse_metrics
+from .runtable import ColumnarRun, Qrels, encode
+
+QUERY_POLICIES = ("exclude", "zero")
+ORDERS = ("score", "rank")
+
+
+@dataclass(frozen=True)
+class Labels:
+    """A run joined with its judgments; row i is judged query i."""
+
+    query_ids: np.ndarray
+    grades: np.ndarray  # (Q, D) float64 grade of the hit at each rank; 0 for unjudged and padding
+    judged: np.ndarray  # (Q, D) bool: the hit has a judgment
+    n_retrieved: np.ndarray  # (Q,) int64, after dropping duplicates
+    ideal: np.ndarray  # (Q, J) float64 positive judged grades, sorted descending, 0-padded
+    qrels_row: np.ndarray  # (m,) judged query row of each judgment
+    qrels_grade: np.ndarray  # (m,) grade of each judgment
+    in_run: np.ndarray  # (Q,) bool
+    dropped_duplicates: int
+    unjudged_run_queries: tuple[str, ...]
+
+    def n_relevant(self, rel: int = 1) -> np.ndarray:
+        weights = (self.qrels_grade >= rel).astype(np.float64)
+        return np.bincount(self.qrels_row, weights=weights, minlength=len(self.query_ids)).astype(np.int64)
+
+
+def _gather_rows(run: ColumnarRun, rows: np.ndarray):
+    """Padded (Q, D) matrices of the run rows named by ``rows`` (-1: an empty row)."""
+    # Row -1 indexes the appended zero-length entry: an absent query is an empty row.
+    starts = np.append(run.offsets[:-1], 0)[rows]
+    lengths = np.append(run.lengths, 0)[rows]
+    depth = int(lengths.max()) if len(lengths) else 0
+    n_q = len(rows)
+    total = int(lengths.sum())
+    row_of = np.repeat(np.arange(n_q), lengths)
+    first = np.zeros(n_q, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=first[1:])
+    col_of = np.arange(total) - np.repeat(first, lengths)
+    src = np.repeat(starts, lengths) + col_of
+    valid = np.zeros((n_q, depth), dtype=bool)
+    valid[row_of, col_of] = True
+    codes = np.full((n_q, depth), -1, dtype=np.int64)
+    codes[row_of, col_of] = run.doc_codes[src]
+    scores = np.full((n_q, depth), -np.inf, dtype=np.float64)
+    scores[row_of, col_of] = run.scores[src]
+    ranks = None
+    if run.ranks is not None:
+        ranks = np.full((n_q, depth), np.iinfo(np.int64).max, dtype=np.int64)
+        ranks[row_of, col_of] = run.ranks[src]
+    return valid, codes, scores, ranks
+
+
+def _order_rows(valid, codes, scores, ranks, order: str):
+    """Sort each row into evaluation order; rows already in order (the usual case) cost one comparison pass."""
+    if order == "rank":
+        if ranks is None:
+            raise MetricError("order 'rank' needs ranks in the run; this run has none")
+        perm = np.argsort(ranks, axis=1, kind="stable")
+    else:
+        if codes.shape[1] > 1:
+            s0, s1, c0, c1 = scores[:, :-1], scores[:, 1:], codes[:, :-1], codes[:, 1:]
+            in_order = (s0 > s1) | ((s0 == s1) & (c0 > c1)) | ~valid[:, 1:]
+            if in_order.all():
+                return valid, codes
+        # lexsort: the last key is primary; padding last, then score desc, then doc id (code) desc.
+        perm = np.lexsort((-codes, -scores, ~valid), axis=1)
+    return np.take_along_axis(valid, perm, 1), np.take_along_axis(codes, perm, 1)
+
+
+def _drop_duplicates(valid, codes):
+    """Keep each doc's first (best-ranked) occurrence per row; returns new matrices and the count dropped."""
+    if codes.shape[1] < 2:
+        return valid, codes, 0
+    ordered = np.sort(codes, axis=1)
+    dup_rows = np.flatnonzero(((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any(axis=1))
+    if len(dup_rows) == 0:
+        return valid, codes, 0
+    valid, codes = valid.copy(), codes.copy()
+    dropped = 0
+    for r in dup_rows:  # rare outside chunk runs, which the pipeline collapses before evaluating
+        row = codes[r][valid[r]]
+        _, first = np.unique(row, return_index=True)
+        keep = np.sort(first)
+        dropped += len(row) - len(keep)
+        codes[r] = -1
+        valid[r] = False
+        codes[r, : len(keep)] = row[keep]
+        valid[r, : len(keep)] = True
+    return valid, codes, dropped
+
+
+def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores: bool = False) -> Labels:
+    """Join a run to its judgments: the grade of every hit, in evaluation order."""
+    if order not in ORDERS:
+        raise MetricError(f"unknown order {order!r}; choose from {', '.join(ORDERS)}")
+    run_row = {str(q): i for i, q in enumerate(run.query_ids)}
+    rows = np.array([run_row.get(str(q), -1) for q in qrels.query_ids], dtype=np.int64)
+    judged_set = {str(q) for q in qrels.query_ids}
+    unjudged = tuple(str(q) for q in run.query_ids if str(q) not in judged_set)
+
+    valid, codes, scores, ranks = _gather_rows(run, rows)
+    if float32_scores:  # trec_eval 9 compares scores in single precision
+        scores = scores.astype(np.float32).astype(np.float64)
+    valid, codes = _order_rows(valid, codes, scores, ranks, order)
+    valid, codes, dropped = _drop_duplicates(valid, codes)
+
+    n_q = qrels.n_queries
+    q_lengths = np.diff(qrels.offsets)
+    qrels_row = np.repeat(np.arange(n_q), q_lengths)
+    vocab_size = max(len(run.doc_vocab), 1)
+    q_codes = encode(run.doc_vocab, list(qrels.doc_ids))
+    known = q_codes >= 0
+    q_keys = qrels_row[known] * vocab_size + q_codes[known]
+    key_order = np.argsort(q_keys, kind="stable")
+    q_keys, q_grades = q_keys[key_order], qrels.grades[known][key_order]
+
+    hit_keys = np.arange(n_q)[:, None] * vocab_size + np.maximum(codes, 0)
+    grades = np.zeros(codes.shape, dtype=np.float64)
+    judged = np.zeros(codes.shape, dtype=bool)
+    if len(q_keys):
+        pos = np.minimum(np.searchsorted(q_keys, hit_keys), len(q_keys) - 1)
+        judged = (q_keys[pos] == hit_keys) & valid
+        grades = np.where(judged, q_grades[pos], 0).astype(np.float64)
+
+    positive = np.maximum(qrels.grades, 0).astype(np.float64)
+    width = int(np.bincount(qrels_row[positive > 0], minlength=n_q).max()) if (positive > 0).any() else 0
+    ideal = np.zeros((n_q, width), dtype=np.float64)
+    if width:
+        sel = positive > 0
+        rows_p, grades_p = qrels_row[sel], positive[sel]
+        by = np.lexsort((-grades_p, rows_p))
+        rows_p, grades_p = rows_p[by], grades_p[by]
+        starts = np.searchsorted(rows_p, np.arange(n_q))
+        ideal[rows_p, np.arange(len(rows_p)) - starts[rows_p]] = grades_p
+
+    return Labels(qrels.query_ids, grades, judged, valid.sum(axis=1).astype(np.int64), ideal, qrels_row,
+                  qrels.grades, rows >= 0, dropped, unjudged)
+
+
+def _cut(matrix: np.ndarray, k: int | None) -> np.ndarray:
+    if k is None:
+        return matrix
+    if k <= matrix.shape[1]:
+        return matrix[:, :k]
+    pad = np.zeros((matrix.shape[0], k - matrix.shape[1]), dtype=matrix.dtype)
+    return np.concatenate([matrix, pad], axis=1)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    den = np.asarray(den, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros(len(num), dtype=np.float64), where=den > 0)
+
+
+def _discount(width: int) -> np.ndarray:
+    return 1.0 / np.log2(np.arange(2, width + 2, dtype=np.float64))
+
+
+def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
+    g = np.maximum(grades, 0.0)
+    return np.exp2(g) - 1.0 if gain == "exp" else g
+
+
+def compute(spec: MetricSpec, labels: Labels) -> np.ndarray:
+    """Per-query values of one metric, one per judged query."""
+    fam, k = spec.family, spec.k
+    if fam in ("dcg", "ndcg"):
+        gains = _cut(_gains(labels.grades, spec.gain), k)
+        dcg = (gains * _discount(gains.shape[1])).sum(axis=1)
+        if fam == "dcg":
+            return dcg
+        if spec.ideal == "retrieved":
+            ideal = -np.sort(-_gains(labels.grades, spec.gain), axis=1)
+        else:
+            ideal = _gains(labels.ideal, spec.gain)
+        ideal = _cut(ideal, k)
+        idcg = (ideal * _discount(ideal.shape[1])).sum(axis=1)
+        return _ratio(dcg, idcg)
+
+    rel = labels.grades >= spec.rel
+    n_rel = labels.n_relevant(spec.rel)
+    if fam == "rprec":
+        width = max(rel.shape[1], int(n_rel.max()) if len(n_rel) else 0, 1)
+        cum = np.cumsum(_cut(rel, width), axis=1)
+        at_r = np.take_along_axis(cum, np.maximum(n_rel - 1, 0)[:, None], 1)[:, 0]
+        return _ratio(at_r, n_rel)
+    rel_k = _cut(rel, k)
+    if fam == "precision":
+        return rel_k.sum(axis=1) / float(k)
+    if fam == "recall":
+        return _ratio(rel_k.sum(axis=1), n_rel)
+    if fam == "hit":
+        return rel_k.any(axis=1).astype(np.float64)
+    if fam == "nothing_found":
+        return (~rel_k.any(axis=1)).astype(np.float64)
+    if fam == "rr":
+        if rel_k.shape[1] == 0:
+            return np.zeros(rel_k.shape[0])
+        first = rel_k.argmax(axis=1)
+        return np.where(rel_k.any(axis=1), 1.0 / (first + 1.0), 0.0)
+    if fam == "ap":
+        cum = np.cumsum(rel_k, axis=1)
+        precision_at = cum / np.arange(1, rel_k.shape[1] + 1, dtype=np.float64)
+        return _ratio((precision_at * rel_k).sum(axis=1), n_rel)
+    raise MetricError(f"no kernel for metric family {fam!r}")
+
+
+@dataclass(frozen=True)
+class MetricTable:
+    """Per-query x metric values; every judged query has a row, ``included`` says which enter the means."""
+
+    query_ids: tuple[str, ...]
+    metrics: tuple[MetricSpec, ...]
+    values: np.ndarray  # (Q, M)
+    n_relevant: np.ndarray  # (Q,)
+    in_run: np.ndarray  # (Q,) bool
+    included: np.ndarray  # (Q,) bool
+    conventions: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    def column(self, metric: str | MetricSpec) -> np.ndarray:
+        name = metric if isinstance(metric, str) else metric.name
+        return self.values[:, self.names.index(name)]
+
+    def mean(self) -> dict[str, float | None]:
+        if not self.included.any():
+            return {name: None for name in self.names}
+        means = self.values[self.included].mean(axis=0)
+        return {name: float(v) for name, v in zip(self.names, means)}
+
+    def per_query(self) -> dict[str, dict[str, float]]:
+        return {q: {n: float(v) for n, v in zip(self.names, row)} for q, row in zip(self.query_ids, self.values)}
+
+
+def conventions(*, order: str, query_policy: str, trec_compat: bool) -> dict:
+    return {
+        "order": "rank as given" if order == "rank" else "score descending, ties by doc id descending (trec_eval)",
+        "score_precision": "float32 (trec_eval)" if trec_compat else "float64",
+        "duplicates": "first (best-ranked) occurrence of a doc id counts; the rest are dropped and counted",
+        "relevance_threshold": "grade >= 1 unless a metric says rel=N; negative grades never relevant",
+        "precision_denominator": "k",
+        "recall_ap_denominator": "all relevant documents of the query (R)",
+        "ndcg_gain": "linear (grade) unless gain=exp (2^grade - 1)",
+        "ndcg_discount": "1/log2(rank + 1)",
+        "ndcg_ideal": "all judged documents sorted by grade unless ideal=retrieved",
+        "absent_from_run": "scored 0",
+        "no_relevant_queries": "counted as 0 in means" if query_policy == "zero" else "excluded from means, listed",
+        "unjudged_run_queries": "ignored, counted",
+    }
+
+
+def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec], *,
+             query_policy: str = "exclude", order: str = "score", trec_compat: bool = False) -> MetricTable:
+    """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means)."""
+    if query_policy not in QUERY_POLICIES:
+        raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
+    if trec_compat:
+        query_policy = "zero"
+    specs = parse_metrics(metrics)
+    labels = join(qrels, run, order=order, float32_scores=trec_compat)
+    return table_from_labels(labels, specs, query_policy=query_policy, order=order, trec_compat=trec_compat)
+
+
+def table_from_labels(labels: Labels, specs: Sequence[MetricSpec], *, query_policy: str = "exclude",
+                      order: str = "score", trec_compat: bool = False) -> MetricTable:
+    values = np.column_stack([compute(s, labels) for s in specs]) if specs else np.zeros((len(labels.query_ids), 0))
+    n_rel = labels.n_relevant(1)
+    included = np.ones(len(n_rel), dtype=bool) if query_policy == "zero" else n_rel > 0
+    qids = tuple(str(q) for q in labels.query_ids)
+    counts = {
+        "judged_queries": len(qids),
+        "evaluated_queries": int(included.sum()),
+        "no_relevant_queries": int((n_rel == 0).sum()),
+        "no_relevant_query_ids": [q for q, n in zip(qids, n_rel) if n == 0],
+        "absent_from_run": int((~labels.in_run).sum()),
+        "absent_from_run_query_ids": [q for q, p in zip(qids, labels.in_run) if not p],
+        "unjudged_run_queries": len(labels.unjudged_run_queries),
+        "dropped_duplicates": labels.dropped_duplicates,
+    }
+    return MetricTable(qids, tuple(specs), values, n_rel, labels.in_run, included,
+                       conventions(order=order, query_policy=query_policy, trec_compat=trec_compat), counts)

@@ -1,0 +1,163 @@
+"""Metric declarations: one canonical name per metric, parsed from the names people already type.
+
+A canonical name is ``family[(param=value,...)][@k]``, e.g. ``precision@5``, ``ndcg(gain=exp)@10``,
+``precision(rel=2)@5``. ``parse_metric(spec.name) == spec`` for every spec.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import MetricError
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    definition: str
+    k: str  # "required" | "optional" | "forbidden"
+    params: tuple[str, ...]
+    reference: str
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("precision", "relevant hits in the top k divided by k (k, not the number retrieved)", "required",
+               ("rel",), "trec_eval P_k"),
+        Family("recall", "relevant hits in the top k divided by all relevant documents of the query", "required",
+               ("rel",), "trec_eval recall_k"),
+        Family("hit", "1 if any relevant hit is in the top k, else 0 (success@k)", "required", ("rel",),
+               "trec_eval success_k"),
+        Family("nothing_found", "1 if no relevant hit is in the top k (reported beside MRR)", "required", ("rel",),
+               "TREC-8 QA track report"),
+        Family("ap", "mean of precision at each relevant rank (<= k), divided by all relevant documents", "optional",
+               ("rel",), "trec_eval map / map_cut_k"),
+        Family("rr", "1 / rank of the first relevant hit; 0 when it is past k or absent", "optional", ("rel",),
+               "trec_eval recip_rank; RR@k as in ir_measures"),
+        Family("rprec", "precision at rank R, R = number of relevant documents of the query", "forbidden", ("rel",),
+               "trec_eval Rprec"),
+        Family("dcg", "sum of gain / log2(rank + 1) over the top k", "optional", ("gain",),
+               "Jarvelin & Kekalainen 2002 with trec_eval's discount"),
+        Family("ndcg", "DCG@k / ideal DCG@k; ideal from all judged documents by default", "optional",
+               ("gain", "ideal"), "trec_eval ndcg / ndcg_cut_k"),
+    )
+}
+
+PARAM_CHOICES = {"gain": ("linear", "exp"), "ideal": ("judged", "retrieved")}
+PARAM_DEFAULTS = {"rel": "1", "gain": "linear", "ideal": "judged"}
+
+ALIASES = {
+    "p": "precision", "prec": "precision", "precision": "precision",
+    "r": "recall", "recall": "recall",
+    "hit": "hit", "hits": "hit", "success": "hit", "hit_rate": "hit", "hitrate": "hit",
+    "nothing_found": "nothing_found",
+    "ap": "ap", "map": "ap",
+    "rr": "rr", "mrr": "rr", "recip_rank": "rr",
+    "rprec": "rprec", "r-prec": "rprec", "r_prec": "rprec", "r-precision": "rprec", "rprecision": "rprec",
+    "dcg": "dcg",
+    "ndcg": "ndcg",
+}
+# trec_eval spellings: P_5, recall_100, ndcg_cut_10, map_cut_10, success_5.
+_TREC_EVAL = {"p": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "ap", "success": "hit"}
+
+_NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z_\-]*?)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>\d+))?$")
+_TREC_NAME = re.compile(r"^(?P<family>P|recall|ndcg_cut|map_cut|success)_(?P<k>\d+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, order=True)
+class MetricSpec:
+    family: str
+    k: int | None = None
+    rel: int = 1
+    gain: str = "linear"
+    ideal: str = "judged"
+
+    @property
+    def name(self) -> str:
+        params = []
+        fam = FAMILIES[self.family]
+        for p in fam.params:
+            value = str(getattr(self, p))
+            if value != PARAM_DEFAULTS[p]:
+                params.append(f"{p}={value}")
+        text = self.family + (f"({','.join(params)})" if params else "")
+        return text + (f"@{self.k}" if self.k is not None else "")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def known_metrics_help() -> str:
+    return ", ".join(sorted(FAMILIES))
+
+
+def parse_metric(text: str | MetricSpec) -> MetricSpec:
+    """Parse a metric name or alias (``P@5``, ``MRR@10``, ``nDCG@10``, ``ndcg_cut_10``) into its spec."""
+    if isinstance(text, MetricSpec):
+        return text
+    raw = text.strip()
+    trec = _TREC_NAME.match(raw)
+    if trec:
+        return _build(raw, _TREC_EVAL[trec["family"].lower()], {}, int(trec["k"]))
+    m = _NAME.match(raw)
+    if not m:
+        raise MetricError(f"cannot parse metric name {text!r}; expected e.g. ndcg@10, precision(rel=2)@5 "
+                          f"(families: {known_metrics_help()})")
+    family = ALIASES.get(m["family"].lower())
+    if family is None:
+        raise MetricError(f"unknown metric {m['family']!r} in {text!r}; known metrics: {known_metrics_help()}")
+    params: dict[str, str] = {}
+    if m["params"]:
+        for part in m["params"].split(","):
+            if "=" not in part:
+                raise MetricError(f"metric {text!r}: parameter {part.strip()!r} must look like name=value")
+            key, value = (s.strip() for s in part.split("=", 1))
+            params[key] = value
+    return _build(text, family, params, int(m["k"]) if m["k"] else None)
+
+
+def _build(text: str, family: str, params: dict[str, str], k: int | None) -> MetricSpec:
+    fam = FAMILIES[family]
+    if fam.k == "required" and k is None:
+        raise MetricError(f"metric {text!r} needs a cutoff, e.g. {family}@10")
+    if fam.k == "forbidden" and k is not None:
+        raise MetricError(f"metric {text!r} takes no cutoff (use {family})")
+    if k is not None and k < 1:
+        raise MetricError(f"metric {text!r}: the cutoff must be >= 1")
+    values: dict[str, object] = {}
+    for key, value in params.items():
+        if key not in fam.params:
+            allowed = ", ".join(fam.params) or "none"
+            raise MetricError(f"metric {text!r}: unknown parameter {key!r} for {family} (allowed: {allowed})")
+        if key == "rel":
+            if not value.isdigit() or int(value) < 1:
+                raise MetricError(f"metric {text!r}: rel must be a whole number >= 1, got {value!r}")
+            values["rel"] = int(value)
+        else:
+            if value not in PARAM_CHOICES[key]:
+                raise MetricError(f"metric {text!r}: {key} must be one of {', '.join(PARAM_CHOICES[key])}")
+            values[key] = value
+    return MetricSpec(family=family, k=k, **values)  # type: ignore[arg-type]
+
+
+def parse_metrics(names) -> list[MetricSpec]:
+    """Parse many names, reporting every bad one at once; duplicates (after normalising) are dropped."""
+    specs: list[MetricSpec] = []
+    problems: list[str] = []
+    for name in names:
+        try:
+            spec = parse_metric(name)
+        except MetricError as exc:
+            problems.append(str(exc))
+            continue
+        if spec not in specs:
+            specs.append(spec)
+    if problems:
+        raise MetricError("invalid metric names:", problems)
+    return specs
+
+
+DEFAULT_METRICS = ("precision@5", "recall@5", "hit@5", "rr@10", "nothing_found@10", "ap", "rprec", "ndcg@10",
+                   "recall@100")

@@ -1,0 +1,65 @@
+"""Index once, retrieve every query in batches (progress on stderr), keep ``depth`` hits, apply the cutoff."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Sequence
+
+from .config import CutoffConfig
+from .retrievers import Retriever
+from .text import TokenCounter
+from .types import Chunk, Hit, Query, RankedList
+
+
+def canonical(ranked: RankedList) -> RankedList:
+    """Hits by score descending, ties by chunk id descending (trec_eval's rule), ranks renumbered 1..n."""
+    hits = sorted(ranked.hits, key=lambda h: (h.score, h.chunk_id), reverse=True)
+    return RankedList(ranked.query_id,
+                      tuple(Hit(h.chunk_id, h.doc_id, h.score, r, h.start, h.end) for r, h in enumerate(hits, 1)))
+
+
+def _progress(total: int, label: str, enabled: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.console import Console
+
+    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=Console(file=sys.stderr), disable=not enabled, transient=True)
+
+
+def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], depth: int,
+                 batch_size: int = 256, progress: bool = True) -> tuple[list[RankedList], dict[str, float]]:
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    retriever.index(chunks)
+    timings["index_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out: list[RankedList] = []
+    with _progress(len(queries), "retrieving", progress and sys.stderr.isatty()) as bar:
+        task = bar.add_task("retrieve", total=len(queries))
+        for i in range(0, len(queries), batch_size):
+            batch = queries[i:i + batch_size]
+            out.extend(canonical(r) for r in retriever.retrieve(batch, depth))
+            bar.advance(task, len(batch))
+    timings["retrieve_s"] = time.perf_counter() - t0
+    timings["queries_per_s"] = len(queries) / timings["retrieve_s"] if timings["retrieve_s"] > 0 else 0.0
+    return out, timings
+
+
+def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: dict[str, str]) -> list[int]:
+    """The effective k of each query: ``k``, or as many chunks in rank order as fit in the token budget."""
+    if cutoff.k is not None:
+        return [min(cutoff.k, len(r.hits)) for r in lists]
+    counter = TokenCounter(cutoff.tokenizer)
+    budget = cutoff.token_budget or 0
+    sizes = []
+    for ranked in lists:
+        used, n = 0, 0
+        for hit in ranked.hits:
+            cost = counter.count(chunk_text[hit.chunk_id])
+            if used + cost > budget:
+                break
+            used += cost
+            n += 1
+        sizes.append(n)
+    return sizes

@@ -1,0 +1,108 @@
+"""Columnar runs and qrels: the form the metric engine reads.
+
+Both group rows by query with CSR ``offsets`` and name documents by integer codes into a *sorted* vocabulary,
+so comparing codes is comparing doc ids as strings (what trec_eval's tie rule needs) without touching strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
+    return np.array(sorted(set(ids)), dtype=object)
+
+
+def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+    """Codes of ``ids`` in the sorted ``vocab``; -1 for an id not in it."""
+    if len(ids) == 0:
+        return np.zeros(0, dtype=np.int64)
+    needles = np.asarray(ids, dtype=object)
+    if len(vocab) == 0:
+        return np.full(len(needles), -1, dtype=np.int64)
+    pos = np.searchsorted(vocab, needles)
+    pos_clipped = np.minimum(pos, len(vocab) - 1)
+    found = vocab[pos_clipped] == needles
+    return np.where(found, pos_clipped, -1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ColumnarRun:
+    """Hits of many queries: query ``i`` owns rows ``offsets[i]:offsets[i+1]``."""
+
+    query_ids: np.ndarray  # (Q,) object, unique
+    offsets: np.ndarray  # (Q+1,) int64
+    doc_vocab: np.ndarray  # (V,) object, sorted, unique
+    doc_codes: np.ndarray  # (n,) int64
+    scores: np.ndarray  # (n,) float64
+    ranks: np.ndarray | None = None  # (n,) int64, as given by the producer
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @classmethod
+    def from_lists(cls, lists: Mapping[str, Sequence[tuple[str, float]]],
+                   ranks: Mapping[str, Sequence[int]] | None = None,
+                   doc_vocab: np.ndarray | None = None) -> "ColumnarRun":
+        """From ``{query_id: [(doc_id, score), ...]}`` (the order given is kept)."""
+        query_ids = np.array(list(lists), dtype=object)
+        lengths = np.array([len(v) for v in lists.values()], dtype=np.int64)
+        docs = [d for hits in lists.values() for d, _ in hits]
+        scores = np.array([s for hits in lists.values() for _, s in hits], dtype=np.float64)
+        vocab = sorted_vocab(docs) if doc_vocab is None else doc_vocab
+        codes = encode(vocab, docs)
+        if (codes < 0).any():
+            raise ValueError("doc_vocab does not contain every doc id of the run")
+        rank_arr = None
+        if ranks is not None:
+            rank_arr = np.array([r for q in lists for r in ranks[q]], dtype=np.int64)
+        return cls(query_ids, _offsets(lengths), vocab, codes, scores, rank_arr)
+
+    @classmethod
+    def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "ColumnarRun":
+        """From the dict-of-dicts form pytrec_eval and ranx use."""
+        return cls.from_lists({q: list(d.items()) for q, d in run.items()})
+
+
+@dataclass(frozen=True)
+class Qrels:
+    """Graded judgments; query ``i`` owns rows ``offsets[i]:offsets[i+1]``. Every query listed is judged."""
+
+    query_ids: np.ndarray  # (Q,) object, unique, in golden-set order
+    offsets: np.ndarray  # (Q+1,)
+    doc_ids: np.ndarray  # (m,) object
+    grades: np.ndarray  # (m,) int64
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @classmethod
+    def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":
+        """From ``{query_id: {doc_id: grade}}``; a query with an empty dict is judged with nothing relevant."""
+        query_ids = np.array(list(qrels), dtype=object)
+        lengths = np.array([len(v) for v in qrels.values()], dtype=np.int64)
+        docs = np.array([d for v in qrels.values() for d in v], dtype=object)
+        grades = np.array([int(g) for v in qrels.values() for g in v.values()], dtype=np.int64)
+        return cls(query_ids, _offsets(lengths), docs, grades)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for i, q in enumerate(self.query_ids):
+            lo, hi = self.offsets[i], self.offsets[i + 1]
+            out[str(q)] = {str(d): int(g) for d, g in zip(self.doc_ids[lo:hi], self.grades[lo:hi])}
+        return out

@@ -1,0 +1,134 @@
+"""Plain, frozen data that flows between the pipeline's stages.
+
+Character spans are half-open ``[start, end)`` offsets into a document's ``text``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+
+    def overlaps(self, start: int, end: int) -> bool:
+        return self.start < end and start < self.end
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    doc_id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of one document; ``text`` is ``document.text[start:end]``.
+
+    ``index_text`` is what retrievers see (the chunk text, optionally prefixed by the title)."""
+
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    index_text: str
+
+    @property
+    def n_chars(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    query_id: str
+    text: str
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """Document-level graded relevance, with optional evidence spans inside the document."""
+
+    query_id: str
+    doc_id: str
+    relevance: int
+    evidence: tuple[Span, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GoldSet:
+    name: str
+    queries: tuple[Query, ...]
+    judgments: tuple[Judgment, ...]
+
+    def judgments_by_query(self) -> dict[str, list[Judgment]]:
+        grouped: dict[str, list[Judgment]] = {q.query_id: [] for q in self.queries}
+        for j in self.judgments:
+            grouped.setdefault(j.query_id, []).append(j)
+        return grouped
+
+    @property
+    def has_evidence(self) -> bool:
+        return any(j.evidence for j in self.judgments)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    chunk_id: str
+    doc_id: str
+    score: float
+    rank: int
+    start: int = -1
+    end: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class RankedList:
+    query_id: str
+    hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True)
+class Run:
+    """The output of one retriever over a golden set: one ranked list per query, in query order."""
+
+    name: str
+    lists: tuple[RankedList, ...]
+    config_hash: str = ""
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def to_trec(self, level: str = "doc", tag: str | None = None) -> str:
+        """TREC run format (``qid Q0 docno rank score tag``), readable by trec_eval and ranx.
+
+        ``level="doc"`` keeps each document's best-ranked chunk only (trec_eval rejects duplicates)."""
+        tag = tag or self.name or "harness"
+        lines: list[str] = []
+        for ranked in self.lists:
+            seen: set[str] = set()
+            rank = 0
+            for hit in ranked.hits:
+                item = hit.doc_id if level == "doc" else hit.chunk_id
+                if item in seen:
+                    continue
+                seen.add(item)
+                rank += 1
+                lines.append(f"{ranked.query_id} Q0 {item} {rank} {hit.score:.10g} {tag}")
+        return "\n".join(lines) + ("\n" if lines else "")
+
+    def to_dict(self, level: str = "doc") -> dict[str, dict[str, float]]:
+        """The dict-of-dicts form pytrec_eval, ranx and ir_measures read (best chunk per doc)."""
+        out: dict[str, dict[str, float]] = {}
+        for ranked in self.lists:
+            scores: dict[str, float] = {}
+            for hit in ranked.hits:
+                item = hit.doc_id if level == "doc" else hit.chunk_id
+                scores.setdefault(item, float(hit.score))
+            out[ranked.query_id] = scores
+        return out
