@@ -1,0 +1,48 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from harness.errors import MetricError
+from harness.metricspec import FAMILIES, MetricSpec, parse_metric, parse_metrics
+
+
+@pytest.mark.parametrize("alias,canonical", [
+    ("P@5", "precision@5"), ("R@10", "recall@10"), ("MAP", "ap"), ("map@10", "ap@10"), ("MRR@10", "rr@10"),
+    ("nDCG@10", "ndcg@10"), ("Success@5", "hit@5"), ("hit_rate@5", "hit@5"), ("P_5", "precision@5"),
+    ("ndcg_cut_10", "ndcg@10"), ("recip_rank", "rr"), ("Rprec", "rprec"),
+    ("ndcg(gain=exp)@10", "ndcg(gain=exp)@10"), ("precision(rel=2)@5", "precision(rel=2)@5"),
+    ("ndcg(ideal=retrieved, gain=exp)@5", "ndcg(gain=exp,ideal=retrieved)@5"), ("ndcg(gain=linear)@3", "ndcg@3"),
+])
+def test_aliases_normalise(alias, canonical):
+    assert parse_metric(alias).name == canonical
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    ("foo@5", "known metrics: ap, dcg, hit"), ("precision", "needs a cutoff"), ("rprec@5", "takes no cutoff"),
+    ("ndcg(gain=cubic)@5", "gain must be one of linear, exp"), ("precision(rel=0)@5", "rel must be"),
+    ("recall(gain=exp)@5", "unknown parameter 'gain'"), ("P@0", "cutoff must be >= 1"),
+])
+def test_bad_names_explain(bad, fragment):
+    with pytest.raises(MetricError) as exc:
+        parse_metric(bad)
+    assert fragment in str(exc.value)
+
+
+def test_all_bad_names_reported_at_once():
+    with pytest.raises(MetricError) as exc:
+        parse_metrics(["P@5", "nope@1", "precision"])
+    assert len(exc.value.problems) == 2
+
+
+specs = st.builds(
+    lambda fam, k, rel, gain, ideal: MetricSpec(
+        fam, None if FAMILIES[fam].k == "forbidden" else (k if FAMILIES[fam].k == "required" or k % 2 else None),
+        rel if "rel" in FAMILIES[fam].params else 1,
+        gain if "gain" in FAMILIES[fam].params else "linear",
+        ideal if "ideal" in FAMILIES[fam].params else "judged"),
+    st.sampled_from(sorted(FAMILIES)), st.integers(1, 1000), st.integers(1, 4),
+    st.sampled_from(["linear", "exp"]), st.sampled_from(["judged", "retrieved"]))
+
+
+@given(specs)
+def test_names_round_trip(spec):
+    assert parse_metric(spec.name) == spec
