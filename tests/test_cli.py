@@ -1,0 +1,133 @@
+"""The CLI as a user runs it: subprocesses, exit codes, one-line errors, no tracebacks."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+
+def harness(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "demo-bm25"
+    proc = harness("run", "configs/demo-bm25.yaml", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(out / "report.md")
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_demo_outputs_exist(demo):
+    out, result = demo
+    for name in ("results.json", "run.trec", "run.chunks.trec", "per_query.csv", "report.md"):
+        assert (out / name).stat().st_size > 0
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")], "staging folder left behind"
+    assert len(result["queries"]) == 46 and result["cutoff"]["k"] == 5
+
+
+def test_demo_shows_every_verdict_kind(demo):
+    counts = demo[1]["summary"]["verdicts"]["counts"]
+    assert counts == {"goldset_error": 2, "no_gold": 1, "missing_document": 1, "wrong_chunk": 2,
+                      "buried_evidence": 3, "ok": 37}
+
+
+def test_demo_numbers_match_trec_eval_on_the_written_run(demo):
+    out, result = demo
+    qrels = {}
+    for line in (ROOT / "goldsets/demo/goldset.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        qrels[row["id"]] = {r["doc"]: r.get("grade", 1) for r in row["relevant"]}
+    run = {}
+    for line in (out / "run.trec").read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "recall_5", "ndcg_cut_10", "map", "Rprec"}).evaluate(run)
+    with_rel = [q for q in ref if any(g > 0 for g in qrels[q].values())]
+    mean = lambda m: sum(ref[q][m] for q in with_rel) / len(with_rel)
+    s = result["summary"]["doc"]
+    assert s["precision@5"] == pytest.approx(mean("P_5"), abs=1e-9)
+    assert s["recall@5"] == pytest.approx(mean("recall_5"), abs=1e-9)
+    assert s["ndcg@10"] == pytest.approx(mean("ndcg_cut_10"), abs=1e-9)
+    assert s["ap"] == pytest.approx(mean("map"), abs=1e-9)
+    assert s["rprec"] == pytest.approx(mean("Rprec"), abs=1e-9)
+    assert result["summary"]["counts"]["doc"]["no_relevant_query_ids"] == ["q46"]
+
+
+def test_verdicts_agree_with_window_metrics(demo):
+    for q in demo[1]["queries"]:
+        kind = q["verdict"]["kind"]
+        if kind in ("goldset_error", "no_gold"):
+            continue
+        assert (kind in ("ok", "buried_evidence")) == (q["metrics"]["chunk"]["hit@window"] == 1.0), q["id"]
+        assert (kind == "missing_document") == (q["metrics"]["doc"]["hit@window"] == 0.0), q["id"]
+
+
+def test_report_md_has_summary_verdicts_and_conventions(demo):
+    md = (demo[0] / "report.md").read_text()
+    for fragment in ("## Metrics", "| ndcg@10 |", "## Verdicts", "### By topic", "## Advice", "## Worst queries",
+                     "### wrong_chunk", "## Conventions", "1/log2(rank + 1)"):
+        assert fragment in md
+
+
+def test_eval_command_json_matches_pytrec_eval(demo, tmp_path):
+    out, _ = demo
+    qrels = tmp_path / "qrels.txt"
+    lines = []
+    for line in (ROOT / "goldsets/demo/goldset.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        lines += [f"{row['id']} 0 {r['doc']} {r.get('grade', 1)}" for r in row["relevant"]]
+    qrels.write_text("\n".join(lines) + "\n")
+    proc = harness("eval", str(qrels), str(out / "run.trec"), "-m", "nDCG@10", "-m", "MRR@10", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert set(data) == {"mean", "per_query", "conventions", "counts"}
+    assert set(data["mean"]) == {"ndcg@10", "rr@10"}
+    tsv = harness("eval", str(qrels), str(out / "run.trec"), "-m", "ndcg@10", "--format", "tsv")
+    assert tsv.stdout.startswith("ndcg@10\tall\t")
+
+
+def test_trec_compat_equals_trec_eval_c(demo, tmp_path):
+    out, _ = demo
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q01 0 install-desktop 2\nq01 0 nowhere 1\nqx 0 nothing 1\n")
+    data = json.loads(harness("eval", str(qrels), str(out / "run.trec"), "-m", "map", "--trec-compat").stdout)
+    assert data["mean"]["ap"] == pytest.approx(data["per_query"]["q01"]["ap"] / 2)  # qx is absent: 0, counted
+    assert data["counts"]["unjudged_run_queries"] == 45
+
+
+def test_bad_config_exits_2_with_location_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "configs/demo-bm25.yaml").read_text().replace("k1: 1.2", "k_1: 1.2")
+                   .replace("../goldsets", str(ROOT / "goldsets")))
+    proc = harness("run", str(bad))
+    assert proc.returncode == 2
+    assert "retriever.k_1: unknown key; did you mean 'k1'?" in proc.stderr and str(bad) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_validate_reports_gold_problems_and_exits_2():
+    proc = harness("validate", "configs/demo-bm25.yaml")
+    assert proc.returncode == 2
+    assert "relevant document 'api-pagination' is not in the corpus" in proc.stderr
+    assert "evidence quote 'LAN sync copies" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_eval_bad_run_line_exits_2(tmp_path):
+    (tmp_path / "q.txt").write_text("q 0 d 1\n")
+    (tmp_path / "r.trec").write_text("q Q0 d 1 x run\n")
+    proc = harness("eval", str(tmp_path / "q.txt"), str(tmp_path / "r.trec"))
+    assert proc.returncode == 2 and "r.trec:1: score 'x' is not a number" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_lists_commands_with_examples():
+    proc = harness("run", "--help")
+    assert proc.returncode == 0 and "Example: harness run configs/demo-bm25.yaml" in proc.stdout
