@@ -191,16 +191,21 @@ def _resolve_paths(data: dict, base: Path) -> None:
     def fix_retriever(node: Any) -> None:
         if not isinstance(node, dict):
             return
-        for key in ("path", "model", "cache_dir", "tokenizer_file"):
+        for key in ("path", "model"):
             value = node.get(key)
-            if isinstance(value, str) and (value.startswith(".") or "/" in value) and not value.startswith("hub:"):
+            if not isinstance(value, str) or ":" in value.split("/")[0]:
+                continue  # bundled:..., hub:... and URLs are names, not paths
+            # a model is a path only when it looks like one; 'path' always is
+            if key == "path" or value.startswith((".", "/", "~")):
                 p = Path(value).expanduser()
-                if p.is_absolute() or value.startswith("."):
-                    node[key] = str(p if p.is_absolute() else (base / p).resolve())
+                node[key] = str(p if p.is_absolute() else (base / p).resolve())
+        stage = node.get("stage")
+        if isinstance(stage, dict) and isinstance(stage.get("model"), str) and stage["model"].startswith((".", "/", "~")):
+            p = Path(stage["model"]).expanduser()
+            stage["model"] = str(p if p.is_absolute() else (base / p).resolve())
         for child in node.get("children", []) or []:
             fix_retriever(child)
         fix_retriever(node.get("child"))
-        fix_retriever(node.get("stage"))
     fix_retriever(data.get("retriever"))
 
 

@@ -67,14 +67,33 @@ def prepare(config: ExperimentConfig, *, log=None) -> Prepared:
 def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
                    context: BuildContext | None = None) -> dict:
     prepared = prepare(config, log=log)
-    retriever = build_retriever(config.retriever, context or BuildContext(progress=progress))
+    context = context or BuildContext(progress=progress)
+    context.extras.setdefault("documents", {d.doc_id: d.text for d in prepared.docs})
+    retriever = build_retriever(config.retriever, context)
     lists, timings = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth,
                                   config.batch_size, progress)
     return build_result(prepared, lists, timings)
 
 
+def adopt_foreign_chunks(prepared: Prepared, lists: Sequence[RankedList]) -> list[Chunk]:
+    """Chunks a retriever returned that our chunking did not make (an external run's spans), added so their
+    relevance is judged by evidence overlap like any other chunk."""
+    from .chunking import make_chunk
+
+    known = {c.chunk_id for c in prepared.chunks}
+    docs = {d.doc_id: d for d in prepared.docs}
+    extra = []
+    for ranked in lists:
+        for h in ranked.hits:
+            if h.chunk_id not in known and h.doc_id in docs:
+                known.add(h.chunk_id)
+                extra.append(make_chunk(docs[h.doc_id], h.start, h.end, prepared.config.chunking.include_title))
+    return list(prepared.chunks) + extra
+
+
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict) -> dict:
-    config, gold, chunks = prepared.config, prepared.gold, prepared.chunks
+    config, gold = prepared.config, prepared.gold
+    chunks = adopt_foreign_chunks(prepared, lists)
     specs = parse_metrics(config.metrics)
     chunk_text = {c.chunk_id: c.text for c in chunks}
     window_k = window_sizes(lists, config.cutoff, chunk_text)

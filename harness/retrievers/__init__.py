@@ -62,7 +62,7 @@ def validate_retriever_config(section: dict, prefix: tuple = ("retriever",)) -> 
     from ..config import format_validation_error
 
     _load_builtin_kinds()
-    where = ".".join(prefix)
+    where = ".".join(str(p) for p in prefix)
     kind = section.get("kind")
     if kind is None:
         return [f"{where}.kind: required key is missing; registered kinds: {', '.join(sorted(REGISTRY))}"]
@@ -75,12 +75,13 @@ def validate_retriever_config(section: dict, prefix: tuple = ("retriever",)) -> 
     except ValidationError as exc:
         problems += [p for p in format_validation_error(exc, model, prefix)
                      if not _is_child_path(p, prefix)]
-    for name in ("children",):
-        for i, child in enumerate(section.get(name) or []):
-            if isinstance(child, dict):
-                problems += validate_retriever_config(child, prefix + (name, i))
+    from .compose import split_child  # weight/depth belong to the parent, not the child's own model
+
+    for i, child in enumerate(section.get("children") or []):
+        if isinstance(child, dict):
+            problems += validate_retriever_config(split_child(child)[0], prefix + ("children", i))
     if isinstance(section.get("child"), dict):
-        problems += validate_retriever_config(section["child"], prefix + ("child",))
+        problems += validate_retriever_config(split_child(section["child"])[0], prefix + ("child",))
     return problems
 
 

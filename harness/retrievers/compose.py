@@ -1,1 +1,181 @@
-"""Placeholder registered later."""
+"""Composite retrievers: ``hybrid`` fuses child retrievers' rankings on chunk ids; ``reranked`` re-scores a
+child's top N with a second stage (late-interaction MaxSim over the bundled MiniLM, or a cross-encoder)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
+
+import numpy as np
+from pydantic import Field
+
+from ..cache import ArrayCache, cache_key
+from ..config import Strict
+from ..types import Chunk, Hit, Query, RankedList
+from . import BuildContext, RetrieverKind, build_retriever, register
+from .dense import BUNDLED, load_sentence_transformer, model_path
+
+# Keys a parent reads from a child section; the child's own model never sees them.
+CHILD_KEYS = ("weight", "depth")
+
+
+def split_child(section: dict) -> tuple[dict, dict]:
+    own = {k: v for k, v in section.items() if k not in CHILD_KEYS}
+    return own, {k: section[k] for k in CHILD_KEYS if k in section}
+
+
+class HybridConfig(Strict):
+    kind: Literal["hybrid"] = "hybrid"
+    children: list[dict[str, Any]] = Field(min_length=1)
+    fusion: Literal["rrf", "minmax", "zscore"] = "rrf"
+    rrf_k: float = Field(60, gt=0)
+    depth: int = Field(100, ge=1, description="hits taken from each child unless the child sets depth")
+
+
+def normalise(scores: np.ndarray, how: str) -> np.ndarray:
+    """Min-max to [0, 1] or z-score; a list whose scores are all equal maps to 1 (minmax) or 0 (zscore)."""
+    if len(scores) == 0:
+        return scores
+    if how == "minmax":
+        lo, hi = scores.min(), scores.max()
+        return np.ones_like(scores) if hi == lo else (scores - lo) / (hi - lo)
+    std = scores.std()
+    return np.zeros_like(scores) if std == 0 else (scores - scores.mean()) / std
+
+
+def fuse(child_lists: Sequence[RankedList], weights: Sequence[float], how: str, rrf_k: float) -> list[Hit]:
+    """Fused hits by descending fused score (ties by chunk id descending), ranks 1..n."""
+    fused: dict[str, float] = {}
+    meta: dict[str, Hit] = {}
+    for ranked, w in zip(child_lists, weights):
+        if how == "rrf":
+            contributions = [w / (rrf_k + h.rank) for h in ranked.hits]
+        else:
+            contributions = (w * normalise(np.array([h.score for h in ranked.hits], dtype=np.float64), how)).tolist()
+        for h, c in zip(ranked.hits, contributions):
+            fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + c
+            meta.setdefault(h.chunk_id, h)
+    order = sorted(fused, key=lambda cid: (fused[cid], cid), reverse=True)
+    return [Hit(cid, meta[cid].doc_id, fused[cid], r, meta[cid].start, meta[cid].end) for r, cid in enumerate(order, 1)]
+
+
+class HybridRetriever:
+    def __init__(self, config: HybridConfig, context: BuildContext):
+        self.config = config
+        self.children, self.weights, self.depths = [], [], []
+        for section in config.children:
+            own, extra = split_child(section)
+            self.children.append(build_retriever(own, context))
+            self.weights.append(float(extra.get("weight", 1.0)))
+            self.depths.append(int(extra.get("depth", config.depth)))
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        for child in self.children:
+            child.index(chunks)
+
+    def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
+        per_child = [child.retrieve(queries, max(d, k)) for child, d in zip(self.children, self.depths)]
+        return [RankedList(q.query_id, tuple(fuse([lists[i] for lists in per_child], self.weights,
+                                                  self.config.fusion, self.config.rrf_k)[:k]))
+                for i, q in enumerate(queries)]
+
+
+class StageConfig(Strict):
+    type: Literal["late-interaction", "cross-encoder"] = "late-interaction"
+    model: str = BUNDLED
+    batch_size: int = Field(32, ge=1)
+
+
+class RerankedConfig(Strict):
+    kind: Literal["reranked"] = "reranked"
+    child: dict[str, Any]
+    stage: StageConfig = StageConfig()
+    top_n: int = Field(50, ge=1)
+    cache: bool = True
+
+
+class LateInteraction:
+    """ColBERT-style MaxSim: for each query token, its best cosine with any chunk token, summed."""
+
+    def __init__(self, cfg: StageConfig, cache: ArrayCache | None):
+        self.cfg, self.cache = cfg, cache
+        self.model = load_sentence_transformer(cfg.model)
+        self.tokens: list[np.ndarray] = []
+
+    def _token_embeddings(self, texts: list[str]) -> list[np.ndarray]:
+        out = self.model.encode(texts, output_value="token_embeddings", batch_size=self.cfg.batch_size,
+                                convert_to_numpy=False, show_progress_bar=False)
+        mats = []
+        for t in out:
+            m = t.detach().cpu().numpy().astype(np.float32)
+            mats.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
+        return mats
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        texts = [c.index_text for c in chunks]
+
+        def build():
+            mats = self._token_embeddings(texts)
+            lengths = np.array([len(m) for m in mats], dtype=np.int64)
+            return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
+        key = cache_key("late-interaction", model_path(self.cfg.model), texts)
+        arrays = self.cache.get_or_build("token_embeddings", key, build) if self.cache else build()
+        bounds = np.concatenate([[0], np.cumsum(arrays["lengths"])])
+        self.tokens = [arrays["vectors"][bounds[i]:bounds[i + 1]] for i in range(len(texts))]
+
+    def score(self, query: str, chunk_indices: Sequence[int], chunks: Sequence[Chunk]) -> np.ndarray:
+        q = self._token_embeddings([query])[0]
+        return np.array([float((q @ self.tokens[i].T).max(axis=1).sum()) for i in chunk_indices])
+
+
+class CrossEncoderStage:
+    def __init__(self, cfg: StageConfig, cache):
+        from sentence_transformers import CrossEncoder
+
+        self.cfg = cfg
+        self.model = CrossEncoder(model_path(cfg.model), device="cpu")
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        pass
+
+    def score(self, query: str, chunk_indices: Sequence[int], chunks: Sequence[Chunk]) -> np.ndarray:
+        pairs = [(query, chunks[i].index_text) for i in chunk_indices]
+        return np.asarray(self.model.predict(pairs, batch_size=self.cfg.batch_size, show_progress_bar=False),
+                          dtype=np.float64).reshape(-1)
+
+
+class RerankedRetriever:
+    def __init__(self, config: RerankedConfig, context: BuildContext):
+        self.config = config
+        own, _ = split_child(config.child)
+        self.child = build_retriever(own, context)
+        cache = ArrayCache(context.cache_dir) if config.cache else None
+        stage_cls = LateInteraction if config.stage.type == "late-interaction" else CrossEncoderStage
+        self.stage = stage_cls(config.stage, cache)
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        self.chunks = chunks
+        self.position = {c.chunk_id: i for i, c in enumerate(chunks)}
+        self.child.index(chunks)
+        self.stage.index(chunks)
+
+    def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
+        out = []
+        for q, ranked in zip(queries, self.child.retrieve(queries, max(self.config.top_n, k))):
+            head = ranked.hits[: self.config.top_n]
+            scores = self.stage.score(q.text, [self.position[h.chunk_id] for h in head], self.chunks)
+            order = sorted(range(len(head)), key=lambda i: (scores[i], head[i].chunk_id), reverse=True)
+            hits = [Hit(head[i].chunk_id, head[i].doc_id, float(scores[i]), r, head[i].start, head[i].end)
+                    for r, i in enumerate(order, 1)]
+            # Below the reranked head the child's order is kept, scored under the head's lowest score.
+            floor = min((h.score for h in hits), default=0.0)
+            for h in ranked.hits[self.config.top_n:k]:
+                floor = np.nextafter(floor, -np.inf)
+                hits.append(Hit(h.chunk_id, h.doc_id, float(floor), len(hits) + 1, h.start, h.end))
+            out.append(RankedList(q.query_id, tuple(hits[:k])))
+        return out
+
+
+register(RetrieverKind("hybrid", HybridConfig, lambda c, ctx: HybridRetriever(c, ctx),
+                       "fusion of child retrievers (rrf, minmax, zscore)"))
+register(RetrieverKind("reranked", RerankedConfig, lambda c, ctx: RerankedRetriever(c, ctx),
+                       "a child's top N re-scored by late interaction or a cross-encoder"))
