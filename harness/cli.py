@@ -113,6 +113,30 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
                 print(f"{name}\t{qid}\t{value:.6f}")
 
 
+@app.command()
+def cache(action: str = typer.Argument(..., help="info or clear"),
+          cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
+    """Show or clear the embedding and token-embedding caches.
+
+    Example: harness cache info
+    """
+    from .cache import ArrayCache
+    from .errors import InputError
+
+    store = ArrayCache(cache_dir)
+    if action == "info":
+        info = store.info()
+        if not info:
+            print(f"{cache_dir}: empty")
+        for kind, stats in info.items():
+            print(f"{kind}\t{stats['entries']} entries\t{stats['mb']:.1f} MB")
+    elif action == "clear":
+        store.clear()
+        print(f"{cache_dir}: cleared")
+    else:
+        raise InputError(f"unknown cache action {action!r}; choose info or clear")
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)

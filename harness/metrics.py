@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import MetricError
 from .metricspec import MetricSpec, parse_metrics
-from .runtable import ColumnarRun, Qrels, encode
+from .runtable import ColumnarRun, Qrels
 
 QUERY_POLICIES = ("exclude", "zero")
 ORDERS = ("score", "rank")
@@ -47,28 +47,22 @@ class Labels:
 
 
 def _gather_rows(run: ColumnarRun, rows: np.ndarray):
-    """Padded (Q, D) matrices of the run rows named by ``rows`` (-1: an empty row)."""
+    """Padded (Q, D) matrices of the run rows named by ``rows`` (-1: an empty row), built by broadcasting."""
     # Row -1 indexes the appended zero-length entry: an absent query is an empty row.
     starts = np.append(run.offsets[:-1], 0)[rows]
     lengths = np.append(run.lengths, 0)[rows]
     depth = int(lengths.max()) if len(lengths) else 0
-    n_q = len(rows)
-    total = int(lengths.sum())
-    row_of = np.repeat(np.arange(n_q), lengths)
-    first = np.zeros(n_q, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=first[1:])
-    col_of = np.arange(total) - np.repeat(first, lengths)
-    src = np.repeat(starts, lengths) + col_of
-    valid = np.zeros((n_q, depth), dtype=bool)
-    valid[row_of, col_of] = True
-    codes = np.full((n_q, depth), -1, dtype=np.int64)
-    codes[row_of, col_of] = run.doc_codes[src]
-    scores = np.full((n_q, depth), -np.inf, dtype=np.float64)
-    scores[row_of, col_of] = run.scores[src]
+    cols = np.arange(depth)
+    valid = cols[None, :] < lengths[:, None]
+    n_hits = len(run.doc_codes)
+    src = np.minimum(starts[:, None] + cols[None, :], max(n_hits - 1, 0))
+    if n_hits == 0:
+        return valid, np.full(valid.shape, -1, np.int64), np.full(valid.shape, -np.inf), None
+    codes = np.where(valid, run.doc_codes[src], -1)
+    scores = np.where(valid, run.scores[src], -np.inf)
     ranks = None
     if run.ranks is not None:
-        ranks = np.full((n_q, depth), np.iinfo(np.int64).max, dtype=np.int64)
-        ranks[row_of, col_of] = run.ranks[src]
+        ranks = np.where(valid, run.ranks[src], np.iinfo(np.int64).max)
     return valid, codes, scores, ranks
 
 
@@ -130,7 +124,7 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     q_lengths = np.diff(qrels.offsets)
     qrels_row = np.repeat(np.arange(n_q), q_lengths)
     vocab_size = max(len(run.doc_vocab), 1)
-    q_codes = encode(run.doc_vocab, list(qrels.doc_ids))
+    q_codes = qrels.codes_for(run.doc_vocab)
     known = q_codes >= 0
     q_keys = qrels_row[known] * vocab_size + q_codes[known]
     key_order = np.argsort(q_keys, kind="stable")

@@ -6,6 +6,7 @@ in C and only falls back to a line-by-line pass to find the line of a problem.""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,14 +16,10 @@ from .runtable import ColumnarRun, _offsets
 
 
 def _intern(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted vocabulary, codes into it) for a list of strings."""
-    table: dict[str, int] = {}
-    codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(values))
-    vocab = np.array(list(table), dtype=object)
-    order = np.argsort(vocab)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return vocab[order], rank[codes]
+    """(sorted vocabulary, codes into it). Fixed-width numpy strings sort in C, in code-point order: the same
+    order as Python's str comparison, which trec_eval's byte-wise tie rule needs for UTF-8 ids."""
+    vocab, codes = np.unique(np.array(values, dtype=str), return_inverse=True)
+    return vocab.astype(object), codes.astype(np.int64)
 
 
 def _locate_trec_problem(path: Path, text: str) -> RunFileError:
@@ -48,27 +45,36 @@ def read_trec_run(path: Path) -> ColumnarRun:
         raise RunFileError(f"{path}: run file not found")
     text = path.read_text(encoding="utf-8")
     tokens = text.split()
-    lines = text.splitlines()
-    n_lines = len(lines) - lines.count("")
+    n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if len(tokens) != 6 * n_lines:
+        # Blank lines are allowed; anything else that breaks the 6-column shape is reported by line.
+        text = "\n".join(line for line in text.splitlines() if line.strip())
+        tokens = text.split()
+        if len(tokens) != 6 * (text.count("\n") + (1 if text else 0)):
+            raise _locate_trec_problem(path, text)
+    # np.fromstring parses numbers in C; it stops early (fewer values) or warns on a malformed one.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            scores = np.fromstring(" ".join(tokens[4::6]), dtype=np.float64, sep=" ")
+            ranks = np.fromstring(" ".join(tokens[3::6]), dtype=np.int64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            raise _locate_trec_problem(path, text) from None
+    n_hits = len(tokens) // 6
+    if len(scores) != n_hits or len(ranks) != n_hits:
         raise _locate_trec_problem(path, text)
-    try:
-        scores = np.array(tokens[4::6], dtype=np.float64)
-        ranks = np.array(tokens[3::6], dtype=np.int64)
-    except ValueError:
-        raise _locate_trec_problem(path, text) from None
-    query_vocab, qcodes = _intern(tokens[0::6])
     doc_vocab, dcodes = _intern(tokens[2::6])
-    # Group hits by query; a file that lists each query's lines together (the usual case) needs no sort.
-    if len(qcodes) > 1 and not (np.diff(qcodes) != 0).sum() == len(query_vocab) - 1:
+    qids = np.array(tokens[0::6], dtype=str)
+    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
+    blocks = qids[starts]
+    if len(np.unique(blocks)) == len(blocks):
+        # Each query's lines are together (the usual case): no sort, queries in order of appearance.
+        query_vocab = blocks.astype(object)
+        qcodes = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(qids)]))
+    else:
+        query_vocab, qcodes = _intern(tokens[0::6])
         order = np.argsort(qcodes, kind="stable")
         qcodes, dcodes, scores, ranks = qcodes[order], dcodes[order], scores[order], ranks[order]
-    else:
-        # Contiguous blocks: renumber queries in order of appearance so codes are non-decreasing.
-        if len(qcodes):
-            starts = np.flatnonzero(np.r_[True, qcodes[1:] != qcodes[:-1]])
-            query_vocab = query_vocab[qcodes[starts]]
-            qcodes = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(qcodes)]))
     lengths = np.bincount(qcodes, minlength=len(query_vocab))
     return ColumnarRun(query_vocab, _offsets(lengths), doc_vocab, dcodes, scores, ranks)
 

@@ -26,13 +26,12 @@ def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
     """Codes of ``ids`` in the sorted ``vocab``; -1 for an id not in it."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
-    needles = np.asarray(ids, dtype=object)
-    if len(vocab) == 0:
-        return np.full(len(needles), -1, dtype=np.int64)
-    pos = np.searchsorted(vocab, needles)
-    pos_clipped = np.minimum(pos, len(vocab) - 1)
-    found = vocab[pos_clipped] == needles
-    return np.where(found, pos_clipped, -1).astype(np.int64)
+    # A dict beats searchsorted here: comparing object strings in searchsorted goes through Python.
+    wanted = {v: -1 for v in ids}
+    for code, v in enumerate(vocab.tolist()):
+        if v in wanted:
+            wanted[v] = code
+    return np.fromiter((wanted[v] for v in ids), dtype=np.int64, count=len(ids))
 
 
 @dataclass(frozen=True)
@@ -86,10 +85,19 @@ class Qrels:
     offsets: np.ndarray  # (Q+1,)
     doc_ids: np.ndarray  # (m,) object
     grades: np.ndarray  # (m,) int64
+    # Optional: the same documents as codes into a run's vocabulary (the harness's in-memory form, where both
+    # were encoded against the corpus); the engine then skips the string lookup.
+    doc_vocab: np.ndarray | None = None
+    doc_codes: np.ndarray | None = None
 
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
+
+    def codes_for(self, vocab: np.ndarray) -> np.ndarray:
+        if self.doc_vocab is vocab and self.doc_codes is not None:
+            return self.doc_codes
+        return encode(vocab, self.doc_ids.tolist())
 
     @classmethod
     def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":
