@@ -114,6 +114,39 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
 
 
 @app.command()
+def explain(source: Path = typer.Argument(..., help="a results.json, or an experiment YAML with --query"),
+            query_id: Optional[str] = typer.Argument(None, help="query id (with a results.json)"),
+            query: Optional[str] = typer.Option(None, "--query", help="ad-hoc query text (with a config)"),
+            doc: Optional[str] = typer.Option(None, "--doc", help="the document that should be found"),
+            quote: Optional[str] = typer.Option(None, "--quote", help="the evidence text inside --doc"),
+            fmt: str = typer.Option("rich", "--format", help="rich, json or md")) -> None:
+    """Explain one query down to the chunk: evidence, window, verdict, BM25 term contributions.
+
+    Example: harness explain reports/demo-bm25/results.json q16
+    Example: harness explain configs/demo-bm25.yaml --query "how do I rotate the API key?" --doc api-keys
+    """
+    from .errors import InputError
+    from .explain import explain_live, explain_saved, print_rich, to_markdown
+
+    if source.suffix == ".json":
+        from .report import load_results
+        if not query_id:
+            raise InputError("give a query id after the results.json, e.g. harness explain results.json q17")
+        ex = explain_saved(load_results(source), query_id)
+    else:
+        from .config import load_config
+        if not query:
+            raise InputError("with a config, give --query \"...\" (and optionally --doc and --quote)")
+        ex = explain_live(load_config(source), query, doc, quote)
+    if fmt == "json":
+        print(json.dumps(ex, indent=2, ensure_ascii=False))
+    elif fmt == "md":
+        print(to_markdown(ex), end="")
+    else:
+        print_rich(ex)
+
+
+@app.command()
 def cache(action: str = typer.Argument(..., help="info or clear"),
           cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
     """Show or clear the embedding and token-embedding caches.

@@ -131,3 +131,27 @@ def test_eval_bad_run_line_exits_2(tmp_path):
 def test_help_lists_commands_with_examples():
     proc = harness("run", "--help")
     assert proc.returncode == 0 and "Example: harness run configs/demo-bm25.yaml" in proc.stdout
+
+
+def test_explain_saved_run_as_json(demo):
+    out, _ = demo
+    proc = harness("explain", str(out / "results.json"), "q16", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    ex = json.loads(proc.stdout)
+    assert ex["verdict"]["kind"] == "wrong_chunk"
+    assert ex["evidence"][0]["text"].startswith("Annual plans cancelled within the first 30 days")
+    assert len(ex["window"]) == 5 and any(h["doc_relevant"] for h in ex["window"])
+    assert ex["relevant_beyond_window"][0]["rank"] == ex["verdict"]["detail"]["evidence_rank"]
+
+
+def test_explain_live_query_with_bm25_terms():
+    proc = harness("explain", "configs/demo-bm25.yaml", "--query", "how do I rotate the API key?", "--doc", "api-keys",
+                   "--quote", "choose Rotate next to the key", "--format", "md")
+    assert proc.returncode == 0, proc.stderr
+    assert "**ok**: the evidence is at rank 2 of 5" in proc.stdout
+    assert "terms: rotat" in proc.stdout and "| evidence |" in proc.stdout
+
+
+def test_explain_unknown_query_is_a_clean_error(demo):
+    proc = harness("explain", str(demo[0] / "results.json"), "nope")
+    assert proc.returncode == 2 and "query 'nope' is not in this result" in proc.stderr

@@ -1,0 +1,158 @@
+"""Explain one query down to the chunk: the gold evidence, the window with snippets, where the evidence ranked,
+the verdict and its reason, and for BM25 the matching terms and their contributions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .config import ExperimentConfig, parse_config
+from .errors import InputError
+from .types import GoldSet, Judgment, Query, Span
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def explain_result(result: dict, query_id: str, chunk_text: dict[str, str], doc_text: dict[str, str],
+                   contributions: dict[str, dict[str, float]] | None = None) -> dict:
+    q = next((q for q in result["queries"] if q["id"] == query_id), None)
+    if q is None:
+        known = ", ".join(x["id"] for x in result["queries"][:10])
+        raise InputError(f"query {query_id!r} is not in this result (first ids: {known})")
+    k = q["effective_k"]
+    evidence = []
+    gold_rows = result.get("_gold", {}).get(query_id, [])
+    for j in gold_rows:
+        for s in j["evidence"]:
+            evidence.append({"doc_id": j["doc_id"], "start": s[0], "end": s[1],
+                             "text": doc_text.get(j["doc_id"], "")[s[0]:s[1]]})
+    window = []
+    for h in q["hits"][:k]:
+        row = dict(h, snippet=_snippet(chunk_text.get(h["chunk_id"], "")))
+        if contributions and h["chunk_id"] in contributions:
+            row["terms"] = {t: round(v, 4) for t, v in contributions[h["chunk_id"]].items() if v > 0}
+        window.append(row)
+    beyond = [{"rank": h["rank"], "chunk_id": h["chunk_id"], "doc_id": h["doc_id"], "score": h["score"]}
+              for h in q["hits"][k:] if h["relevant"] or h["doc_relevant"]][:10]
+    return {"query_id": query_id, "query": q["text"], "tags": q["tags"], "window_size": k,
+            "verdict": q["verdict"], "evidence": evidence, "window": window, "relevant_beyond_window": beyond,
+            "metrics": q["metrics"]}
+
+
+def to_markdown(ex: dict) -> str:
+    v = ex["verdict"]
+    out = [f"### {ex['query_id']}: “{ex['query']}”", "", f"**{v['kind']}**: {v['reason']}"
+           + (f" (flags: {', '.join(v['flags'])})" if v["flags"] else ""), ""]
+    if ex["evidence"]:
+        out.append("Gold evidence:")
+        out += [f"- `{e['doc_id']}` [{e['start']}, {e['end']}): “{_snippet(e['text'])}”" for e in ex["evidence"]]
+        out.append("")
+    out.append(f"Window ({ex['window_size']} chunks):")
+    out.append("")
+    out.append("| rank | score | chunk | relevant | snippet |")
+    out.append("|---|---|---|---|---|")
+    for h in ex["window"]:
+        mark = "evidence" if h["relevant"] else ("right doc" if h["doc_relevant"] else "")
+        terms = f" — terms: {', '.join(f'{t} {c:.2f}' for t, c in h['terms'].items())}" if h.get("terms") else ""
+        out.append(f"| {h['rank']} | {h['score']:.3f} | `{h['chunk_id']}` | {mark} | "
+                   f"{h['snippet'].replace('|', '/')}{terms} |")
+    if ex["relevant_beyond_window"]:
+        out += ["", "Relevant beyond the window: " + ", ".join(
+            f"`{h['chunk_id']}` at rank {h['rank']}" for h in ex["relevant_beyond_window"])]
+    return "\n".join(out) + "\n"
+
+
+def print_rich(ex: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    v = ex["verdict"]
+    console.print(f"[bold]{ex['query_id']}[/bold]: {ex['query']}")
+    console.print(f"[bold magenta]{v['kind']}[/bold magenta]: {v['reason']}" +
+                  (f"  flags: {', '.join(v['flags'])}" if v["flags"] else ""))
+    for e in ex["evidence"]:
+        console.print(Text(f"evidence in {e['doc_id']} [{e['start']},{e['end']}): {_snippet(e['text'])}",
+                           style="green"))
+    terms = set(re.findall(r"\w+", ex["query"].lower()))
+    table = Table(title=f"window ({ex['window_size']} chunks)")
+    for col in ("rank", "score", "chunk", "", "snippet"):
+        table.add_column(col)
+    for h in ex["window"]:
+        snippet = Text(h["snippet"])  # user text is never parsed as markup
+        snippet.highlight_words(terms, style="bold yellow", case_sensitive=False)
+        mark = "evidence" if h["relevant"] else ("right doc" if h["doc_relevant"] else "")
+        if h.get("terms"):
+            snippet.append("\n" + ", ".join(f"{t} {c:.2f}" for t, c in h["terms"].items()), style="dim")
+        table.add_row(str(h["rank"]), f"{h['score']:.3f}", Text(h["chunk_id"]), mark, snippet)
+    console.print(table)
+    for h in ex["relevant_beyond_window"]:
+        console.print(Text(f"relevant beyond the window: {h['chunk_id']} at rank {h['rank']}"))
+
+
+def texts_for(config: ExperimentConfig):
+    from .chunking import chunk_documents
+    from .corpus import load_corpus
+
+    docs = load_corpus(config.corpus)
+    chunks = chunk_documents(docs, config.chunking)
+    return docs, chunks
+
+
+def gold_rows(gold: GoldSet) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for j in gold.judgments:
+        out.setdefault(j.query_id, []).append({"doc_id": j.doc_id, "evidence": [(s.start, s.end) for s in j.evidence]})
+    return out
+
+
+def explain_saved(result: dict, query_id: str) -> dict:
+    from .experiment import prepare
+
+    config = parse_config(result["config"], "results.json config")
+    prepared = prepare(config, log=lambda m: None)
+    result = dict(result, _gold=gold_rows(prepared.gold))
+    return explain_result(result, query_id, {c.chunk_id: c.text for c in prepared.chunks},
+                          {d.doc_id: d.text for d in prepared.docs})
+
+
+def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None) -> dict:
+    """Run the config's retriever for one ad-hoc query, judged against ``doc`` (and ``quote``) if given."""
+    from .experiment import build_result, prepare
+    from .goldset import GoldProblem
+    from .retrievers import BuildContext, build_retriever
+    from .runner import retrieve_all
+
+    prepared = prepare(config, log=lambda m: None)
+    docs = {d.doc_id: d for d in prepared.docs}
+    judgments, problems = (), []
+    if doc:
+        spans = ()
+        if doc not in docs:
+            problems.append(GoldProblem("adhoc", doc, "unknown_document", f"document {doc!r} is not in the corpus"))
+        elif quote:
+            at = docs[doc].text.find(quote)
+            if at < 0:
+                problems.append(GoldProblem("adhoc", doc, "quote_not_found", f"quote not found in {doc!r}"))
+            else:
+                spans = (Span(at, at + len(quote)),)
+        judgments = (Judgment("adhoc", doc, 1, spans),)
+    gold = GoldSet("adhoc", (Query("adhoc", query),), judgments)
+    prepared = replace(prepared, gold=gold, problems=problems)
+    context = BuildContext(progress=False, extras={"documents": {d.doc_id: d.text for d in prepared.docs}})
+    retriever = build_retriever(config.retriever, context)
+    lists, timings = retrieve_all(retriever, prepared.chunks, gold.queries, config.depth, progress=False)
+    result = build_result(prepared, lists, timings)
+    contributions = None
+    if hasattr(retriever, "term_contributions"):
+        position = {c.chunk_id: i for i, c in enumerate(prepared.chunks)}
+        k = result["queries"][0]["effective_k"]
+        contributions = {h.chunk_id: retriever.term_contributions(query, position[h.chunk_id])
+                         for h in lists[0].hits[:k]}
+    result["_gold"] = gold_rows(gold)
+    return explain_result(result, "adhoc", {c.chunk_id: c.text for c in prepared.chunks},
+                          {d.doc_id: d.text for d in prepared.docs}, contributions)
