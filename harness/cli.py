@@ -147,6 +147,27 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
 
 
 @app.command()
+def compare(results: List[Path] = typer.Argument(..., help="two or more results.json files"),
+            baseline: Optional[str] = typer.Option(None, "--baseline", help="run name (default: the first)"),
+            metric: List[str] = typer.Option([], "--metric", "-m", help="e.g. ndcg@10, chunk.recall@5 (repeat)"),
+            test: str = typer.Option("randomization", "--test", help="randomization | ttest | bootstrap | wilcoxon"),
+            correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | none"),
+            fmt: str = typer.Option("md", "--format", help="md or json")) -> None:
+    """Paired comparison with CIs, corrected p-values, win/tie/loss and verdict transitions.
+
+    Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
+    """
+    from .compare import compare_runs, to_markdown
+    from .report import load_results
+
+    result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test,
+                          correction=correction)
+    for w in result["warnings"]:
+        _err(f"warning: {w}")
+    print(json.dumps(result, indent=2) if fmt == "json" else to_markdown(result), end="" if fmt != "json" else "\n")
+
+
+@app.command()
 def cache(action: str = typer.Argument(..., help="info or clear"),
           cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
     """Show or clear the embedding and token-embedding caches.

@@ -155,3 +155,19 @@ def test_explain_live_query_with_bm25_terms():
 def test_explain_unknown_query_is_a_clean_error(demo):
     proc = harness("explain", str(demo[0] / "results.json"), "nope")
     assert proc.returncode == 2 and "query 'nope' is not in this result" in proc.stderr
+
+
+def test_compare_command_on_two_demo_runs(demo, tmp_path):
+    out, _ = demo
+    other = tmp_path / "demo-bm25-k10"
+    cfg = tmp_path / "k10.yaml"
+    cfg.write_text((ROOT / "configs/demo-bm25.yaml").read_text().replace("k: 5", "k: 10")
+                   .replace("name: demo-bm25", "name: demo-bm25-k10").replace("../goldsets", str(ROOT / "goldsets")))
+    assert harness("run", str(cfg), "--out", str(other), "-q").returncode == 0
+    proc = harness("compare", str(out / "results.json"), str(other / "results.json"), "-m", "chunk.recall@window",
+                   "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert "cutoffs differ" in proc.stderr
+    row = data["rows"][0]
+    assert row["metric"] == "chunk.recall@window" and row["delta"] >= 0 and row["losses"] == 0

@@ -1,0 +1,203 @@
+"""Paired comparison of saved runs over the same golden set: deltas with bootstrap CIs, significance tests with
+a multiple-comparison correction, win/tie/loss, verdict transitions, per-slice deltas, and the minimum
+detectable effect of the golden set (80% power, two-sided alpha 0.05)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from .errors import InputError
+from .metricspec import parse_metric
+
+TESTS = ("randomization", "ttest", "bootstrap", "wilcoxon")
+CORRECTIONS = ("holm", "bonferroni", "none")
+Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
+
+
+def split_metric(name: str) -> tuple[str, str]:
+    """``chunk.recall@5`` -> ("chunk", "recall@5"); a bare name is document level."""
+    level, _, metric = name.partition(".") if name.startswith(("doc.", "chunk.")) else ("doc", "", name)
+    if metric.endswith("@window"):
+        return level, metric
+    return level, parse_metric(metric).name
+
+
+def paired_vectors(a: dict, b: dict, level: str, metric: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Values of both runs on the queries that enter means (relevant gold at this level, gold checkable)."""
+    rows_b = {q["id"]: q for q in b["queries"]}
+    ids, xa, xb = [], [], []
+    for q in a["queries"]:
+        if q["verdict"]["kind"] in ("goldset_error", "no_gold") or q["n_relevant"][level] == 0:
+            continue
+        if metric not in q["metrics"][level]:
+            raise InputError(f"metric {level}.{metric} is not in run {a['name']!r}; it has "
+                             f"{', '.join(q['metrics'][level])}")
+        other = rows_b[q["id"]]["metrics"][level]
+        if metric not in other:
+            raise InputError(f"metric {level}.{metric} is not in run {b['name']!r}")
+        ids.append(q["id"])
+        xa.append(q["metrics"][level][metric])
+        xb.append(other[metric])
+    return ids, np.array(xa, dtype=np.float64), np.array(xb, dtype=np.float64)
+
+
+def randomization_p(d: np.ndarray, permutations: int = 10_000, seed: int = 0) -> float:
+    """Two-sided paired randomization (sign-flip) test: p = (count + 1) / (permutations + 1)."""
+    if len(d) == 0 or not d.any():
+        return 1.0
+    rng = np.random.default_rng(seed)
+    observed = abs(d.mean())
+    count = 0
+    for start in range(0, permutations, 2000):  # batches keep memory flat for large golden sets
+        n = min(2000, permutations - start)
+        signs = rng.integers(0, 2, size=(n, len(d)), dtype=np.int8) * 2 - 1
+        count += int((np.abs(signs @ d / len(d)) >= observed - 1e-12).sum())
+    return (count + 1) / (permutations + 1)
+
+
+def bootstrap_ci(d: np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
+    """95% percentile CI of the mean paired difference, and a two-sided bootstrap p (shifted to the null)."""
+    if len(d) == 0:
+        return 0.0, 0.0, 1.0
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for start in range(0, resamples, 2000):
+        n = min(2000, resamples - start)
+        idx = rng.integers(0, len(d), size=(n, len(d)))
+        means[start:start + n] = d[idx].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    centred = means - d.mean()
+    p = (int((np.abs(centred) >= abs(d.mean()) - 1e-12).sum()) + 1) / (resamples + 1)
+    return float(lo), float(hi), float(p)
+
+
+def p_value(test: str, xa: np.ndarray, xb: np.ndarray) -> float:
+    d = xb - xa
+    if test == "randomization":
+        return randomization_p(d)
+    if test == "bootstrap":
+        return bootstrap_ci(d)[2]
+    if not d.any():
+        return 1.0
+    from scipy import stats
+
+    if test == "ttest":
+        return float(stats.ttest_rel(xb, xa).pvalue)
+    return float(stats.wilcoxon(xb, xa).pvalue)
+
+
+def correct(pvalues: list[float], how: str) -> list[float]:
+    m = len(pvalues)
+    if how == "none" or m == 0:
+        return list(pvalues)
+    if how == "bonferroni":
+        return [min(1.0, p * m) for p in pvalues]
+    order = sorted(range(m), key=lambda i: pvalues[i])  # Holm step-down, made monotone
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def mde(d: np.ndarray) -> float:
+    """Smallest true mean difference detected with 80% power at alpha 0.05 (normal approximation)."""
+    if len(d) < 2:
+        return float("inf")
+    return (Z_975 + Z_80) * float(d.std(ddof=1)) / math.sqrt(len(d))
+
+
+def check_comparable(runs: list[dict]) -> list[str]:
+    base = runs[0]
+    for r in runs[1:]:
+        if r["goldset"]["fingerprint"] != base["goldset"]["fingerprint"]:
+            raise InputError(f"runs {base['name']!r} and {r['name']!r} use different golden sets "
+                             f"(fingerprints {base['goldset']['fingerprint']} and {r['goldset']['fingerprint']}); "
+                             f"paired comparison needs the same queries and judgments")
+        if r["goldset"]["query_ids_fingerprint"] != base["goldset"]["query_ids_fingerprint"]:
+            raise InputError(f"runs {base['name']!r} and {r['name']!r} cover different query sets")
+    return [f"cutoffs differ: {base['name']} {base['cutoff']['describe']}, {r['name']} {r['cutoff']['describe']}"
+            for r in runs[1:] if r["cutoff"]["describe"] != base["cutoff"]["describe"]]
+
+
+def compare_runs(runs: list[dict], metrics: list[str], *, baseline: str | None = None,
+                 test: str = "randomization", correction: str = "holm") -> dict:
+    if len(runs) < 2:
+        raise InputError("compare needs at least two results.json files")
+    if test not in TESTS:
+        raise InputError(f"unknown test {test!r}; choose from {', '.join(TESTS)}")
+    if correction not in CORRECTIONS:
+        raise InputError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
+    names = [r["name"] for r in runs]
+    if len(set(names)) != len(names):
+        runs = [dict(r, name=f"{r['name']}#{i + 1}") for i, r in enumerate(runs)]
+        names = [r["name"] for r in runs]
+    base_name = baseline or names[0]
+    if base_name not in names:
+        raise InputError(f"baseline {base_name!r} is not one of the runs: {', '.join(names)}")
+    base = runs[names.index(base_name)]
+    warnings = check_comparable([base] + [r for r in runs if r is not base])
+    metrics = metrics or ["ndcg@10", "chunk.recall@window"]
+    rows = []
+    for r in runs:
+        if r is base:
+            continue
+        for m in metrics:
+            level, metric = split_metric(m)
+            ids, xa, xb = paired_vectors(base, r, level, metric)
+            d = xb - xa
+            lo, hi, _ = bootstrap_ci(d)
+            rows.append({"run": r["name"], "metric": f"{level}.{metric}", "n": len(d),
+                         "baseline_mean": float(xa.mean()) if len(d) else None,
+                         "mean": float(xb.mean()) if len(d) else None, "delta": float(d.mean()) if len(d) else 0.0,
+                         "ci95": [lo, hi], "p": p_value(test, xa, xb),
+                         "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
+                         "mde": mde(d), "slices": _slices(base, r, ids, d)})
+    for row, p in zip(rows, correct([row["p"] for row in rows], correction)):
+        row["p_corrected"] = p
+        row["significant"] = p < 0.05
+    return {"baseline": base["name"], "runs": names, "test": test, "correction": correction,
+            "permutations": 10_000, "warnings": warnings, "rows": rows,
+            "transitions": {r["name"]: transitions(base, r) for r in runs if r is not base}}
+
+
+def _slices(a: dict, b: dict, ids: list[str], d: np.ndarray) -> dict:
+    tags = {q["id"]: q["tags"] for q in a["queries"]}
+    groups: dict[str, list[float]] = defaultdict(list)
+    for qid, diff in zip(ids, d):
+        for tag, value in tags[qid].items():
+            groups[f"{tag}={value}"].append(float(diff))
+    return {k: {"n": len(v), "delta": sum(v) / len(v)} for k, v in sorted(groups.items())}
+
+
+def transitions(a: dict, b: dict) -> dict:
+    """Queries whose verdict changed, grouped as 'from -> to'."""
+    kinds_b = {q["id"]: q["verdict"]["kind"] for q in b["queries"]}
+    out: dict[str, list[str]] = defaultdict(list)
+    for q in a["queries"]:
+        before, after = q["verdict"]["kind"], kinds_b.get(q["id"])
+        if after is not None and before != after:
+            out[f"{before} -> {after}"].append(q["id"])
+    return dict(sorted(out.items()))
+
+
+def to_markdown(c: dict) -> str:
+    out = [f"## Comparison against `{c['baseline']}` ({c['test']} test, {c['correction']} correction)", ""]
+    out += [f"> warning: {w}" for w in c["warnings"]]
+    out += ["| run | metric | n | baseline | run | delta | 95% CI | p (corrected) | W/T/L | MDE |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in c["rows"]:
+        sig = " *" if r["significant"] else ""
+        out.append(f"| {r['run']} | {r['metric']} | {r['n']} | {r['baseline_mean']:.4f} | {r['mean']:.4f} | "
+                   f"{r['delta']:+.4f}{sig} | [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}] | {r['p_corrected']:.4f} | "
+                   f"{r['wins']}/{r['ties']}/{r['losses']} | {r['mde']:.4f} |")
+    out += ["", "`*` significant after correction (p < 0.05). MDE: the smallest true difference this golden set "
+                "detects with 80% power; a smaller |delta| that is not significant may be too few queries, not no effect."]
+    for run, trans in c["transitions"].items():
+        if trans:
+            out += ["", f"Verdict transitions, {c['baseline']} -> {run}:"]
+            out += [f"- {k}: {len(v)} ({', '.join(v[:12])}{' …' if len(v) > 12 else ''})" for k, v in trans.items()]
+    return "\n".join(out) + "\n"

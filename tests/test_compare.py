@@ -1,0 +1,87 @@
+import copy
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from harness.compare import (bootstrap_ci, compare_runs, correct, mde, p_value, randomization_p, split_metric,
+                             transitions)
+from harness.errors import InputError
+
+
+def exact_sign_flip_p(d):
+    observed = abs(d.mean())
+    flips = [abs((np.array(s) * d).mean()) >= observed - 1e-12 for s in itertools.product([-1, 1], repeat=len(d))]
+    return sum(flips) / len(flips)
+
+
+@pytest.mark.parametrize("d", [[0.1, 0.2, -0.05, 0.3, 0.0, 0.15, 0.2, 0.1], [0.5, -0.5, 0.25, 0.1, -0.2, 0.05],
+                               [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1]])
+def test_randomization_matches_exact_enumeration(d):
+    d = np.array(d)
+    assert randomization_p(d, 10_000, seed=1) == pytest.approx(exact_sign_flip_p(d), abs=0.012)
+
+
+def test_randomization_p_formula_floor():
+    d = np.full(30, 0.2)  # every flip but the identity is smaller: p is (count + 1)/(perms + 1)
+    p = randomization_p(d, 999)
+    assert p == pytest.approx(1 / 1000)
+
+
+def test_ttest_and_wilcoxon_match_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    a = rng.random(40)
+    b = a + rng.normal(0.05, 0.1, 40)
+    assert p_value("ttest", a, b) == pytest.approx(stats.ttest_rel(b, a).pvalue)
+    assert p_value("wilcoxon", a, b) == pytest.approx(stats.wilcoxon(b, a).pvalue)
+
+
+def test_holm_and_bonferroni_arithmetic():
+    p = [0.01, 0.04, 0.03]
+    assert correct(p, "bonferroni") == pytest.approx([0.03, 0.12, 0.09])
+    # Holm: sorted 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 -> max(0.06, 0.04) = 0.06
+    assert correct(p, "holm") == pytest.approx([0.03, 0.06, 0.06])
+    assert correct(p, "none") == p
+
+
+def test_bootstrap_ci_covers_the_mean_and_mde_formula():
+    d = np.array([0.1, 0.2, 0.0, 0.3, 0.1, 0.2])
+    lo, hi, _ = bootstrap_ci(d)
+    assert lo < d.mean() < hi
+    assert mde(d) == pytest.approx((1.959963984540054 + 0.8416212335729143) * d.std(ddof=1) / np.sqrt(6))
+
+
+def test_metric_names_split_by_level():
+    assert split_metric("nDCG@10") == ("doc", "ndcg@10")
+    assert split_metric("chunk.R@5") == ("chunk", "recall@5")
+    assert split_metric("chunk.recall@window") == ("chunk", "recall@window")
+
+
+def fake(name, values, kinds, gold="g1"):
+    return {"name": name, "goldset": {"fingerprint": gold, "query_ids_fingerprint": "ids"},
+            "cutoff": {"describe": "k=5"},
+            "queries": [{"id": f"q{i}", "tags": {"topic": "a" if i % 2 else "b"}, "n_relevant": {"doc": 1, "chunk": 1},
+                         "verdict": {"kind": k}, "metrics": {"doc": {"ndcg@10": v}, "chunk": {"ndcg@10": v}}}
+                        for i, (v, k) in enumerate(zip(values, kinds))]}
+
+
+def test_compare_rows_and_transitions():
+    a = fake("a", [0.5, 0.2, 1.0, 0.0], ["ok", "buried_evidence", "ok", "missing_document"])
+    b = fake("b", [0.7, 0.2, 0.9, 0.4], ["ok", "ok", "ok", "ok"])
+    c = compare_runs([a, b], ["ndcg@10"])
+    row = c["rows"][0]
+    assert row["delta"] == pytest.approx((0.2 + 0 - 0.1 + 0.4) / 4)
+    assert (row["wins"], row["ties"], row["losses"]) == (2, 1, 1)
+    assert c["transitions"]["b"] == {"buried_evidence -> ok": ["q1"], "missing_document -> ok": ["q3"]}
+    assert row["slices"]["topic=a"]["delta"] == pytest.approx((0 + 0.4) / 2)
+
+
+def test_compare_refuses_different_golden_sets_and_warns_on_cutoffs():
+    a = fake("a", [0.5], ["ok"])
+    with pytest.raises(InputError, match="different golden sets"):
+        compare_runs([a, fake("b", [0.5], ["ok"], gold="g2")], ["ndcg@10"])
+    b = copy.deepcopy(a)
+    b["name"], b["cutoff"]["describe"] = "b", "k=10"
+    assert compare_runs([a, b], ["ndcg@10"])["warnings"] == ["cutoffs differ: a k=5, b k=10"]
