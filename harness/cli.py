@@ -168,6 +168,32 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
 
 
 @app.command()
+def gate(results: Path = typer.Argument(..., help="the candidate's results.json"),
+         rules: Path = typer.Option(..., "--rules", help="rules YAML (see configs/gates.yaml)"),
+         baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json to check regressions against"),
+         summary: Optional[Path] = typer.Option(None, "--summary", help="write a Markdown summary here"),
+         junit: Optional[Path] = typer.Option(None, "--junit", help="write JUnit XML here (one test case per rule)")) -> None:
+    """Pre-release gate: exit 0 when every rule holds, 1 when any fails, 2 for bad input.
+
+    Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
+    """
+    from .atomic import write_text
+    from .gates import evaluate_gates, junit_xml, load_rules, summary_markdown
+    from .report import load_results
+
+    candidate = load_results(results)
+    outcome = evaluate_gates(candidate, load_rules(rules), load_results(baseline) if baseline else None)
+    md = summary_markdown(candidate["name"], outcome)
+    print(md, end="")
+    if summary:
+        write_text(summary, md)
+    if junit:
+        write_text(junit, junit_xml(candidate["name"], outcome))
+    if not all(r.passed for r in outcome):
+        raise typer.Exit(1)
+
+
+@app.command()
 def cache(action: str = typer.Argument(..., help="info or clear"),
           cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
     """Show or clear the embedding and token-embedding caches.
@@ -193,7 +219,10 @@ def cache(action: str = typer.Argument(..., help="info or clear"),
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except HarnessError as exc:
         _err(f"error: {exc}")
         sys.exit(exc.exit_code)

@@ -171,3 +171,18 @@ def test_compare_command_on_two_demo_runs(demo, tmp_path):
     assert "cutoffs differ" in proc.stderr
     row = data["rows"][0]
     assert row["metric"] == "chunk.recall@window" and row["delta"] >= 0 and row["losses"] == 0
+
+
+def test_gate_exit_codes_and_files(demo, tmp_path):
+    out, _ = demo
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - 'doc.ndcg@10 >= 0.5'\n  - 'missing_document <= 0.5'\n")
+    summary, junit = tmp_path / "gate.md", tmp_path / "gate.xml"
+    ok = harness("gate", str(out / "results.json"), "--rules", str(rules), "--summary", str(summary),
+                 "--junit", str(junit))
+    assert ok.returncode == 0 and ": PASS" in summary.read_text() and "<testsuite" in junit.read_text()
+    rules.write_text("rules:\n  - 'doc.ndcg@10 >= 0.99'\n")
+    assert harness("gate", str(out / "results.json"), "--rules", str(rules)).returncode == 1
+    rules.write_text("rules: []\n")
+    bad = harness("gate", str(out / "results.json"), "--rules", str(rules))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

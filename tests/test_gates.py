@@ -1,0 +1,64 @@
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from harness.errors import InputError
+from harness.gates import _parse_rule, evaluate_gates, junit_xml, load_rules, summary_markdown
+
+
+def fake(name, ndcg, kinds, topics, gold="g"):
+    queries = [{"id": f"q{i}", "tags": {"topic": t}, "n_relevant": {"doc": 1, "chunk": 1}, "verdict": {"kind": k},
+                "metrics": {"doc": {"ndcg@10": v}, "chunk": {"ndcg@10": v}}}
+               for i, (v, k, t) in enumerate(zip(ndcg, kinds, topics))]
+    n = len(queries)
+    shares = {k: sum(1 for q in queries if q["verdict"]["kind"] == k) / n
+              for k in ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")}
+    return {"name": name, "goldset": {"fingerprint": gold, "query_ids_fingerprint": "i"}, "cutoff": {"describe": "k=5"},
+            "queries": queries,
+            "summary": {"doc": {"ndcg@10": sum(ndcg) / n}, "chunk": {"ndcg@10": sum(ndcg) / n},
+                        "counts": {"doc": {"evaluated_queries": n}, "chunk": {"evaluated_queries": n}},
+                        "verdicts": {"shares": shares, "counts": {k: round(v * n) for k, v in shares.items()}}}}
+
+
+RUN = fake("cand", [0.9, 0.5, 0.7, 0.3], ["ok", "ok", "buried_evidence", "missing_document"], ["a", "a", "b", "b"])
+
+
+def test_thresholds_slices_and_verdict_shares():
+    rules = [_parse_rule(r) for r in ["ndcg@10 >= 0.55", {"check": "doc.ndcg@10 >= 0.6", "slice": {"topic": "b"}},
+                                      "missing_document <= 0.25", "buried_evidence < 0.25"]]
+    res = evaluate_gates(RUN, rules)
+    assert [r.passed for r in res] == [True, False, True, False]
+    assert res[0].observed == pytest.approx(0.6) and res[1].observed == pytest.approx(0.5)
+
+
+def test_regression_fails_only_when_large_and_significant():
+    base = fake("main", [0.9] * 40, ["ok"] * 40, ["a"] * 40)
+    small = fake("c1", [0.89] * 40, ["ok"] * 40, ["a"] * 40)
+    large = fake("c2", [0.6] * 40, ["ok"] * 40, ["a"] * 40)
+    noisy = fake("c3", [0.0] + [0.9] * 39, ["ok"] * 40, ["a"] * 40)
+    rule = [_parse_rule({"regression": "ndcg@10", "budget": 0.02})]
+    assert evaluate_gates(small, rule, base)[0].passed  # a drop within budget
+    assert not evaluate_gates(large, rule, base)[0].passed  # large and significant
+    noisy_res = evaluate_gates(noisy, rule, base)[0]  # mean drop 0.0225 > budget, but one query: not significant
+    assert noisy_res.passed and "not significant" in noisy_res.message
+    with pytest.raises(InputError, match="need --baseline"):
+        evaluate_gates(small, rule)
+
+
+def test_rules_file_errors_listed(tmp_path):
+    p = tmp_path / "g.yaml"
+    p.write_text("rules:\n  - 'ndcg@10 => 3'\n  - {check: 'ok >= 0.5', slice: {t: x}}\n  - {chek: 'x'}\n")
+    with pytest.raises(InputError) as exc:
+        load_rules(p)
+    msg = str(exc.value)
+    assert "rules.0: cannot read check" in msg and "rules.1: verdict-share rules take no slice" in msg
+    assert "rules.2: unknown key(s) chek" in msg
+
+
+def test_summary_and_junit():
+    res = evaluate_gates(RUN, [_parse_rule("ndcg@10 >= 0.55"), _parse_rule("ok >= 0.9")])
+    md = summary_markdown("cand", res)
+    assert md.startswith("## Retrieval gate for `cand`: FAIL (1 of 2 rules)")
+    suite = ET.fromstring(junit_xml("cand", res).split("?>", 1)[1])
+    assert suite.get("tests") == "2" and suite.get("failures") == "1"
+    assert [c.find("failure") is not None for c in suite.findall("testcase")] == [False, True]
