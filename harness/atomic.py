@@ -10,6 +10,12 @@ from pathlib import Path
 from typing import Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text(path: Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
@@ -18,6 +24,7 @@ def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report should be as readable as any file
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -33,6 +40,7 @@ def staged_dir(target: Path) -> Iterator[Path]:
     """Yield a staging folder; on success it replaces ``target`` whole, on any error it is removed."""
     target.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
+    os.chmod(stage, 0o777 & ~_umask())
     try:
         yield stage
     except BaseException:

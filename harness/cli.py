@@ -194,6 +194,36 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
 
 
 @app.command()
+def report(results: List[Path] = typer.Argument(..., help="one results.json, or several for a comparison"),
+           out: Path = typer.Option(..., "--out", "-o", help="the HTML file to write"),
+           metric: List[str] = typer.Option([], "--metric", "-m", help="comparison metrics (repeat)")) -> None:
+    """Build the self-contained HTML report for one run or a comparison of several.
+
+    Example: harness report reports/demo-bm25/results.json -o demo.html
+    """
+    from .atomic import write_text
+    from .html_report import render
+    from .report import load_results
+
+    loaded = [load_results(p) for p in results]
+    if len(loaded) == 1:
+        from .explain import texts_for
+        from .config import parse_config
+        try:
+            _, chunks = texts_for(parse_config(loaded[0]["config"], str(results[0])))
+            texts = [{c.chunk_id: c.text for c in chunks}]
+        except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
+            _err(f"warning: chunk texts not loaded ({exc})")
+            texts = [{}]
+        html_text = render(loaded, texts)
+    else:
+        from .compare import compare_runs
+        html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
+    write_text(out, html_text)
+    print(out)
+
+
+@app.command()
 def cache(action: str = typer.Argument(..., help="info or clear"),
           cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
     """Show or clear the embedding and token-embedding caches.

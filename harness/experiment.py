@@ -108,6 +108,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict)
     doc_w, chunk_w = window_per_query(doc_level), window_per_query(chunk_level)
     run = Run(config.name, tuple(lists), config.config_hash(), timings)
 
+    by_query = gold.judgments_by_query()
     queries = []
     for q, ranked, k in zip(gold.queries, lists, window_k):
         grades = cq[q.query_id]
@@ -121,6 +122,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict)
             "n_relevant": {"doc": sum(1 for g in doc_grades.values() if g >= 1),
                            "chunk": sum(1 for g in grades.values() if g >= 1)},
             "effective_k": k,
+            "gold": [{"doc_id": j.doc_id, "grade": j.relevance, "evidence": [[sp.start, sp.end] for sp in j.evidence]}
+                     for j in by_query.get(q.query_id, [])],
             "verdict": verdicts[q.query_id].to_dict(),
             "hits": [{"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id, "start": h.start, "end": h.end,
                       "score": h.score, "relevant": grades.get(h.chunk_id, 0) >= 1,
@@ -170,4 +173,5 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict)
         "timings": dict(run.timings),
         "queries": queries,
         "_run": run,  # not serialised: the in-memory run for the TREC writers
+        "_chunk_text": chunk_text,  # not serialised: snippets for the HTML report
     }

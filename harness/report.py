@@ -107,6 +107,8 @@ def write_outputs(result: dict, out_dir: Path) -> Path:
         write_text(stage / "run.chunks.trec", run.to_trec("chunk"))
         write_text(stage / "per_query.csv", per_query_csv(result))
         write_text(stage / "report.md", markdown(result))
+        from .html_report import render
+        write_text(stage / "report.html", render([result], [result.get("_chunk_text", {})]))
     return out_dir
 
 

@@ -1,0 +1,209 @@
+"""``report.html``: one self-contained page (styles, script and SVG plots inline; nothing loaded from a network).
+
+Every piece of user text goes through ``html.escape``; the script only shows and hides rows rendered here."""
+
+from __future__ import annotations
+
+import html
+import io
+
+from .report import fmt
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;max-width:1200px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #dde}
+.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #dde;border-radius:8px;padding:10px 14px;min-width:150px}
+.card b{display:block;font-size:20px}.muted{color:#667}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #e3e6ee;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f6fa}tr.q{cursor:pointer}tr.q:hover{background:#f8f9fc}tr.detail td{background:#fbfbfd}
+.k-ok{color:#17803d}.k-missing_document,.k-goldset_error{color:#b42318}.k-wrong_chunk{color:#b54708}.k-buried_evidence{color:#6941c6}
+mark{background:#fde68a}.plots{display:flex;gap:16px;flex-wrap:wrap}.plots svg{max-width:380px;height:auto}
+select{margin-right:12px}
+"""
+
+JS = """
+function applyFilters(){
+  const sel=[...document.querySelectorAll('select[data-filter]')];
+  document.querySelectorAll('tr.q').forEach(function(row){
+    const show=sel.every(function(s){return !s.value || row.dataset[s.dataset.filter]===s.value;});
+    row.hidden=!show;
+    const d=document.getElementById(row.dataset.detail); if(d && !show){d.hidden=true;}
+  });
+  const n=document.querySelectorAll('tr.q:not([hidden])').length;
+  document.getElementById('shown').textContent=n;
+}
+document.querySelectorAll('select[data-filter]').forEach(function(s){s.addEventListener('change',applyFilters);});
+document.querySelectorAll('tr.q').forEach(function(row){
+  row.addEventListener('click',function(){const d=document.getElementById(row.dataset.detail); d.hidden=!d.hidden;});
+});
+applyFilters();
+"""
+
+e = html.escape
+
+
+def _curves(result: dict):
+    """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks."""
+    depth = result["cutoff"]["depth"]
+    recall, precision, firsts, n = [0.0] * depth, [0.0] * depth, [], 0
+    for q in result["queries"]:
+        if q["n_relevant"]["chunk"] == 0 or q["verdict"]["kind"] in ("goldset_error", "no_gold"):
+            continue
+        n += 1
+        found, first = 0, None
+        for i in range(depth):
+            if i < len(q["hits"]) and q["hits"][i]["relevant"]:
+                found += 1
+                first = first or i + 1
+            recall[i] += found / q["n_relevant"]["chunk"]
+            precision[i] += found / (i + 1)
+        firsts.append(first)
+    if n:
+        recall = [r / n for r in recall]
+        precision = [p / n for p in precision]
+    return recall, precision, firsts
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def plots(results: list[dict]) -> str:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "<p class=muted>Plots need matplotlib: pip install 'rag-harness[report]'.</p>"
+    plt.rcParams["svg.fonttype"] = "none"
+    out = []
+    for title, index in (("recall@k (chunk level)", 0), ("precision@k (chunk level)", 1)):
+        fig, ax = plt.subplots(figsize=(4.4, 3))
+        for r in results:
+            ys = _curves(r)[index]
+            ax.plot(range(1, len(ys) + 1), ys, label=r["name"])
+        ax.set_xscale("log")
+        ax.set_xlabel("k")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        out.append(_svg(fig))
+        plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4.4, 3))
+    for r in results:
+        firsts = _curves(r)[2]
+        depth = r["cutoff"]["depth"]
+        ranks = [f if f is not None else depth + 1 for f in firsts]
+        bins = sorted({b for b in (1, 2, 3, 4, 5, 6, 11, 21, 51) if b <= depth} | {depth + 1, depth + 2})
+        ax.hist(ranks, bins=bins, alpha=0.6, label=r["name"])
+    ax.set_xscale("log")
+    ax.set_title("first relevant chunk rank (right bin: not found)")
+    ax.legend(fontsize=8)
+    out.append(_svg(fig))
+    plt.close(fig)
+    return "<div class=plots>" + "".join(out) + "</div>"
+
+
+def _highlight(text: str, start: int, spans: list[list[int]]) -> str:
+    """Escape a chunk's text, marking the parts inside evidence spans (offsets are document offsets)."""
+    marks = sorted((max(a - start, 0), min(b - start, len(text))) for a, b in spans if a < start + len(text) and b > start)
+    out, pos = [], 0
+    for a, b in marks:
+        if a < pos:
+            a = pos
+        if a >= b:
+            continue
+        out.append(e(text[pos:a]))
+        out.append(f"<mark>{e(text[a:b])}</mark>")
+        pos = b
+    out.append(e(text[pos:]))
+    return "".join(out)
+
+
+def _query_rows(result: dict, chunk_text: dict[str, str]) -> str:
+    tags = sorted({t for q in result["queries"] for t in q["tags"]})
+    rows = []
+    for i, q in enumerate(result["queries"]):
+        v = q["verdict"]
+        data = f' data-verdict="{e(v["kind"])}"' + "".join(f' data-tag{j}="{e(q["tags"].get(t, ""))}"'
+                                                            for j, t in enumerate(tags))
+        m = q["metrics"]
+        rows.append(f'<tr class=q data-detail="d{i}"{data}><td>{e(q["id"])}</td><td>{e(q["text"])}</td>'
+                    f'<td class="k-{e(v["kind"])}">{e(v["kind"])}</td><td>{e(" ".join(v["flags"]))}</td>'
+                    f'<td>{fmt(m["chunk"].get("recall@window"), 2)}</td><td>{fmt(m["doc"].get("ndcg@10"), 3)}</td></tr>')
+        spans = {g["doc_id"]: g["evidence"] for g in q.get("gold", [])}
+        hits = []
+        for h in q["hits"][: max(q["effective_k"], 1)]:
+            text = chunk_text.get(h["chunk_id"], "")
+            body = _highlight(text, h["start"], spans.get(h["doc_id"], [])) if text else "<span class=muted>(text not loaded)</span>"
+            mark = "evidence" if h["relevant"] else ("right document" if h["doc_relevant"] else "")
+            hits.append(f"<tr><td>{h['rank']}</td><td>{h['score']:.3f}</td><td>{e(h['chunk_id'])}</td><td>{mark}</td>"
+                        f"<td>{body}</td></tr>")
+        rows.append(f'<tr class=detail id="d{i}" hidden><td colspan=6><p>{e(v["reason"])}</p><table><tr><th>rank</th>'
+                    f'<th>score</th><th>chunk</th><th></th><th>text (evidence marked)</th></tr>{"".join(hits)}</table></td></tr>')
+    selects = ['<select data-filter=verdict><option value="">all verdicts</option>' + "".join(
+        f"<option>{e(k)}</option>" for k in result["summary"]["verdicts"]["counts"]) + "</select>"]
+    for j, t in enumerate(tags):
+        values = sorted({q["tags"].get(t, "") for q in result["queries"]})
+        selects.append(f'<select data-filter=tag{j}><option value="">all {e(t)}</option>' +
+                       "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values) + "</select>")
+    return (f"<p>{''.join(selects)} <span id=shown></span> queries shown; click a row for its window.</p>"
+            "<table id=queries><tr><th>id</th><th>query</th><th>verdict</th><th>flags</th><th>chunk recall@window</th>"
+            f"<th>doc nDCG@10</th></tr>{''.join(rows)}</table>")
+
+
+def _run_section(result: dict, chunk_text: dict[str, str]) -> str:
+    s, v = result["summary"], result["summary"]["verdicts"]
+    cd = s["counts"]["doc"]
+    cards = [("queries", result["goldset"]["queries"]), ("doc nDCG@10", fmt(s["doc"].get("ndcg@10"), 3)),
+             ("chunk recall@window", fmt(s["chunk"].get("recall@window"), 3)),
+             ("doc MRR@10", fmt(s["doc"].get("rr@10"), 3)),
+             ("nothing in window", f"{cd['nothing_found_in_window']} queries"), ("ok", f"{v['shares']['ok']:.0%}")]
+    parts = [f"<h1>Retrieval report: {e(result['name'])}</h1>",
+             f"<p class=muted>retriever {e(str(result['config']['retriever'].get('kind')))}, window "
+             f"{e(result['cutoff']['describe'])}, depth {result['cutoff']['depth']}, {result['corpus']['documents']} "
+             f"documents in {result['corpus']['chunks']} chunks; created {e(result['created_at'])}</p>",
+             "<div class=cards>" + "".join(f"<div class=card><b>{e(str(val))}</b>{e(k)}</div>" for k, val in cards) + "</div>",
+             "<h2>Metrics</h2><table><tr><th>metric</th><th>doc level</th><th>chunk level</th></tr>" +
+             "".join(f"<tr><td>{e(n)}</td><td>{fmt(s['doc'][n])}</td><td>{fmt(s['chunk'].get(n))}</td></tr>" for n in s["doc"]) +
+             "</table>", "<h2>Verdicts</h2><table><tr><th>verdict</th><th>queries</th><th>share</th></tr>" +
+             "".join(f"<tr><td class='k-{e(k)}'>{e(k)}</td><td>{n}</td><td>{v['shares'][k]:.0%}</td></tr>"
+                     for k, n in v["counts"].items()) + "</table>"]
+    for tag, values in v["by_slice"].items():
+        kinds = list(v["counts"])
+        parts.append(f"<h3>By {e(tag)}</h3><table><tr><th>{e(tag)}</th>" + "".join(f"<th>{e(k)}</th>" for k in kinds) +
+                     "</tr>" + "".join(f"<tr><td>{e(val)}</td>" + "".join(f"<td>{c[k]}</td>" for k in kinds) + "</tr>"
+                                       for val, c in sorted(values.items())) + "</table>")
+    if v["advice"]:
+        parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in v["advice"]) + "</ul>")
+    parts.append("<h2>Curves</h2>" + plots([result]))
+    parts.append("<h2>Queries</h2>" + _query_rows(result, chunk_text))
+    parts.append("<h2>Conventions</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(str(val))}</li>"
+                                                     for k, val in result["conventions"].items()) + "</ul>")
+    return "".join(parts)
+
+
+def _comparison_section(comparison: dict, results: list[dict]) -> str:
+    rows = "".join(
+        f"<tr><td>{e(r['run'])}</td><td>{e(r['metric'])}</td><td>{r['n']}</td><td>{fmt(r['baseline_mean'])}</td>"
+        f"<td>{fmt(r['mean'])}</td><td>{r['delta']:+.4f}{' *' if r['significant'] else ''}</td>"
+        f"<td>[{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}]</td><td>{r['p_corrected']:.4f}</td>"
+        f"<td>{r['wins']}/{r['ties']}/{r['losses']}</td><td>{r['mde']:.4f}</td></tr>" for r in comparison["rows"])
+    trans = "".join(f"<li>{e(run)}: {e(k)}: {len(ids)} ({e(', '.join(ids[:15]))})</li>"
+                    for run, t in comparison["transitions"].items() for k, ids in t.items())
+    return (f"<h1>Comparison against {e(comparison['baseline'])}</h1><p class=muted>{e(comparison['test'])} test, "
+            f"{e(comparison['correction'])} correction; * significant after correction</p>"
+            "<table><tr><th>run</th><th>metric</th><th>n</th><th>baseline</th><th>run</th><th>delta</th><th>95% CI</th>"
+            f"<th>p corrected</th><th>W/T/L</th><th>MDE</th></tr>{rows}</table>"
+            + (f"<h2>Verdict transitions</h2><ul>{trans}</ul>" if trans else "") + "<h2>Curves</h2>" + plots(results))
+
+
+def render(results: list[dict], chunk_texts: list[dict[str, str]] | None = None, comparison: dict | None = None) -> str:
+    chunk_texts = chunk_texts or [{} for _ in results]
+    body = _comparison_section(comparison, results) if comparison else _run_section(results[0], chunk_texts[0])
+    title = e(comparison["baseline"] + " comparison" if comparison else results[0]["name"])
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{title}</title>"
+            f"<style>{CSS}</style></head><body>{body}<script>{JS if not comparison else ''}</script></body></html>")

@@ -1,0 +1,97 @@
+"""The HTML report in a real headless browser (system Chromium via playwright; skipped without either)."""
+
+import json
+import shutil
+
+import pytest
+
+from conftest import ROOT
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
+
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+
+
+@pytest.fixture(scope="module")
+def page_html(tmp_path_factory):
+    from harness.config import parse_config
+    from harness.experiment import run_experiment
+    from harness.html_report import render
+
+    tmp = tmp_path_factory.mktemp("html")
+    docs = [{"id": "evil", "title": "T", "text": f"Rotate keys here. {HOSTILE} More text."},
+            {"id": "plain", "title": "P", "text": "Invoices are monthly. Cards can change."}]
+    (tmp / "c.jsonl").write_text("\n".join(json.dumps(d) for d in docs))
+    gold = [{"id": "q1", "query": "rotate keys", "relevant": [{"doc": "evil", "evidence": [{"quote": "Rotate keys"}]}],
+             "tags": {"topic": "security"}},
+            {"id": "q2", "query": f"invoices {HOSTILE}", "relevant": [{"doc": "plain"}], "tags": {"topic": "billing"}},
+            {"id": "q3", "query": "cards", "relevant": [{"doc": "evil"}], "tags": {"topic": "billing"}}]
+    (tmp / "g.jsonl").write_text("\n".join(json.dumps(g) for g in gold))
+    cfg = parse_config({"name": "html-test", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
+                        "chunking": {"strategy": "sentences", "size": 1}, "retriever": {"kind": "bm25"},
+                        "cutoff": {"k": 1}, "depth": 10}, "t", tmp)
+    result = run_experiment(cfg, progress=False, log=lambda m: None)
+    path = tmp / "report.html"
+    path.write_text(render([result], [result["_chunk_text"]]))
+    return path, result
+
+
+def with_page(path, fn):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
+                                                                    "--disable-background-networking"])
+        page = browser.new_page()
+        errors = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(path.as_uri())
+        try:
+            return fn(page), errors
+        finally:
+            browser.close()
+
+
+def test_loads_without_console_errors_and_is_self_contained(page_html):
+    path, _ = page_html
+    text = path.read_text()
+    import re
+    # nothing is fetched: no src/href to a remote address, no stylesheet links (SVG namespaces are only names)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) and "<link" not in text
+    (title, n_svg), errors = with_page(path, lambda page: (page.title(), page.locator("svg").count()))
+    assert errors == [] and title == "html-test" and n_svg == 3
+
+
+def test_user_text_renders_as_text(page_html):
+    path, _ = page_html
+
+    def check(page):
+        return (page.evaluate("window.pwned === undefined"), page.locator("script").count(),
+                page.locator("#queries").inner_text())
+    (safe, n_scripts, table_text), errors = with_page(path, check)
+    assert safe and n_scripts == 1 and errors == []
+    assert "<script>window.pwned = 1</script>" in table_text
+
+
+def test_filters_and_row_expansion_work(page_html):
+    path, result = page_html
+    kinds = {q["id"]: q["verdict"]["kind"] for q in result["queries"]}
+
+    def drive(page):
+        out = {"all": page.locator("tr.q:visible").count()}
+        page.select_option("select[data-filter=tag0]", "billing")
+        out["billing"] = page.locator("tr.q:visible").count()
+        page.select_option("select[data-filter=tag0]", "")
+        page.select_option("select[data-filter=verdict]", kinds["q1"])
+        out["verdict"] = page.locator("tr.q:visible").count()
+        page.select_option("select[data-filter=verdict]", "")
+        page.locator("tr.q").first.click()
+        out["expanded"] = page.locator("#d0").is_visible()
+        out["mark"] = page.locator("#d0 mark").first.inner_text()
+        return out
+    out, errors = with_page(path, drive)
+    assert errors == []
+    assert out["all"] == 3 and out["billing"] == 2
+    assert out["verdict"] == sum(1 for k in kinds.values() if k == kinds["q1"])
+    assert out["expanded"] and out["mark"] == "Rotate keys"
