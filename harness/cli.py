@@ -41,6 +41,15 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
 
     cfg = load_config(config)
     log = (lambda m: None) if quiet else _err
+    if cfg.sweep:
+        from .sweep import run_sweep
+        target = out or cfg.output_dir()
+        board = run_sweep(cfg, target, progress=not quiet, log=log)
+        if not quiet:
+            tied = ", ".join(r["run"] for r in board["runs"][1:] if r["tied_with_best"])
+            _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
+        print(target / "leaderboard.md")
+        return
     result = run_experiment(cfg, progress=not quiet, log=log)
     target = out or cfg.output_dir()
     write_outputs(result, target)
@@ -152,7 +161,7 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
             metric: List[str] = typer.Option([], "--metric", "-m", help="e.g. ndcg@10, chunk.recall@5 (repeat)"),
             test: str = typer.Option("randomization", "--test", help="randomization | ttest | bootstrap | wilcoxon"),
             correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | none"),
-            fmt: str = typer.Option("md", "--format", help="md or json")) -> None:
+            fmt: str = typer.Option("table", "--format", help="table (rich), md or json")) -> None:
     """Paired comparison with CIs, corrected p-values, win/tie/loss and verdict transitions.
 
     Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
@@ -164,7 +173,13 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
                           correction=correction)
     for w in result["warnings"]:
         _err(f"warning: {w}")
-    print(json.dumps(result, indent=2) if fmt == "json" else to_markdown(result), end="" if fmt != "json" else "\n")
+    if fmt == "json":
+        print(json.dumps(result, indent=2))
+    elif fmt == "md":
+        print(to_markdown(result), end="")
+    else:
+        from .compare import print_table
+        print_table(result)
 
 
 @app.command()

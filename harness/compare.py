@@ -201,3 +201,24 @@ def to_markdown(c: dict) -> str:
             out += ["", f"Verdict transitions, {c['baseline']} -> {run}:"]
             out += [f"- {k}: {len(v)} ({', '.join(v[:12])}{' …' if len(v) > 12 else ''})" for k, v in trans.items()]
     return "\n".join(out) + "\n"
+
+
+def print_table(c: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    import sys
+    console = Console(width=None if sys.stdout.isatty() else 160)  # piped output gets 80 columns otherwise
+    table = Table(title=f"against {c['baseline']} ({c['test']}, {c['correction']} correction)")
+    for col in ("run", "metric", "n", "baseline", "run mean", "delta", "95% CI", "p corr.", "W/T/L", "MDE"):
+        table.add_column(col)
+    for r in c["rows"]:
+        style = "bold green" if r["significant"] and r["delta"] > 0 else ("bold red" if r["significant"] else "")
+        table.add_row(r["run"], r["metric"], str(r["n"]), f"{r['baseline_mean']:.4f}", f"{r['mean']:.4f}",
+                      f"[{style}]{r['delta']:+.4f}[/]" if style else f"{r['delta']:+.4f}",
+                      f"[{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}]", f"{r['p_corrected']:.4f}",
+                      f"{r['wins']}/{r['ties']}/{r['losses']}", f"{r['mde']:.4f}")
+    console.print(table)
+    for run, trans in c["transitions"].items():
+        for k, ids in trans.items():
+            console.print(f"{run}: {k}: {len(ids)} ({', '.join(ids[:12])})", markup=False, highlight=False)

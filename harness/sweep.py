@@ -1,0 +1,113 @@
+"""Sweeps: ``sweep: {key.path: [values...]}`` in a config expands into one named run per grid point; all runs
+are compared against the best (by the first configured metric) with the correction applied, and a leaderboard
+marks the runs statistically tied with the best. Embedding caches are content-keyed, so a grid point that does
+not change chunks or the encoder reuses them."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+from .atomic import write_text
+from .compare import compare_runs
+from .config import ExperimentConfig, parse_config
+from .errors import ConfigError
+
+
+def _set(data: dict, path: str, value) -> None:
+    node = data
+    parts = path.split(".")
+    for i, part in enumerate(parts[:-1]):
+        key = int(part) if isinstance(node, list) else part
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            raise ConfigError(f"sweep.{path}: '{'.'.join(parts[:i + 1])}' does not exist in the config") from None
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"sweep.{path}: cannot set a key inside a {type(node).__name__}")
+
+
+def _label(value) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "-", str(value)).strip("-") or "x"
+
+
+def expand(config: ExperimentConfig) -> list[tuple[ExperimentConfig, dict]]:
+    base = config.resolved()
+    grid = base.pop("sweep") or {}
+    keys = list(grid)
+    for k in keys:
+        if not isinstance(grid[k], list) or not grid[k]:
+            raise ConfigError(f"sweep.{k}: expected a non-empty list of values")
+    out = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        data = copy.deepcopy(base)
+        for k, v in zip(keys, values):
+            _set(data, k, v)
+        params = dict(zip(keys, values))
+        data["name"] = config.name + "-" + "-".join(f"{k.split('.')[-1]}_{_label(v)}" for k, v in params.items())
+        data["output"] = None
+        out.append((parse_config(data, f"sweep point {params}"), params))
+    return out
+
+
+def run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool = True, log=None) -> dict:
+    from .experiment import run_experiment
+    from .report import write_outputs
+
+    log = log or (lambda m: print(m, file=sys.stderr))
+    points = expand(config)
+    results = []
+    for i, (cfg, params) in enumerate(points, 1):
+        log(f"sweep {i}/{len(points)}: {cfg.name} {params}")
+        result = run_experiment(cfg, progress=progress, log=lambda m: None)
+        write_outputs(result, out_dir / cfg.name)
+        results.append((cfg, params, result))
+    primary = config.metrics[0]
+    level = "doc"
+    ranked = sorted(results, key=lambda r: -(r[2]["summary"][level][primary] or 0.0))
+    best = ranked[0]
+    comparison = compare_runs([best[2]] + [r[2] for r in ranked[1:]], [primary]) if len(ranked) > 1 else None
+    rows_by_run = {row["run"]: row for row in (comparison or {"rows": []})["rows"]}
+    board = []
+    for cfg, params, result in ranked:
+        row = rows_by_run.get(cfg.name)
+        board.append({"run": cfg.name, "params": params, "metric": f"{level}.{primary}",
+                      "mean": result["summary"][level][primary],
+                      "delta_vs_best": row["delta"] if row else 0.0,
+                      "p_corrected": row["p_corrected"] if row else None,
+                      "tied_with_best": (row is None) or not row["significant"]})
+    leaderboard = {"name": config.name, "metric": f"{level}.{primary}", "correction": "holm",
+                   "test": "randomization", "best": best[0].name, "runs": board}
+    write_text(out_dir / "leaderboard.json", json.dumps(leaderboard, indent=2))
+    write_text(out_dir / "leaderboard.md", leaderboard_markdown(leaderboard))
+    best_cfg = best[0].resolved()
+    best_cfg.pop("sweep", None)
+    best_cfg["output"] = None
+    write_text(out_dir / "best.yaml", f"# best run of sweep {config.name} by {level}.{primary}\n"
+               + yaml.safe_dump(best_cfg, sort_keys=False))
+    return leaderboard
+
+
+def leaderboard_markdown(board: dict) -> str:
+    out = [f"# Sweep {board['name']}: leaderboard by {board['metric']}", "",
+           f"Compared against the best run ({board['best']}) with a paired {board['test']} test, "
+           f"{board['correction']} correction; 'tied' = not significantly different from the best.", "",
+           "| rank | run | params | mean | delta vs best | p (corrected) | tied with best |",
+           "|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(board["runs"], 1):
+        params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+        p = "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}"
+        out.append(f"| {i} | {r['run']} | {params} | {r['mean']:.4f} | {r['delta_vs_best']:+.4f} | {p} | "
+                   f"{'yes' if r['tied_with_best'] else 'no'} |")
+    return "\n".join(out) + "\n"

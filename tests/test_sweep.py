@@ -1,0 +1,53 @@
+import json
+
+import pytest
+import yaml
+
+from harness.config import load_config, parse_config
+from harness.errors import ConfigError
+from harness.sweep import expand, run_sweep
+
+from conftest import ROOT
+
+
+def base(tmp_path, sweep):
+    return parse_config({"name": "s", "corpus": {"path": str(ROOT / "goldsets/demo/corpus.jsonl")},
+                         "goldset": {"path": str(ROOT / "goldsets/demo/goldset.jsonl")},
+                         "chunking": {"strategy": "sentences", "size": 2},
+                         "retriever": {"kind": "hybrid", "children": [{"kind": "bm25", "weight": 1.0},
+                                                                      {"kind": "bm25", "variant": "plus"}]},
+                         "metrics": ["ndcg@10"], "sweep": sweep}, "t", tmp_path)
+
+
+def test_expand_grid_with_list_index_paths(tmp_path):
+    points = expand(base(tmp_path, {"chunking.size": [1, 3], "retriever.children.0.weight": [0.3, 0.7]}))
+    assert len(points) == 4
+    names = [cfg.name for cfg, _ in points]
+    assert names[0] == "s-size_1-weight_0.3" and len(set(names)) == 4
+    cfg, params = points[-1]
+    assert cfg.chunking.size == 3 and cfg.retriever["children"][0]["weight"] == 0.7 and cfg.sweep is None
+
+
+def test_bad_sweep_path_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="sweep.retriever.children.5.weight"):
+        expand(base(tmp_path, {"retriever.children.5.weight": [1]}))
+    with pytest.raises(ConfigError, match="retriever.k1: unknown key"):
+        expand(parse_config({"name": "s", "corpus": {"path": "c"}, "goldset": {"path": "g"},
+                             "retriever": {"kind": "hybrid", "children": [{"kind": "bm25"}]},
+                             "sweep": {"retriever.k1": [1]}}, "t", tmp_path))
+
+
+def test_sweep_writes_leaderboard_and_runnable_best_config(tmp_path):
+    cfg = base(tmp_path, {"chunking.size": [1, 4]})
+    board = run_sweep(cfg, tmp_path / "out", progress=False, log=lambda m: None)
+    data = json.loads((tmp_path / "out/leaderboard.json").read_text())
+    assert data == board and len(board["runs"]) == 2 and board["runs"][0]["tied_with_best"]
+    means = [r["mean"] for r in board["runs"]]
+    assert means == sorted(means, reverse=True)
+    for r in board["runs"]:
+        assert (tmp_path / "out" / r["run"] / "results.json").is_file()
+    best = tmp_path / "best.yaml"
+    best.write_text((tmp_path / "out/best.yaml").read_text())
+    loaded = load_config(best)
+    assert loaded.name == board["best"] and loaded.sweep is None
+    assert "| 1 | " + board["best"] in (tmp_path / "out/leaderboard.md").read_text()
