@@ -196,6 +196,14 @@ def to_markdown(c: dict) -> str:
                    f"{r['wins']}/{r['ties']}/{r['losses']} | {r['mde']:.4f} |")
     out += ["", "`*` significant after correction (p < 0.05). MDE: the smallest true difference this golden set "
                 "detects with 80% power; a smaller |delta| that is not significant may be too few queries, not no effect."]
+    slices = sorted({k for r in c["rows"] for k in r["slices"]})
+    if slices:
+        out += ["", "Per-slice deltas (no tests; slices are small):", "",
+                "| run | metric | " + " | ".join(slices) + " |", "|---|---|" + "---|" * len(slices)]
+        for r in c["rows"]:
+            cells = [f"{r['slices'][k]['delta']:+.3f} (n={r['slices'][k]['n']})" if k in r["slices"] else ""
+                     for k in slices]
+            out.append(f"| {r['run']} | {r['metric']} | " + " | ".join(cells) + " |")
     for run, trans in c["transitions"].items():
         if trans:
             out += ["", f"Verdict transitions, {c['baseline']} -> {run}:"]
