@@ -65,8 +65,12 @@ def prepare(config: ExperimentConfig, *, log=None) -> Prepared:
 
 
 def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
-                   context: BuildContext | None = None) -> dict:
-    prepared = prepare(config, log=log)
+                   context: BuildContext | None = None, prepared: Prepared | None = None) -> dict:
+    """``prepared`` (corpus, chunks, gold of an identical corpus/chunking/goldset) skips loading again."""
+    if prepared is None:
+        prepared = prepare(config, log=log)
+    else:
+        prepared = Prepared(config, prepared.docs, prepared.chunks, prepared.gold, prepared.problems)
     context = context or BuildContext(progress=progress)
     context.extras.setdefault("documents", {d.doc_id: d.text for d in prepared.docs})
     retriever = build_retriever(config.retriever, context)

@@ -201,9 +201,24 @@ def _comparison_section(comparison: dict, results: list[dict]) -> str:
             + (f"<h2>Verdict transitions</h2><ul>{trans}</ul>" if trans else "") + "<h2>Curves</h2>" + plots(results))
 
 
-def render(results: list[dict], chunk_texts: list[dict[str, str]] | None = None, comparison: dict | None = None) -> str:
+def _leaderboard_section(board: dict) -> str:
+    rows = "".join(
+        f"<tr><td>{i}</td><td>{e(r['run'])}</td><td>{e(', '.join(f'{k}={v}' for k, v in r['params'].items()))}</td>"
+        f"<td>{r['mean']:.4f}</td><td>{r['delta_vs_best']:+.4f}</td>"
+        f"<td>{'' if r['p_corrected'] is None else format(r['p_corrected'], '.4f')}</td>"
+        f"<td>{'yes' if r['tied_with_best'] else 'no'}</td></tr>" for i, r in enumerate(board["runs"], 1))
+    return (f"<h1>Sweep {e(board['name'])}: leaderboard by {e(board['metric'])}</h1><p class=muted>tied = not "
+            f"significantly different from the best ({e(board['test'])} test, {e(board['correction'])} correction)</p>"
+            "<table><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>delta vs best</th>"
+            f"<th>p corrected</th><th>tied with best</th></tr>{rows}</table>")
+
+
+def render(results: list[dict], chunk_texts: list[dict[str, str]] | None = None, comparison: dict | None = None,
+           leaderboard: dict | None = None) -> str:
     chunk_texts = chunk_texts or [{} for _ in results]
     body = _comparison_section(comparison, results) if comparison else _run_section(results[0], chunk_texts[0])
+    if leaderboard:
+        body = _leaderboard_section(leaderboard) + body
     title = e(comparison["baseline"] + " comparison" if comparison else results[0]["name"])
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{title}</title>"
             f"<style>{CSS}</style></head><body>{body}<script>{JS if not comparison else ''}</script></body></html>")

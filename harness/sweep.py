@@ -62,15 +62,29 @@ def expand(config: ExperimentConfig) -> list[tuple[ExperimentConfig, dict]]:
 
 
 def run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool = True, log=None) -> dict:
-    from .experiment import run_experiment
+    """Every output is written into a staging folder that replaces ``out_dir`` whole when all runs are done."""
+    from .atomic import staged_dir
+
+    with staged_dir(out_dir) as stage:
+        return _run_sweep(config, stage, progress=progress, log=log)
+
+
+def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) -> dict:
+    from .experiment import prepare, run_experiment
     from .report import write_outputs
 
     log = log or (lambda m: print(m, file=sys.stderr))
     points = expand(config)
     results = []
+    loaded: dict[str, object] = {}  # corpus, chunks and gold, shared by grid points that do not change them
     for i, (cfg, params) in enumerate(points, 1):
-        log(f"sweep {i}/{len(points)}: {cfg.name} {params}")
-        result = run_experiment(cfg, progress=progress, log=lambda m: None)
+        key = json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),
+                          cfg.goldset.model_dump(mode="json"), cfg.diagnostics.on_gold_error], sort_keys=True)
+        reused = key in loaded
+        if not reused:
+            loaded[key] = prepare(cfg, log=lambda m: None)
+        log(f"sweep {i}/{len(points)}: {cfg.name} {params}" + (" (chunks reused)" if reused else ""))
+        result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key])
         write_outputs(result, out_dir / cfg.name)
         results.append((cfg, params, result))
     primary = config.metrics[0]
@@ -91,6 +105,10 @@ def run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool = True,
                    "test": "randomization", "best": best[0].name, "runs": board}
     write_text(out_dir / "leaderboard.json", json.dumps(leaderboard, indent=2))
     write_text(out_dir / "leaderboard.md", leaderboard_markdown(leaderboard))
+    from .html_report import render
+    write_text(out_dir / "leaderboard.html", render([r[2] for r in ranked], comparison=comparison,
+                                                    leaderboard=leaderboard) if comparison else
+               render([best[2]], [best[2].get("_chunk_text", {})], leaderboard=leaderboard))
     best_cfg = best[0].resolved()
     best_cfg.pop("sweep", None)
     best_cfg["output"] = None

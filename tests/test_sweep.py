@@ -51,3 +51,17 @@ def test_sweep_writes_leaderboard_and_runnable_best_config(tmp_path):
     loaded = load_config(best)
     assert loaded.name == board["best"] and loaded.sweep is None
     assert "| 1 | " + board["best"] in (tmp_path / "out/leaderboard.md").read_text()
+    page = (tmp_path / "out/leaderboard.html").read_text()
+    assert "leaderboard by doc.ndcg@10" in page and board["best"] in page and "<svg" in page
+
+
+def test_sweep_chunks_once_per_distinct_chunking(tmp_path, monkeypatch):
+    import harness.experiment as experiment
+    calls = []
+    real = experiment.prepare
+    monkeypatch.setattr(experiment, "prepare", lambda cfg, log=None: calls.append(cfg.chunking.size) or real(cfg, log=log))
+    cfg = base(tmp_path, {"chunking.size": [1, 4], "retriever.children.0.weight": [0.5, 1.0]})
+    messages = []
+    run_sweep(cfg, tmp_path / "out", progress=False, log=messages.append)
+    assert sorted(calls) == [1, 4]  # four runs, two distinct chunkings
+    assert sum("(chunks reused)" in m for m in messages) == 2
