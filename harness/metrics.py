@@ -67,20 +67,25 @@ def _gather_rows(run: ColumnarRun, rows: np.ndarray):
 
 
 def _order_rows(valid, codes, scores, ranks, order: str):
-    """Sort each row into evaluation order; rows already in order (the usual case) cost one comparison pass."""
+    """Sort each row into evaluation order; only rows out of order (the usual case: none) are sorted."""
     if order == "rank":
         if ranks is None:
             raise MetricError("order 'rank' needs ranks in the run; this run has none")
         perm = np.argsort(ranks, axis=1, kind="stable")
-    else:
-        if codes.shape[1] > 1:
-            s0, s1, c0, c1 = scores[:, :-1], scores[:, 1:], codes[:, :-1], codes[:, 1:]
-            in_order = (s0 > s1) | ((s0 == s1) & (c0 > c1)) | ~valid[:, 1:]
-            if in_order.all():
-                return valid, codes
-        # lexsort: the last key is primary; padding last, then score desc, then doc id (code) desc.
-        perm = np.lexsort((-codes, -scores, ~valid), axis=1)
-    return np.take_along_axis(valid, perm, 1), np.take_along_axis(codes, perm, 1)
+        return np.take_along_axis(valid, perm, 1), np.take_along_axis(codes, perm, 1)
+    if codes.shape[1] < 2:
+        return valid, codes
+    s0, s1, c0, c1 = scores[:, :-1], scores[:, 1:], codes[:, :-1], codes[:, 1:]
+    in_order = (s0 > s1) | ((s0 == s1) & (c0 > c1)) | ~valid[:, 1:]
+    bad = np.flatnonzero(~in_order.all(axis=1))
+    if len(bad) == 0:
+        return valid, codes
+    valid, codes = valid.copy(), codes.copy()
+    # lexsort: the last key is primary; padding last, then score desc, then doc id (code) desc.
+    perm = np.lexsort((-codes[bad], -scores[bad], ~valid[bad]), axis=1)
+    valid[bad] = np.take_along_axis(valid[bad], perm, 1)
+    codes[bad] = np.take_along_axis(codes[bad], perm, 1)
+    return valid, codes
 
 
 def _drop_duplicates(valid, codes):
@@ -130,10 +135,27 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     key_order = np.argsort(q_keys, kind="stable")
     q_keys, q_grades = q_keys[key_order], qrels.grades[known][key_order]
 
-    hit_keys = np.arange(n_q)[:, None] * vocab_size + np.maximum(codes, 0)
     grades = np.zeros(codes.shape, dtype=np.float64)
     judged = np.zeros(codes.shape, dtype=bool)
-    if len(q_keys):
+    per_query = np.bincount(qrels_row[known], minlength=n_q) if n_q else np.zeros(0, np.int64)
+    width = int(per_query.max()) if len(per_query) else 0
+    if 0 < width <= 16:
+        # Few judgments per query: compare each hit with its query's judged docs directly (Q x D x J booleans).
+        rows_k, codes_k, grades_k = qrels_row[known], q_codes[known], qrels.grades[known]
+        by = np.argsort(rows_k, kind="stable")
+        rows_k, codes_k, grades_k = rows_k[by], codes_k[by], grades_k[by]
+        col = np.arange(len(rows_k)) - np.searchsorted(rows_k, rows_k)
+        judged_codes = np.full((n_q, width), -2, dtype=np.int64)
+        judged_grades = np.zeros((n_q, width), dtype=np.float64)
+        judged_codes[rows_k, col] = codes_k
+        judged_grades[rows_k, col] = grades_k
+        match = (codes[:, :, None] == judged_codes[:, None, :]) & valid[:, :, None]
+        # A hit matches at most one judgment; weighting each by 2*grade + 1 (never 0) gives judged and grade at once.
+        packed = np.einsum("qdj,qj->qd", match, 2.0 * judged_grades + 1.0)
+        judged = packed != 0
+        grades = np.where(judged, (packed - 1.0) / 2.0, 0.0)
+    elif len(q_keys):
+        hit_keys = np.arange(n_q)[:, None] * vocab_size + np.maximum(codes, 0)
         pos = np.minimum(np.searchsorted(q_keys, hit_keys), len(q_keys) - 1)
         judged = (q_keys[pos] == hit_keys) & valid
         grades = np.where(judged, q_grades[pos], 0).astype(np.float64)
