@@ -139,7 +139,7 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     judged = np.zeros(codes.shape, dtype=bool)
     per_query = np.bincount(qrels_row[known], minlength=n_q) if n_q else np.zeros(0, np.int64)
     width = int(per_query.max()) if len(per_query) else 0
-    if 0 < width <= 16:
+    if 0 < width <= 16 and codes.size * width <= 200_000_000:  # bounded memory: at most 200 MB of booleans
         # Few judgments per query: compare each hit with its query's judged docs directly (Q x D x J booleans).
         rows_k, codes_k, grades_k = qrels_row[known], q_codes[known], qrels.grades[known]
         by = np.argsort(rows_k, kind="stable")
