@@ -7,7 +7,6 @@ Prints queries/s and ratios; checks the engines agree on the means."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time

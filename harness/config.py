@@ -17,9 +17,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import ConfigError
+from .errors import ConfigError, MetricError
 from .metricspec import DEFAULT_METRICS, parse_metrics
-from .errors import MetricError
 
 
 class Strict(BaseModel):

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from .metrics import MetricTable, evaluate
-from .metricspec import MetricSpec
+from .metricspec import MetricSpec, parse_metric
 from .runtable import ColumnarRun, Qrels
 from .types import RankedList
 
@@ -60,7 +60,6 @@ def evaluate_level(qrels: dict[str, dict[str, int]], full: dict[str, list[tuple[
     relevant_in_window = w.column(f"recall@{depth}") * w.n_relevant
     precision = np.divide(relevant_in_window, ks, out=np.zeros_like(ks), where=ks > 0)
     values = np.column_stack([w.values[:, 0], w.values[:, 1], precision, w.values[:, 2]])
-    from .metricspec import parse_metric
     specs = tuple(parse_metric(f"{n.split('@')[0]}@{depth}") for n in WINDOW_METRICS)
     window = MetricTable(w.query_ids, specs, values, w.n_relevant, w.in_run, w.included, w.conventions, w.counts)
     return LevelResult(table, window)

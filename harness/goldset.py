@@ -7,7 +7,6 @@ range) and returns those problems per query instead of raising: a run flags such
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field

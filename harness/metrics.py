@@ -131,9 +131,6 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     vocab_size = max(len(run.doc_vocab), 1)
     q_codes = qrels.codes_for(run.doc_vocab)
     known = q_codes >= 0
-    q_keys = qrels_row[known] * vocab_size + q_codes[known]
-    key_order = np.argsort(q_keys, kind="stable")
-    q_keys, q_grades = q_keys[key_order], qrels.grades[known][key_order]
 
     grades = np.zeros(codes.shape, dtype=np.float64)
     judged = np.zeros(codes.shape, dtype=bool)
@@ -154,7 +151,10 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
         packed = np.einsum("qdj,qj->qd", match, 2.0 * judged_grades + 1.0)
         judged = packed != 0
         grades = np.where(judged, (packed - 1.0) / 2.0, 0.0)
-    elif len(q_keys):
+    elif known.any():
+        q_keys = qrels_row[known] * vocab_size + q_codes[known]
+        key_order = np.argsort(q_keys, kind="stable")
+        q_keys, q_grades = q_keys[key_order], qrels.grades[known][key_order]
         hit_keys = np.arange(n_q)[:, None] * vocab_size + np.maximum(codes, 0)
         pos = np.minimum(np.searchsorted(q_keys, hit_keys), len(q_keys) - 1)
         judged = (q_keys[pos] == hit_keys) & valid

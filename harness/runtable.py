@@ -23,7 +23,7 @@ def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
 
 
 def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
-    """Codes of ``ids`` in the sorted ``vocab``; -1 for an id not in it."""
+    """Codes (positions) of ``ids`` in ``vocab``; -1 for an id not in it."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
     # A dict beats searchsorted here: comparing object strings in searchsorted goes through Python.

@@ -1,12 +1,10 @@
 import copy
 import itertools
-import json
 
 import numpy as np
 import pytest
 
-from harness.compare import (bootstrap_ci, compare_runs, correct, mde, p_value, randomization_p, split_metric,
-                             transitions)
+from harness.compare import (bootstrap_ci, compare_runs, correct, mde, p_value, randomization_p, split_metric)
 from harness.errors import InputError
 
 

@@ -5,7 +5,6 @@ import shutil
 
 import pytest
 
-from conftest import ROOT
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -1,6 +1,5 @@
 """BM25 on BEIR SciFact against the published baseline (skips without ../shared/datasets)."""
 
-import pytest
 
 from conftest import ROOT, shared_dataset
 

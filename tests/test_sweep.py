@@ -1,7 +1,6 @@
 import json
 
 import pytest
-import yaml
 
 from harness.config import load_config, parse_config
 from harness.errors import ConfigError

@@ -3,7 +3,6 @@ scores from a precomputed sparse term x chunk weight matrix (rank-bm25's idf rul
 
 from __future__ import annotations
 
-import math
 from typing import Literal, Sequence
 
 import numpy as np

@@ -13,7 +13,7 @@ from typing import Literal, Sequence
 from ..config import Strict
 from ..errors import RunFileError
 from ..types import Chunk, Hit, Query, RankedList
-from . import BuildContext, RetrieverKind, register
+from . import RetrieverKind, register
 
 
 class ExternalConfig(Strict):
