@@ -188,7 +188,8 @@ def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
                        f"bring them in")
         never = [v for v in missing if v.detail["where"] == "not_retrieved"]
         if never:
-            tags = Counter(f"{t}={val}" for v in never for t, val in _tags(gold, v.query_id).items())
+            tags_of = {q.query_id: q.tags for q in gold.queries}
+            tags = Counter(f"{t}={val}" for v in never for t, val in tags_of[v.query_id].items())
             where = f", mostly in slice {tags.most_common(1)[0][0]}" if tags else ""
             out.append(f"{len(never)} quer{'y' if len(never) == 1 else 'ies'} found no relevant document in the "
                        f"whole ranking{where}: vocabulary mismatch or coverage; try dense or hybrid retrieval, or "
@@ -215,10 +216,3 @@ def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
     if not gold.has_evidence:
         out.append("the golden set has no evidence spans: wrong_chunk cannot be diagnosed; add evidence quotes")
     return out
-
-
-def _tags(gold: GoldSet, qid: str) -> dict:
-    for q in gold.queries:
-        if q.query_id == qid:
-            return dict(q.tags)
-    return {}

@@ -79,11 +79,12 @@ def plots(results: list[dict]) -> str:
     except ImportError:
         return "<p class=muted>Plots need matplotlib: pip install 'rag-harness[report]'.</p>"
     plt.rcParams["svg.fonttype"] = "none"
+    curves = [_curves(r) for r in results]  # one pass per run serves all three plots
     out = []
     for title, index in (("recall@k (chunk level)", 0), ("precision@k (chunk level)", 1)):
         fig, ax = plt.subplots(figsize=(4.4, 3))
-        for r in results:
-            ys = _curves(r)[index]
+        for r, curve in zip(results, curves):
+            ys = curve[index]
             ax.plot(range(1, len(ys) + 1), ys, label=r["name"])
         ax.set_xscale("log")
         ax.set_xlabel("k")
@@ -93,8 +94,8 @@ def plots(results: list[dict]) -> str:
         out.append(_svg(fig))
         plt.close(fig)
     fig, ax = plt.subplots(figsize=(4.4, 3))
-    for r in results:
-        firsts = _curves(r)[2]
+    for r, curve in zip(results, curves):
+        firsts = curve[2]
         depth = r["cutoff"]["depth"]
         ranks = [f if f is not None else depth + 1 for f in firsts]
         bins = sorted({b for b in (1, 2, 3, 4, 5, 6, 11, 21, 51) if b <= depth} | {depth + 1, depth + 2})

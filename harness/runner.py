@@ -52,11 +52,14 @@ def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: 
         return [min(cutoff.k, len(r.hits)) for r in lists]
     counter = TokenCounter(cutoff.tokenizer)
     budget = cutoff.token_budget or 0
+    costs: dict[str, int] = {}  # a chunk is counted once, however many rankings it appears in
     sizes = []
     for ranked in lists:
         used, n = 0, 0
         for hit in ranked.hits:
-            cost = counter.count(chunk_text[hit.chunk_id])
+            cost = costs.get(hit.chunk_id)
+            if cost is None:
+                cost = costs[hit.chunk_id] = counter.count(chunk_text[hit.chunk_id])
             if used + cost > budget:
                 break
             used += cost
