@@ -22,7 +22,8 @@ test: install
 	$(BIN)/python -m pytest
 
 bench: install
-	$(BIN)/python bench/metrics_bench.py
+	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
+	$(BIN)/python bench/metrics_bench.py --files
 
 clean:
 	rm -rf $(VENV) .harness-cache reports/*/

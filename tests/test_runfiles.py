@@ -1,0 +1,103 @@
+"""The TREC run reader's two paths (pyarrow's CSV reader, and whitespace splitting) read the same files the same
+way, and every file the fast path declines still reads, or fails with the line named."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from harness import runfiles
+from harness.errors import RunFileError
+from harness.runfiles import read_trec_run
+
+pytest.importorskip("pyarrow")
+
+
+def slow_read(path):
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(runfiles, "_read_trec_arrow", lambda p: None)
+        return read_trec_run(path)
+
+
+def assert_same(a, b):
+    assert a.query_ids.tolist() == b.query_ids.tolist()
+    assert a.offsets.tolist() == b.offsets.tolist()
+    assert a.doc_vocab.tolist() == b.doc_vocab.tolist()
+    assert a.doc_codes.tolist() == b.doc_codes.tolist()
+    assert a.scores.tolist() == b.scores.tolist()  # exact: both parse the decimal text to the nearest double
+    assert a.ranks.tolist() == b.ranks.tolist()
+
+
+ids = st.text(alphabet=st.sampled_from("abcXYZ019_-.éü中"), min_size=1, max_size=6)
+lines = st.lists(st.tuples(st.sampled_from(["q1", "q2", "10", "q-é"]), ids,
+                           st.floats(-1e6, 1e6, allow_nan=False).map(lambda f: repr(round(f, 4)))),
+                 min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(lines, st.booleans())
+def test_fast_and_exact_paths_agree(tmp_path_factory, rows, grouped):
+    if grouped:
+        rows = sorted(rows, key=lambda r: r[0])  # each query's lines together
+    path = tmp_path_factory.mktemp("run") / "run.trec"
+    path.write_text("".join(" ".join([q, "Q0", d, str(i), s, "tag"]) + "\n" for i, (q, d, s) in enumerate(rows, 1)),
+                    encoding="utf-8")
+    fast = runfiles._read_trec_arrow(path)
+    assert fast is not None
+    assert_same(fast, slow_read(path))
+
+
+def test_vocab_is_in_python_string_order(tmp_path):
+    path = tmp_path / "run.trec"
+    docs = ["b", "a", "B", "é", "z", "中", "aa", "a b"[0]]
+    path.write_text("".join(f"q Q0 {d} {i} {10 - i} t\n" for i, d in enumerate(docs, 1)), encoding="utf-8")
+    run = runfiles._read_trec_arrow(path)
+    assert run.doc_vocab.tolist() == sorted(set(docs))
+    assert [run.doc_vocab[c] for c in run.doc_codes] == docs
+
+
+@pytest.mark.parametrize("text", [
+    "q Q0 d1 1 1.5 t\n\nq Q0 d2 2 1.0 t\n",        # a blank line
+    "q  Q0 d1 1 1.5 t\nq Q0 d2 2 1.0 t\n",          # two spaces
+    "q Q0 d1 1 1.5 t \nq Q0 d2 2 1.0 t\n",          # trailing space
+    "q\tQ0 d1 1 1.5 t\nq Q0 d2 2 1.0 t\n",          # mixed separators
+    "q\tQ0\td1\t1\t1.5\tt\nq\tQ0\td2\t2\t1.0\tt\n",  # tabs
+    "q Q0 d1 1 1.5 t\r\nq Q0 d2 2 1.0 t\r\n",        # CRLF
+])
+def test_irregular_whitespace_still_reads(tmp_path, text):
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode())
+    run = read_trec_run(path)
+    assert run.doc_vocab.tolist() == ["d1", "d2"] and run.scores.tolist() == [1.5, 1.0]
+    assert_same(run, slow_read(path))
+
+
+def test_a_tab_inside_a_column_is_a_separator_on_both_paths(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q Q0 d\t1 1 1.5 t\n")
+    with pytest.raises(RunFileError, match=r"run.trec:1: expected 6 columns"):
+        read_trec_run(path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 abc t\n", r"run.trec:2: score 'abc' is not a number"),
+    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 NaN t\nq Q0 d3 x 1 t\n", r"run.trec:3: rank 'x' is not a whole number"),
+    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0\n", r"run.trec:2: expected 6 columns"),
+    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0 t extra\n", r"run.trec:2: expected 6 columns"),
+])
+def test_malformed_lines_are_named_whichever_path_reads_first(tmp_path, text, message):
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    with pytest.raises(RunFileError, match=message):
+        read_trec_run(path)
+
+
+def test_large_file_reads_in_blocks(tmp_path):
+    # Bigger than pyarrow's 1 MB block: the reader's multithreaded chunks must join back in file order.
+    rng = np.random.default_rng(3)
+    path = tmp_path / "run.trec"
+    with path.open("w") as fh:
+        for q in range(800):
+            for r in range(100):
+                fh.write(f"q{q} Q0 doc{rng.integers(0, 5000)} {r + 1} {rng.random():.6f} run\n")
+    assert path.stat().st_size > 2_000_000
+    assert_same(runfiles._read_trec_arrow(path), slow_read(path))
