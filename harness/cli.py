@@ -80,13 +80,22 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML")) -> None
           f"{len(prepared.gold.queries)} queries)")
 
 
+NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
+
+
 def _load_qrels(path: Path):
     from .goldset import read_qrels_file, _read_native
     from .runtable import Qrels
 
-    if path.suffix in (".jsonl", ".yaml", ".yml"):
+    if path.suffix in NATIVE_GOLD:
         raw = _read_native(path)
         return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
+    from . import fast_trec
+
+    if path.is_file():
+        fast = fast_trec.read_qrels(path)
+        if fast is not None:
+            return fast
     return Qrels.from_dict(read_qrels_file(path))
 
 
@@ -104,11 +113,16 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
 
     Example: harness eval qrels.txt run.trec -m ndcg@10 -m rr@10 --format json
     """
+    from . import fast_trec
     from .metrics import evaluate
     from .metricspec import DEFAULT_METRICS
-    from .runfiles import read_run
+    from .runfiles import JSON_RUN, read_run
 
-    table = evaluate(_load_qrels(qrels), read_run(run_file), metric or list(DEFAULT_METRICS),
+    both = None
+    if qrels.is_file() and run_file.is_file() and qrels.suffix not in NATIVE_GOLD and run_file.suffix not in JSON_RUN:
+        both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
+    judgments, run = both if both is not None else (_load_qrels(qrels), read_run(run_file))
+    table = evaluate(judgments, run, metric or list(DEFAULT_METRICS),
                      query_policy=query_policy, order=order, trec_compat=trec_compat)
     if fmt == Format.json:
         print(json.dumps({"mean": table.mean(), "per_query": table.per_query(), "conventions": table.conventions,

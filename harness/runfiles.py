@@ -1,8 +1,8 @@
 """Read runs produced elsewhere: TREC run files and JSONL runs, into the engine's columnar form.
 
-Malformed lines are errors naming the file and line; nothing is skipped. The TREC reader parses with pyarrow's
-multithreaded CSV reader when the columns are separated by single spaces or tabs (what run writers produce), else
-splits the whole file in C; only to find the line of a problem does it go line by line."""
+Malformed lines are errors naming the file and line; nothing is skipped. A TREC run whose columns are separated by
+single spaces (what run writers produce) is read by ``fast_trec``; any other is split whole in C here, and only to
+find the line of a problem does this go line by line."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import fast_trec
 from .errors import RunFileError
 from .runtable import ColumnarRun, _offsets
 
@@ -41,71 +42,10 @@ def _locate_trec_problem(path: Path, text: str) -> RunFileError:
     return RunFileError(f"{path}: malformed run file")
 
 
-_TREC_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
-
-
-def _sorted_codes(values) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted vocabulary as an object array, int64 codes into it) of a pyarrow string column, by hashing rather
-    than sorting every row. Arrow orders strings byte-wise, which for UTF-8 is Python's (and trec_eval's) order."""
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(values.combine_chunks() if hasattr(values, "combine_chunks") else values)
-    order = pc.sort_indices(encoded.dictionary).to_numpy()
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    vocab = encoded.dictionary.take(order).to_numpy(zero_copy_only=False).astype(object)
-    return vocab, position[encoded.indices.to_numpy(zero_copy_only=False)]
-
-
-def _read_trec_arrow(path: Path) -> ColumnarRun | None:
-    """The fast path, for files whose columns are separated by single spaces; None when pyarrow is missing or the
-    file has other ASCII whitespace or another shape (the caller then takes the whitespace-splitting path, which
-    also names the line of any problem). Like trec_eval, only ASCII whitespace separates columns."""
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-    except ImportError:
-        return None
-    data = path.read_bytes()
-    if not data or any(c in data for c in (b"\t", b"\r", b"\v", b"\f")):
-        return None
-    types = {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(), "score": pa.float64()}
-    try:
-        table = pacsv.read_csv(
-            pa.BufferReader(data),
-            read_options=pacsv.ReadOptions(column_names=list(_TREC_COLUMNS)),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
-                                             escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
-                                                 strings_can_be_null=False))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    if table.num_rows == 0 or any(table.column(c).null_count for c in types):
-        return None
-    scores = table.column("score").to_numpy()
-    ranks = table.column("rank").to_numpy()
-    doc_vocab, dcodes = _sorted_codes(table.column("doc_id"))
-    qcol = table.column("query_id")
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(qcol.combine_chunks())
-    qidx = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    if int(np.count_nonzero(np.diff(qidx))) == len(encoded.dictionary) - 1:
-        # Each query's lines are together (the usual case): no sort, queries in order of appearance.
-        query_vocab, qcodes = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object), qidx
-    else:
-        query_vocab, qcodes = _sorted_codes(qcol)
-        order = np.argsort(qcodes, kind="stable")
-        qcodes, dcodes, scores, ranks = qcodes[order], dcodes[order], scores[order], ranks[order]
-    lengths = np.bincount(qcodes, minlength=len(query_vocab))
-    return ColumnarRun(query_vocab, _offsets(lengths), doc_vocab, dcodes, np.ascontiguousarray(scores, np.float64),
-                       np.ascontiguousarray(ranks, np.int64))
-
-
 def read_trec_run(path: Path) -> ColumnarRun:
     if not path.is_file():
         raise RunFileError(f"{path}: run file not found")
-    fast = _read_trec_arrow(path)
+    fast = fast_trec.read_run(path)
     if fast is not None:
         return fast
     text = path.read_text(encoding="utf-8")
@@ -176,7 +116,10 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
     return ColumnarRun.from_lists(lists, ranks=ranks)
 
 
+JSON_RUN = (".jsonl", ".json")
+
+
 def read_run(path: Path) -> ColumnarRun:
-    if path.suffix in (".jsonl", ".json"):
+    if path.suffix in JSON_RUN:
         return read_jsonl_run(path)
     return read_trec_run(path)

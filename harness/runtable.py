@@ -26,6 +26,15 @@ def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
     """Codes (positions) of ``ids`` in ``vocab``; -1 for an id not in it."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
+    if len(vocab) + len(ids) > 100_000:
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+        except ImportError:
+            pass
+        else:  # hashing in C: a large run's vocabulary is not walked in Python
+            found = pc.index_in(pa.array(ids, pa.string()), value_set=pa.array(vocab, pa.string()))
+            return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     # A dict beats searchsorted here: comparing object strings in searchsorted goes through Python.
     wanted = {v: -1 for v in ids}
     for code, v in enumerate(vocab.tolist()):
@@ -41,7 +50,7 @@ class ColumnarRun:
     query_ids: np.ndarray  # (Q,) object, unique
     offsets: np.ndarray  # (Q+1,) int64
     doc_vocab: np.ndarray  # (V,) object, sorted, unique
-    doc_codes: np.ndarray  # (n,) int64
+    doc_codes: np.ndarray  # (n,) int32 or int64
     scores: np.ndarray  # (n,) float64
     ranks: np.ndarray | None = None  # (n,) int64, as given by the producer
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import runfiles
+from harness import fast_trec
 from harness.errors import RunFileError
 from harness.runfiles import read_trec_run
 
@@ -14,7 +14,7 @@ pytest.importorskip("pyarrow")
 
 def slow_read(path):
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(runfiles, "_read_trec_arrow", lambda p: None)
+        m.setattr(fast_trec, "read_run", lambda p: None)
         return read_trec_run(path)
 
 
@@ -41,7 +41,7 @@ def test_fast_and_exact_paths_agree(tmp_path_factory, rows, grouped):
     path = tmp_path_factory.mktemp("run") / "run.trec"
     path.write_text("".join(" ".join([q, "Q0", d, str(i), s, "tag"]) + "\n" for i, (q, d, s) in enumerate(rows, 1)),
                     encoding="utf-8")
-    fast = runfiles._read_trec_arrow(path)
+    fast = fast_trec.read_run(path)
     assert fast is not None
     assert_same(fast, slow_read(path))
 
@@ -50,7 +50,7 @@ def test_vocab_is_in_python_string_order(tmp_path):
     path = tmp_path / "run.trec"
     docs = ["b", "a", "B", "é", "z", "中", "aa", "a b"[0]]
     path.write_text("".join(f"q Q0 {d} {i} {10 - i} t\n" for i, d in enumerate(docs, 1)), encoding="utf-8")
-    run = runfiles._read_trec_arrow(path)
+    run = fast_trec.read_run(path)
     assert run.doc_vocab.tolist() == sorted(set(docs))
     assert [run.doc_vocab[c] for c in run.doc_codes] == docs
 
@@ -100,4 +100,4 @@ def test_large_file_reads_in_blocks(tmp_path):
             for r in range(100):
                 fh.write(f"q{q} Q0 doc{rng.integers(0, 5000)} {r + 1} {rng.random():.6f} run\n")
     assert path.stat().st_size > 2_000_000
-    assert_same(runfiles._read_trec_arrow(path), slow_read(path))
+    assert_same(fast_trec.read_run(path), slow_read(path))

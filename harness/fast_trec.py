@@ -1,0 +1,192 @@
+"""Fast readers for TREC files whose columns are separated by single spaces: pyarrow's multithreaded CSV reader, and
+doc ids interned by hashing in C instead of sorting every row in Python.
+
+Every reader here returns None when it cannot be sure of reading the file exactly as the line-by-line readers do
+(pyarrow missing; a tab, CR, VT or FF anywhere; another column count; a number that does not parse; a duplicate
+judgment); the caller then takes the exact reader, which also names the line of any problem. Like trec_eval, only
+ASCII whitespace separates columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .runtable import ColumnarRun, Qrels, _offsets
+
+RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
+QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
+
+
+def _arrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+    except ImportError:
+        return None
+    return pa, pc, pacsv
+
+
+def _only_space_separators(path: Path) -> bool:
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 24):
+            if any(c in block for c in (b"\t", b"\r", b"\v", b"\f")):
+                return False
+    return True
+
+
+def _read_table(path: Path, columns: Sequence[str], types: dict):
+    """The typed ``columns`` of a space-delimited file as a pyarrow table, or None (see the module docstring)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pa, _, pacsv = _arrow()
+    if path.stat().st_size == 0:
+        return None
+    options = dict(
+        read_options=pacsv.ReadOptions(column_names=list(columns)),
+        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
+                                         newlines_in_values=False, ignore_empty_lines=True),
+        convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
+                                             strings_can_be_null=False))
+    with ThreadPoolExecutor(1) as pool:
+        parsing = pool.submit(pacsv.read_csv, str(path), **options)
+        clean = _only_space_separators(path)  # checked while arrow parses (it releases the GIL)
+        try:
+            table = parsing.result()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    if not clean or table.num_rows == 0 or any(table.column(c).null_count for c in types):
+        return None
+    return table
+
+
+def _run_table(path: Path):
+    pa = _arrow()[0]
+    return _read_table(path, RUN_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(),
+                                           "score": pa.float64()})
+
+
+def _qrels_table(path: Path):
+    pa = _arrow()[0]
+    return _read_table(path, QRELS_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "grade": pa.int64()})
+
+
+def _indices(encoded) -> np.ndarray:
+    """The codes (int32, as arrow gives them) of a dictionary-encoded chunked array; its chunks share one dictionary."""
+    parts = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+def _dictionary(encoded):
+    pa = _arrow()[0]
+    return encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
+
+
+def _sorted(dictionary) -> tuple[np.ndarray, np.ndarray]:
+    """(the dictionary sorted, as an object array; each entry's position in it). Arrow orders strings byte-wise,
+    which for UTF-8 is Python's (and trec_eval's) order."""
+    pa, pc, _ = _arrow()
+    order = pc.sort_indices(dictionary).to_numpy()
+    # int32: a table half the size keeps more of itself in cache during the row-by-row gather through it
+    position = np.empty(len(order), dtype=np.int32 if len(order) < 2**31 else np.int64)
+    position[order] = np.arange(len(order))
+    return dictionary.take(pa.array(order)).to_numpy(zero_copy_only=False).astype(object), position
+
+
+def _shared_vocab(columns: Sequence, meanwhile: Sequence[Callable] = ()):
+    """One sorted vocabulary for several string columns and each column's codes into it, plus the results of
+    ``meanwhile``: work that needs no codes, done on this thread while another hashes (arrow releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pa, pc, _ = _arrow()
+    joined = pa.chunked_array([chunk for column in columns for chunk in column.chunks], pa.string())
+    with ThreadPoolExecutor(1) as pool:
+        hashing = pool.submit(pc.dictionary_encode, joined)
+        others = [fn() for fn in meanwhile]
+        encoded = hashing.result()
+    vocab, position = _sorted(_dictionary(encoded))
+    codes = position.take(_indices(encoded))
+    return vocab, np.split(codes, np.cumsum([len(c) for c in columns])[:-1]), others
+
+
+def _queries(column):
+    """(query ids in order of first appearance as an arrow array, each row's code into them, whether each query's
+    rows are together)."""
+    pc = _arrow()[1]
+    encoded = pc.dictionary_encode(column)
+    codes = _indices(encoded)
+    dictionary = _dictionary(encoded)
+    return dictionary, codes, int(np.count_nonzero(codes[1:] != codes[:-1])) == len(dictionary) - 1
+
+
+def _columnar_run(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> ColumnarRun:
+    scores = np.ascontiguousarray(table.column("score").to_numpy(), dtype=np.float64)
+    ranks = np.ascontiguousarray(table.column("rank").to_numpy(), dtype=np.int64)
+    dictionary, qcodes, together = queries
+    if together:  # the usual case: no sort, queries in order of appearance
+        query_ids = dictionary.to_numpy(zero_copy_only=False).astype(object)
+    else:  # interleaved queries: grouped, in sorted order of query id, each keeping its file order
+        query_ids, position = _sorted(dictionary)
+        qcodes = position[qcodes]
+        order = np.argsort(qcodes, kind="stable")
+        qcodes, doc_codes, scores, ranks = qcodes[order], doc_codes[order], scores[order], ranks[order]
+    lengths = np.bincount(qcodes, minlength=len(query_ids))
+    return ColumnarRun(query_ids, _offsets(lengths), doc_vocab, doc_codes, scores, ranks)
+
+
+def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrels | None:
+    """Queries by first appearance, each query's documents in file order (what the line reader gives); None on a
+    duplicate judgment, which the line reader reports with its line."""
+    dictionary, qcodes, _ = queries
+    pairs = np.sort(qcodes.astype(np.int64) * max(len(doc_vocab), 1) + doc_codes)
+    if (pairs[1:] == pairs[:-1]).any():
+        return None
+    order = np.argsort(qcodes, kind="stable")
+    query_ids = dictionary.to_numpy(zero_copy_only=False).astype(object)
+    grades = table.column("grade").to_numpy().astype(np.int64)[order]
+    codes = doc_codes[order]
+    return Qrels(query_ids, _offsets(np.bincount(qcodes, minlength=len(query_ids))), doc_vocab[codes], grades,
+                 doc_vocab, codes)
+
+
+def read_run(path: Path) -> ColumnarRun | None:
+    if _arrow() is None:
+        return None
+    table = _run_table(path)
+    if table is None:
+        return None
+    vocab, (codes,), (queries,) = _shared_vocab([table.column("doc_id")],
+                                                meanwhile=[lambda: _queries(table.column("query_id"))])
+    return _columnar_run(table, vocab, codes, queries)
+
+
+def read_qrels(path: Path) -> Qrels | None:
+    """TREC qrels (``qid iteration docid grade``)."""
+    if _arrow() is None:
+        return None
+    table = _qrels_table(path)
+    if table is None:
+        return None
+    vocab, (codes,), (queries,) = _shared_vocab([table.column("doc_id")],
+                                                meanwhile=[lambda: _queries(table.column("query_id"))])
+    return _qrels(table, vocab, codes, queries)
+
+
+def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, ColumnarRun] | None:
+    """Both files at once, their doc ids interned together: the engine then joins them on integer codes without
+    looking a string up again."""
+    if _arrow() is None:
+        return None
+    qrels_table = _qrels_table(qrels_path)
+    run_table = _run_table(run_path) if qrels_table is not None else None
+    if run_table is None:
+        return None
+    vocab, (qrels_codes, run_codes), (qrels_queries, run_queries) = _shared_vocab(
+        [qrels_table.column("doc_id"), run_table.column("doc_id")],
+        meanwhile=[lambda: _queries(qrels_table.column("query_id")), lambda: _queries(run_table.column("query_id"))])
+    qrels = _qrels(qrels_table, vocab, qrels_codes, qrels_queries)
+    if qrels is None:
+        return None
+    return qrels, _columnar_run(run_table, vocab, run_codes, run_queries)
