@@ -46,3 +46,73 @@ def test_cross_encoder_code_path_with_a_random_head(ctx):
     r.index(CHUNKS)
     (ranked,) = r.retrieve([Query("q", "rotate key")], 3)
     assert len(ranked.hits) >= 1 and [h.rank for h in ranked.hits] == list(range(1, len(ranked.hits) + 1))
+
+
+def test_a_warm_run_never_loads_the_model(tmp_path, monkeypatch):
+    from harness.retrievers import dense
+
+    ctx = BuildContext(cache_dir=tmp_path, progress=False)
+    queries = [Query("q1", "getting my money back for a yearly subscription"), Query("q2", "rotate a key")]
+    for index in ("flat", "hnsw"):
+        cold = build_retriever({"kind": "dense", "index": index}, ctx)
+        cold.index(CHUNKS)
+        expected = cold.retrieve(queries, 3)
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("the model was loaded although every vector was cached")
+        with monkeypatch.context() as m:
+            m.setattr(dense, "load_sentence_transformer", refuse)
+            warm = build_retriever({"kind": "dense", "index": index}, ctx)
+            warm.index(CHUNKS)
+            assert warm.retrieve(queries, 3) == expected
+    assert len(list((tmp_path / "query_embeddings").glob("*.npz"))) == 1  # flat and hnsw share the query vectors
+
+
+def test_a_built_hnsw_index_is_cached_and_efsearch_still_applies(tmp_path, monkeypatch):
+    import faiss
+
+    ctx = BuildContext(cache_dir=tmp_path, progress=False)
+    section = {"kind": "dense", "index": "hnsw", "hnsw": {"M": 8, "efConstruction": 16, "efSearch": 16}}
+    build_retriever(section, ctx).index(CHUNKS)
+    assert len(list((tmp_path / "indexes").glob("*.npz"))) == 1
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the HNSW graph was rebuilt although it was cached")
+    monkeypatch.setattr(faiss, "IndexHNSWFlat", refuse)
+    warm = build_retriever(dict(section, hnsw={"M": 8, "efConstruction": 16, "efSearch": 40}), ctx)
+    warm.index(CHUNKS)
+    assert warm._index.hnsw.efSearch == 40  # a search-time setting: applied to the cached graph
+    other = build_retriever(dict(section, hnsw={"M": 12, "efConstruction": 16, "efSearch": 16}), ctx)
+    with pytest.raises(AssertionError, match="rebuilt"):
+        other.index(CHUNKS)  # another M is another graph: never taken from the cache
+
+
+def test_a_warm_late_interaction_run_never_loads_the_model(tmp_path, monkeypatch):
+    from harness.retrievers import compose
+
+    ctx = BuildContext(cache_dir=tmp_path, progress=False)
+    section = {"kind": "reranked", "top_n": 5, "child": {"kind": "bm25"}, "stage": {"type": "late-interaction"}}
+    queries = [Query("q", "second factor sign-in code app")]
+    cold = build_retriever(section, ctx)
+    cold.index(CHUNKS)
+    expected = cold.retrieve(queries, 5)
+    monkeypatch.setattr(compose, "load_sentence_transformer", lambda *a, **k: 1 / 0)
+    warm = build_retriever(section, ctx)
+    warm.index(CHUNKS)
+    assert warm.retrieve(queries, 5) == expected
+
+
+def test_model_fingerprint_follows_the_folder_content(tmp_path):
+    from harness.retrievers.dense import model_fingerprint
+
+    (tmp_path / "config.json").write_text('{"dim": 384}')
+    (tmp_path / "weights.bin").write_bytes(bytes(3 << 20))
+    first = model_fingerprint(str(tmp_path))
+    assert model_fingerprint(str(tmp_path)) == first
+    (tmp_path / "config.json").write_text('{"dim": 768}')
+    second = model_fingerprint(str(tmp_path))
+    assert second != first
+    with (tmp_path / "weights.bin").open("r+b") as fh:  # the head of a large file is read
+        fh.write(b"\1")
+    assert model_fingerprint(str(tmp_path)) != second
+    assert model_fingerprint("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"

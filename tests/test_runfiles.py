@@ -101,3 +101,70 @@ def test_large_file_reads_in_blocks(tmp_path):
                 fh.write(f"q{q} Q0 doc{rng.integers(0, 5000)} {r + 1} {rng.random():.6f} run\n")
     assert path.stat().st_size > 2_000_000
     assert_same(fast_trec.read_run(path), slow_read(path))
+
+
+def write_qrels(path, rows):
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows), encoding="utf-8")
+
+
+qrels_rows = st.lists(st.tuples(st.sampled_from(["q1", "q2", "10", "q-é"]), ids, st.integers(-1, 3)),
+                      min_size=1, max_size=30, unique_by=lambda r: (r[0], r[1]))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(qrels_rows)
+def test_fast_qrels_reader_matches_the_line_reader(tmp_path_factory, rows):
+    from harness.goldset import read_qrels_file
+
+    path = tmp_path_factory.mktemp("qrels") / "qrels.txt"
+    write_qrels(path, rows)
+    fast = fast_trec.read_qrels(path)
+    assert fast is not None
+    assert fast.to_dict() == read_qrels_file(path)
+    assert list(fast.to_dict()) == list(read_qrels_file(path))  # queries in the same order
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(qrels_rows, lines)
+def test_qrels_and_run_read_together_evaluate_as_read_apart(tmp_path_factory, qrows, rows):
+    from harness.goldset import read_qrels_file
+    from harness.metrics import evaluate
+    from harness.runtable import Qrels
+
+    folder = tmp_path_factory.mktemp("pair")
+    write_qrels(folder / "qrels.txt", qrows)
+    (folder / "run.trec").write_text("".join(f"{q} Q0 {d} {i} {s} t\n" for i, (q, d, s) in enumerate(rows, 1)),
+                                     encoding="utf-8")
+    qrels, run = fast_trec.read_qrels_and_run(folder / "qrels.txt", folder / "run.trec")
+    assert run.doc_vocab is qrels.doc_vocab  # one vocabulary: the engine joins on codes
+    metrics = ["ap", "ndcg@5", "precision@3", "rr", "rprec"]
+    apart = evaluate(Qrels.from_dict(read_qrels_file(folder / "qrels.txt")), slow_read(folder / "run.trec"), metrics)
+    together = evaluate(qrels, run, metrics)
+    assert together.per_query() == apart.per_query()
+    assert together.counts == apart.counts
+
+
+@pytest.mark.parametrize("text", [
+    "q1 0 d1 1\nq1 0 d1 2\n",         # a duplicate judgment: the line reader names both lines
+    "q1 0 d1 1.0\n",                  # a float grade: the line reader accepts it
+    "query-id corpus-id score\nq1 d1 1\n",  # a BEIR header
+    "q1\td1\t1\n",                    # BEIR TSV
+])
+def test_fast_qrels_reader_declines_what_the_line_reader_must_judge(tmp_path, text):
+    path = tmp_path / "qrels.txt"
+    path.write_text(text)
+    assert fast_trec.read_qrels(path) is None
+    assert fast_trec.read_qrels_and_run(path, path) is None
+
+
+def test_cli_eval_reports_a_duplicate_judgment_by_line(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d1 0\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 2.0 t\n")
+    result = subprocess.run([sys.executable, "-m", "harness.cli", "eval", str(tmp_path / "qrels.txt"),
+                             str(tmp_path / "run.trec")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert ":3: duplicate judgment for query 'q1', doc 'd1' (first on line 1)" in result.stderr
+    assert "Traceback" not in result.stderr
