@@ -51,7 +51,7 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
         convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
                                              strings_can_be_null=False))
     with ThreadPoolExecutor(1) as pool:
-        parsing = pool.submit(pacsv.read_csv, str(path), **options)
+        parsing = pool.submit(pacsv.read_csv, pa.memory_map(str(path)), **options)  # no guessing by suffix
         clean = _only_space_separators(path)  # checked while arrow parses (it releases the GIL)
         try:
             table = parsing.result()

@@ -17,6 +17,7 @@ import yaml
 
 from .config import GoldsetConfig
 from .errors import GoldSetError
+from .textfile import read_utf8
 from .types import Chunk, Document, GoldSet, Judgment, Query, Span
 
 
@@ -70,7 +71,7 @@ def _native_rows(path: Path) -> list[tuple[str, object]]:
         raise GoldSetError(f"{path}: golden set file not found")
     if path.suffix in (".yaml", ".yml"):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yaml.safe_load(read_utf8(path, GoldSetError))
         except yaml.YAMLError as exc:
             raise GoldSetError(f"{path}: not valid YAML: {exc}") from None
         if isinstance(data, dict) and "queries" in data:
@@ -79,7 +80,7 @@ def _native_rows(path: Path) -> list[tuple[str, object]]:
             raise GoldSetError(f"{path}: expected a list of queries (or a mapping with 'queries')")
         return [(f"{path}: query #{i + 1}", row) for i, row in enumerate(data)]
     rows, problems = [], []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -152,7 +153,7 @@ def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
     problems = []
     first: dict[tuple[str, str], int] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
         parts = line.split()
         if not parts:
             continue
@@ -190,7 +191,7 @@ def _read_query_texts(path: Path) -> dict[str, str]:
         raise GoldSetError(f"{path}: queries file not found")
     texts, problems = {}, []
     if path.suffix == ".jsonl":
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
             if line.strip():
                 try:
                     row = json.loads(line)
@@ -198,7 +199,7 @@ def _read_query_texts(path: Path) -> dict[str, str]:
                 except (json.JSONDecodeError, KeyError, AttributeError):
                     problems.append(f"{path}:{lineno}: expected {{'_id': ..., 'text': ...}}")
     else:
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
             if line.strip():
                 parts = line.split("\t", 1)
                 if len(parts) != 2:
@@ -234,7 +235,7 @@ def _read_evidence(path: Path) -> dict[tuple[str, str], list[RawEvidence]]:
     if not path.is_file():
         raise GoldSetError(f"{path}: evidence file not found")
     out: dict[tuple[str, str], list[RawEvidence]] = defaultdict(list)
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_utf8(path, GoldSetError).splitlines():
         if not line.strip():
             continue
         row = json.loads(line)

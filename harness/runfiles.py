@@ -15,6 +15,7 @@ import numpy as np
 from . import fast_trec
 from .errors import RunFileError
 from .runtable import ColumnarRun, _offsets
+from .textfile import read_utf8
 
 
 def _intern(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +49,7 @@ def read_trec_run(path: Path) -> ColumnarRun:
     fast = fast_trec.read_run(path)
     if fast is not None:
         return fast
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path, RunFileError)
     tokens = text.split()
     n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if len(tokens) != 6 * n_lines:
@@ -91,7 +92,7 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
     lists: dict[str, list[tuple[str, float]]] = {}
     ranks: dict[str, list[int]] = {}
     problems = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_utf8(path, RunFileError).splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -168,3 +168,19 @@ def test_cli_eval_reports_a_duplicate_judgment_by_line(tmp_path):
     assert result.returncode == 2
     assert ":3: duplicate judgment for query 'q1', doc 'd1' (first on line 1)" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels", "jsonl-run"])
+def test_bytes_that_are_not_utf8_are_named_by_file_and_line(tmp_path, kind):
+    from harness.errors import GoldSetError
+    from harness.goldset import read_qrels_file
+    from harness.runfiles import read_run
+
+    line1 = {"run": b"q Q0 d1 1 1.0 t\n", "qrels": b"q 0 d1 1\n", "jsonl-run": b'{"query_id": "q", "hits": []}\n'}[kind]
+    line2 = {"run": b"q Q0 caf\xe9 2 0.5 t\n", "qrels": b"q 0 caf\xe9 1\n",
+             "jsonl-run": b'{"query_id": "caf\xe9", "hits": []}\n'}[kind]
+    path = tmp_path / ("run.jsonl" if kind == "jsonl-run" else "file.txt")
+    path.write_bytes(line1 + line2)
+    read, error = (read_qrels_file, GoldSetError) if kind == "qrels" else (read_run, RunFileError)
+    with pytest.raises(error, match=r"file.txt:2: not UTF-8 text|run.jsonl:2: not UTF-8 text"):
+        read(path)

@@ -12,6 +12,7 @@ from typing import Literal, Sequence
 
 from ..config import Strict
 from ..errors import RunFileError
+from ..textfile import read_utf8
 from ..types import Chunk, Hit, Query, RankedList
 from . import RetrieverKind, register
 
@@ -35,7 +36,7 @@ class ExternalRetriever:
         if fmt == "auto":
             fmt = "jsonl" if path.suffix in (".jsonl", ".json") else "trec"
         problems = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for lineno, line in enumerate(read_utf8(path, RunFileError).splitlines(), start=1):
             if not line.strip():
                 continue
             if fmt == "trec":
