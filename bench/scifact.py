@@ -20,9 +20,9 @@ PUBLISHED = {"bm25": "0.665 (BEIR) / 0.679 (Anserini flat)",
              "dense": "0.6451 (MTEB paper) / 0.674 (MAIR file)",
              "hybrid": "above both children", "reranked": "-"}
 # all-MiniLM-L6-v2 on SciFact test as the MTEB paper evaluated it (embeddings-benchmark/mtebpaper,
-# results/all-MiniLM-L6-v2/SciFact.json, mteb 0.0.2). The 0.67393 in the results repo's
-# 1b0428f5.../SciFact.json comes from a MAIR conversion ("mteb_mair_domain": "Academic", languages eng + fra),
-# a different task; it is not the MTEB SciFact number. Keys: the harness's metric names.
+# results/all-MiniLM-L6-v2/SciFact.json, mteb 0.0.2). The 0.67393 in the results repo's 1b0428f5.../SciFact.json
+# (languages eng + fra) is also in no_revision_available/SciFact.json, marked "mteb_mair_domain": "Academic": a
+# task converted from MAIR, not the MTEB paper's SciFact. Keys: the harness's metric names.
 MTEB_PAPER_DENSE = {"ndcg@10": 0.64508, "recall@100": 0.925, "precision@10": 0.08833, "recall@10": 0.78333,
                     "ap@10": 0.59593, "ndcg@1": 0.50333}
 

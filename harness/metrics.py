@@ -115,17 +115,21 @@ def _drop_duplicates(valid, codes):
     dup_rows = np.flatnonzero(((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any(axis=1))
     if len(dup_rows) == 0:
         return valid, codes, 0
+    # Only the rows with a repeat (every row of a chunk-level run read as documents): a stable sort by code puts
+    # each doc's copies together in rank order, so the first of each group is the one to keep.
+    sub_codes, sub_valid = codes[dup_rows], valid[dup_rows]
+    by_code = np.argsort(sub_codes, axis=1, kind="stable")
+    grouped = np.take_along_axis(sub_codes, by_code, 1)
+    first = np.ones(grouped.shape, dtype=bool)
+    first[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
+    keep = np.zeros(grouped.shape, dtype=bool)
+    np.put_along_axis(keep, by_code, first, 1)
+    keep &= sub_valid
+    dropped = int(sub_valid.sum() - keep.sum())
+    kept_first = np.argsort(~keep, axis=1, kind="stable")  # the kept hits move up, keeping their order
     valid, codes = valid.copy(), codes.copy()
-    dropped = 0
-    for r in dup_rows:  # rare outside chunk runs, which the pipeline collapses before evaluating
-        row = codes[r][valid[r]]
-        _, first = np.unique(row, return_index=True)
-        keep = np.sort(first)
-        dropped += len(row) - len(keep)
-        codes[r] = -1
-        valid[r] = False
-        codes[r, : len(keep)] = row[keep]
-        valid[r, : len(keep)] = True
+    valid[dup_rows] = np.take_along_axis(keep, kept_first, 1)
+    codes[dup_rows] = np.take_along_axis(np.where(keep, sub_codes, -1), kept_first, 1)
     return valid, codes, dropped
 
 

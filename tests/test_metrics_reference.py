@@ -138,3 +138,27 @@ def test_moving_a_nonrelevant_hit_below_the_last_relevant_never_lowers_a_metric(
     before, after = table_for(grades, extra), table_for(grades, extra, order=moved)
     for name in ALL:
         assert after[name] >= before[name] - 1e-12, name
+
+
+def test_repeated_doc_ids_count_once_at_their_best_rank_like_a_deduplicated_run():
+    # A chunk-level run read as documents: most rows repeat doc ids. The engine keeps each doc's first copy in
+    # evaluation order; the reference gets that deduplication done in Python, then pytrec_eval.
+    rng = np.random.default_rng(5)
+    qrels, run, deduplicated, dropped = {}, {}, {}, 0
+    for q in range(400):
+        docs = [f"d{i}" for i in range(12)]
+        qrels[f"q{q}"] = {d: int(rng.integers(0, 3)) for d in rng.choice(docs, 4, replace=False)}
+        hits = [(str(rng.choice(docs)), float(rng.integers(0, 8)) / 4) for _ in range(int(rng.integers(1, 20)))]
+        run[f"q{q}"] = hits
+        best = {}
+        for d, s in sorted(hits, key=lambda h: (h[1], h[0]), reverse=True):  # trec_eval's order
+            best.setdefault(d, s)
+        deduplicated[f"q{q}"] = best
+        dropped += len(hits) - len(best)
+    table = evaluate(Qrels.from_dict(qrels), ColumnarRun.from_lists(run), list(PAIRS.values()))
+    assert table.counts["dropped_duplicates"] == dropped > 1000
+    reference = pytrec_eval.RelevanceEvaluator(qrels, set(PAIRS)).evaluate(deduplicated)
+    ours = table.per_query()
+    for qid, values in reference.items():
+        for trec_name, name in PAIRS.items():
+            assert ours[qid][name] == pytest.approx(values[trec_name], abs=1e-9), (qid, trec_name)
