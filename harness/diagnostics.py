@@ -197,7 +197,9 @@ def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
     wrong = [v for v in vs if v.kind == "wrong_chunk"]
     if wrong:
         dists = [v.detail["distance_chars"] for v in wrong if v.detail.get("distance_chars") is not None]
-        avg = f", evidence on average {sum(dists) / len(dists):.0f} characters from the retrieved chunk" if dists else ""
+        mean = round(sum(dists) / len(dists)) if dists else 0
+        avg = (f", evidence on average {mean} character{'' if mean == 1 else 's'} from the retrieved chunk"
+               if dists else "")
         out.append(f"wrong chunk in {len(wrong)} quer{'y' if len(wrong) == 1 else 'ies'}{avg}: try larger chunks, "
                    f"more overlap, or chunk-level reranking")
     buried = [v for v in vs if v.kind == "buried_evidence"]

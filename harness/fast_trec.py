@@ -151,27 +151,22 @@ def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrel
                  doc_vocab, codes)
 
 
-def read_run(path: Path) -> ColumnarRun | None:
-    if _arrow() is None:
-        return None
-    table = _run_table(path)
-    if table is None:
-        return None
+def _interned(table):
+    """(sorted doc vocabulary, each row's doc code, the query layout) of one table."""
     vocab, (codes,), (queries,) = _shared_vocab([table.column("doc_id")],
                                                 meanwhile=[lambda: _queries(table.column("query_id"))])
-    return _columnar_run(table, vocab, codes, queries)
+    return vocab, codes, queries
+
+
+def read_run(path: Path) -> ColumnarRun | None:
+    table = _run_table(path) if _arrow() is not None else None
+    return None if table is None else _columnar_run(table, *_interned(table))
 
 
 def read_qrels(path: Path) -> Qrels | None:
     """TREC qrels (``qid iteration docid grade``)."""
-    if _arrow() is None:
-        return None
-    table = _qrels_table(path)
-    if table is None:
-        return None
-    vocab, (codes,), (queries,) = _shared_vocab([table.column("doc_id")],
-                                                meanwhile=[lambda: _queries(table.column("query_id"))])
-    return _qrels(table, vocab, codes, queries)
+    table = _qrels_table(path) if _arrow() is not None else None
+    return None if table is None else _qrels(table, *_interned(table))
 
 
 def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, ColumnarRun] | None:
