@@ -184,3 +184,12 @@ def test_bytes_that_are_not_utf8_are_named_by_file_and_line(tmp_path, kind):
     read, error = (read_qrels_file, GoldSetError) if kind == "qrels" else (read_run, RunFileError)
     with pytest.raises(error, match=r"file.txt:2: not UTF-8 text|run.jsonl:2: not UTF-8 text"):
         read(path)
+
+
+def test_encoding_against_a_large_vocabulary_hashes_in_arrow_and_agrees_with_the_dict_path():
+    from harness.runtable import encode
+
+    vocab = np.array(sorted(f"doc{i:06d}" for i in range(120_000)), dtype=object)
+    ids = ["doc000007", "nope", "doc119999", "doc000007", "é"]
+    assert encode(vocab, ids).tolist() == [7, -1, 119_999, 7, -1]  # 120k + 5 > the arrow threshold
+    assert encode(vocab[:50], ids[:2]).tolist() == [7, -1]  # the dict path

@@ -99,6 +99,7 @@ class DenseRetriever:
         self.cache = ArrayCache(context.cache_dir) if config.cache else None
         self.progress = context.progress
         self._model = None
+        self._fingerprint: str | None = None  # of the model folder, read once per retriever
         self._chunks: Sequence[Chunk] = ()
 
     @property
@@ -117,7 +118,9 @@ class DenseRetriever:
         """Vectors of ``texts`` (from the cache when it has them) and the cache key that names them. The model is
         loaded only on a miss, so a warm run never imports torch."""
         c = self.config
-        key = cache_key(c.model, model_fingerprint(model_path(c.model)), prefix, c.normalize, c.max_length, texts)
+        if self._fingerprint is None:
+            self._fingerprint = model_fingerprint(model_path(c.model))
+        key = cache_key(c.model, self._fingerprint, prefix, c.normalize, c.max_length, texts)
         build = lambda: {"vectors": self._encode(texts, prefix)}
         if self.cache is None:
             return build()["vectors"], key
@@ -144,14 +147,15 @@ class DenseRetriever:
             index = faiss.IndexHNSWFlat(vectors.shape[1], h.M, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = h.efConstruction
             index.add(vectors)
-            # faiss's own binary format, not pickle; the cache checksums it like any other array.
-            return {"index": faiss.serialize_index(index)}
+            return index
 
         if self.cache is None:
-            index = faiss.deserialize_index(build()["index"])
+            index = build()
         else:
+            # faiss's own binary format, not pickle; the cache checksums it like any other array.
             key = cache_key("hnsw", embeddings_key, h.M, h.efConstruction)
-            index = faiss.deserialize_index(self.cache.get_or_build("indexes", key, build)["index"])
+            stored = self.cache.get_or_build("indexes", key, lambda: {"index": faiss.serialize_index(build())})
+            index = faiss.deserialize_index(stored["index"])
         index.hnsw.efSearch = h.efSearch  # a search-time setting: not part of the cached index's key
         return index
 
