@@ -1,10 +1,10 @@
-"""Fast readers for TREC files whose columns are separated by single spaces: pyarrow's multithreaded CSV reader, and
-doc ids interned by hashing in C instead of sorting every row in Python.
+"""Fast readers for TREC files whose columns are separated by single spaces (or single tabs): pyarrow's
+multithreaded CSV reader, and doc ids interned by hashing in C instead of sorting every row in Python.
 
 Every reader here returns None when it cannot be sure of reading the file exactly as the line-by-line readers do
-(pyarrow missing; a tab, CR, VT or FF anywhere; another column count; a number that does not parse; a duplicate
-judgment); the caller then takes the exact reader, which also names the line of any problem. Like trec_eval, only
-ASCII whitespace separates columns."""
+(pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; another
+column count; a number that does not parse; a duplicate judgment); the caller then takes the exact reader, which
+also names the line of any problem. Like trec_eval, only ASCII whitespace separates columns."""
 
 from __future__ import annotations
 
@@ -29,30 +29,44 @@ def _arrow():
     return pa, pc, pacsv
 
 
-def _only_space_separators(path: Path) -> bool:
+def _delimiter(path: Path) -> bytes:
+    """A tab when the first line has one (a TSV export), else a space."""
+    with path.open("rb") as fh:
+        return b"\t" if b"\t" in fh.readline() else b" "
+
+
+def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
+    """No ASCII whitespace but the delimiter inside lines, and no CR except in CRLF line ends: then splitting on
+    the delimiter is splitting on whitespace, as trec_eval and the line readers do."""
+    others = [c for c in (b" ", b"\t", b"\v", b"\f") if c != delimiter]
     with path.open("rb") as fh:
         while block := fh.read(1 << 24):
-            if any(c in block for c in (b"\t", b"\r", b"\v", b"\f")):
+            if any(c in block for c in others):
+                return False
+            # A CR must end a line. One split across two blocks fails this check: the exact reader then reads it.
+            if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
                 return False
     return True
 
 
 def _read_table(path: Path, columns: Sequence[str], types: dict):
-    """The typed ``columns`` of a space-delimited file as a pyarrow table, or None (see the module docstring)."""
+    """The typed ``columns`` of a file delimited by single spaces (or single tabs) as a pyarrow table, or None
+    (see the module docstring)."""
     from concurrent.futures import ThreadPoolExecutor
 
     pa, _, pacsv = _arrow()
     if path.stat().st_size == 0:
         return None
+    delimiter = _delimiter(path)
     options = dict(
         read_options=pacsv.ReadOptions(column_names=list(columns)),
-        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
-                                         newlines_in_values=False, ignore_empty_lines=True),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, double_quote=False,
+                                         escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
         convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
                                              strings_can_be_null=False))
     with ThreadPoolExecutor(1) as pool:
         parsing = pool.submit(pacsv.read_csv, pa.memory_map(str(path)), **options)  # no guessing by suffix
-        clean = _only_space_separators(path)  # checked while arrow parses (it releases the GIL)
+        clean = _only_delimiter_separates(path, delimiter)  # checked while arrow parses (it releases the GIL)
         try:
             table = parsing.result()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

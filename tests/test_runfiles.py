@@ -71,6 +71,29 @@ def test_irregular_whitespace_still_reads(tmp_path, text):
     assert_same(run, slow_read(path))
 
 
+@pytest.mark.parametrize("text", [
+    "q\tQ0\td1\t1\t1.5\tt\nq\tQ0\td2\t2\t1.0\tt\n",            # a TSV export
+    "q Q0 d1 1 1.5 t\r\nq Q0 d2 2 1.0 t\r\n",                      # CRLF line ends
+])
+def test_tab_delimited_and_crlf_files_take_the_fast_path(tmp_path, text):
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode())
+    fast = fast_trec.read_run(path)
+    assert fast is not None and fast.doc_vocab.tolist() == ["d1", "d2"] and fast.scores.tolist() == [1.5, 1.0]
+    assert_same(fast, slow_read(path))
+
+
+@pytest.mark.parametrize("text", [
+    "q Q0 d1 1 1.5 t\rq Q0 d2 2 1.0 t\n",   # a lone CR: whitespace to the line reader, a line end to a CSV reader
+    "q\tQ0\td1\t1\t1.5\tt\nq\tQ0 d2\t2\t1.0\tt\n",  # a space inside a tab-delimited line
+    "q Q0 d1 1 1.5 t\x0b\n",               # a vertical tab
+])
+def test_files_the_fast_path_could_misread_go_to_the_line_reader(tmp_path, text):
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode())
+    assert fast_trec.read_run(path) is None
+
+
 def test_a_tab_inside_a_column_is_a_separator_on_both_paths(tmp_path):
     path = tmp_path / "run.trec"
     path.write_text("q Q0 d\t1 1 1.5 t\n")
