@@ -86,8 +86,9 @@ NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
 def _load_qrels(path: Path):
     from .goldset import read_qrels_file, _read_native
     from .runtable import Qrels
+    from .textfile import base_suffix
 
-    if path.suffix in NATIVE_GOLD:
+    if base_suffix(path) in NATIVE_GOLD:
         raw = _read_native(path)
         return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
     from . import fast_trec
@@ -117,9 +118,11 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     from .metrics import evaluate
     from .metricspec import DEFAULT_METRICS
     from .runfiles import JSON_RUN, read_run
+    from .textfile import base_suffix
 
     both = None
-    if qrels.is_file() and run_file.is_file() and qrels.suffix not in NATIVE_GOLD and run_file.suffix not in JSON_RUN:
+    if (qrels.is_file() and run_file.is_file() and base_suffix(qrels) not in NATIVE_GOLD
+            and base_suffix(run_file) not in JSON_RUN):
         both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
     judgments, run = both if both is not None else (_load_qrels(qrels), read_run(run_file))
     table = evaluate(judgments, run, metric or list(DEFAULT_METRICS),

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .runtable import ColumnarRun, Qrels, _offsets
+from .textfile import is_gzip, open_binary
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
@@ -31,7 +32,7 @@ def _arrow():
 
 def _delimiter(path: Path) -> bytes:
     """A tab when the first line has one (a TSV export), else a space."""
-    with path.open("rb") as fh:
+    with open_binary(path) as fh:
         return b"\t" if b"\t" in fh.readline() else b" "
 
 
@@ -39,7 +40,7 @@ def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
     """No ASCII whitespace but the delimiter inside lines, and no CR except in CRLF line ends: then splitting on
     the delimiter is splitting on whitespace, as trec_eval and the line readers do."""
     others = [c for c in (b" ", b"\t", b"\v", b"\f") if c != delimiter]
-    with path.open("rb") as fh:
+    with open_binary(path) as fh:
         while block := fh.read(1 << 24):
             if any(c in block for c in others):
                 return False
@@ -57,7 +58,10 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
     pa, _, pacsv = _arrow()
     if path.stat().st_size == 0:
         return None
-    delimiter = _delimiter(path)
+    try:
+        delimiter = _delimiter(path)
+    except (OSError, EOFError):  # a broken gzip file: the line reader says what is wrong with it
+        return None
     options = dict(
         read_options=pacsv.ReadOptions(column_names=list(columns)),
         parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, double_quote=False,
@@ -65,11 +69,16 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
         convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
                                              strings_can_be_null=False))
     with ThreadPoolExecutor(1) as pool:
-        parsing = pool.submit(pacsv.read_csv, pa.memory_map(str(path)), **options)  # no guessing by suffix
-        clean = _only_delimiter_separates(path, delimiter)  # checked while arrow parses (it releases the GIL)
+        # The compression is said explicitly: arrow would otherwise guess it from any suffix.
+        source = pa.input_stream(str(path), compression="gzip") if is_gzip(path) else pa.memory_map(str(path))
+        parsing = pool.submit(pacsv.read_csv, source, **options)
+        try:
+            clean = _only_delimiter_separates(path, delimiter)  # checked while arrow parses (it releases the GIL)
+        except (OSError, EOFError):
+            clean = False
         try:
             table = parsing.result()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
             return None
     if not clean or table.num_rows == 0 or any(table.column(c).null_count for c in types):
         return None

@@ -17,7 +17,7 @@ import yaml
 
 from .config import GoldsetConfig
 from .errors import GoldSetError
-from .textfile import read_utf8
+from .textfile import base_suffix, read_utf8
 from .types import Chunk, Document, GoldSet, Judgment, Query, Span
 
 
@@ -69,7 +69,7 @@ def _fail(path: Path, problems: list[str]) -> None:
 def _native_rows(path: Path) -> list[tuple[str, object]]:
     if not path.is_file():
         raise GoldSetError(f"{path}: golden set file not found")
-    if path.suffix in (".yaml", ".yml"):
+    if base_suffix(path) in (".yaml", ".yml"):
         try:
             data = yaml.safe_load(read_utf8(path, GoldSetError))
         except yaml.YAMLError as exc:

@@ -15,7 +15,7 @@ import numpy as np
 from . import fast_trec
 from .errors import RunFileError
 from .runtable import ColumnarRun, _offsets
-from .textfile import read_utf8
+from .textfile import base_suffix, read_utf8
 
 
 def _intern(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -121,6 +121,6 @@ JSON_RUN = (".jsonl", ".json")
 
 
 def read_run(path: Path) -> ColumnarRun:
-    if path.suffix in JSON_RUN:
+    if base_suffix(path) in JSON_RUN:
         return read_jsonl_run(path)
     return read_trec_run(path)

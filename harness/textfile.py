@@ -1,14 +1,34 @@
-"""Reading a user's text file: bytes that are not UTF-8 are an input error naming the file and line, not a crash."""
+"""Reading a user's text file: bytes that are not UTF-8 are an input error naming the file and line, not a crash.
+A name ending in ``.gz`` is read through gzip (TREC runs and qrels are often shipped that way)."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import InputError
 
 
+def is_gzip(path: Path) -> bool:
+    return path.suffix == ".gz"
+
+
+def base_suffix(path: Path) -> str:
+    """The suffix that says the format: ``run.jsonl.gz`` is JSONL."""
+    return Path(path.stem).suffix if is_gzip(path) else path.suffix
+
+
+def open_binary(path: Path) -> BinaryIO:
+    return gzip.open(path, "rb") if is_gzip(path) else path.open("rb")
+
+
 def read_utf8(path: Path, error: type[InputError]) -> str:
-    data = path.read_bytes()
+    try:
+        with open_binary(path) as fh:
+            data = fh.read()
+    except (gzip.BadGzipFile, EOFError) as exc:
+        raise error(f"{path}: not a complete gzip file ({exc})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -216,3 +216,33 @@ def test_encoding_against_a_large_vocabulary_hashes_in_arrow_and_agrees_with_the
     ids = ["doc000007", "nope", "doc119999", "doc000007", "é"]
     assert encode(vocab, ids).tolist() == [7, -1, 119_999, 7, -1]  # 120k + 5 > the arrow threshold
     assert encode(vocab[:50], ids[:2]).tolist() == [7, -1]  # the dict path
+
+
+def test_gzipped_runs_and_qrels_read_like_plain_ones(tmp_path):
+    import gzip
+
+    from harness.metrics import evaluate
+
+    run_text = "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\nq2 Q0 d3 1 1.0 t\n"
+    qrels_text = "q1 0 d2 1\nq2 0 d3 2\n"
+    (tmp_path / "run.trec").write_text(run_text)
+    (tmp_path / "qrels.txt").write_text(qrels_text)
+    (tmp_path / "run.trec.gz").write_bytes(gzip.compress(run_text.encode()))
+    (tmp_path / "qrels.txt.gz").write_bytes(gzip.compress(qrels_text.encode()))
+    assert_same(fast_trec.read_run(tmp_path / "run.trec.gz"), slow_read(tmp_path / "run.trec"))
+    assert_same(slow_read(tmp_path / "run.trec.gz"), slow_read(tmp_path / "run.trec"))
+    plain = evaluate(*fast_trec.read_qrels_and_run(tmp_path / "qrels.txt", tmp_path / "run.trec"), ["ap", "rr"])
+    zipped = evaluate(*fast_trec.read_qrels_and_run(tmp_path / "qrels.txt.gz", tmp_path / "run.trec.gz"), ["ap", "rr"])
+    assert zipped.per_query() == plain.per_query() == {"q1": {"ap": 0.5, "rr": 0.5}, "q2": {"ap": 1.0, "rr": 1.0}}
+
+
+def test_a_broken_gzip_file_is_an_input_error(tmp_path):
+    import gzip
+
+    path = tmp_path / "run.trec.gz"
+    path.write_bytes(gzip.compress(b"q1 Q0 d1 1 2.0 t\n" * 1000)[:-30])  # truncated
+    with pytest.raises(RunFileError, match=r"run.trec.gz: not a complete gzip file"):
+        read_trec_run(path)
+    path.write_bytes(b"not gzip at all")
+    with pytest.raises(RunFileError, match=r"run.trec.gz: not a complete gzip file"):
+        read_trec_run(path)
