@@ -68,9 +68,9 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
                                          escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
         convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
                                              strings_can_be_null=False))
-    with ThreadPoolExecutor(1) as pool:
-        # The compression is said explicitly: arrow would otherwise guess it from any suffix.
-        source = pa.input_stream(str(path), compression="gzip") if is_gzip(path) else pa.memory_map(str(path))
+    # The compression is said explicitly: arrow would otherwise guess it from any suffix.
+    source = pa.input_stream(str(path), compression="gzip") if is_gzip(path) else pa.memory_map(str(path))
+    with source, ThreadPoolExecutor(1) as pool:
         parsing = pool.submit(pacsv.read_csv, source, **options)
         try:
             clean = _only_delimiter_separates(path, delimiter)  # checked while arrow parses (it releases the GIL)

@@ -1,8 +1,8 @@
 """Read runs produced elsewhere: TREC run files and JSONL runs, into the engine's columnar form.
 
 Malformed lines are errors naming the file and line; nothing is skipped. A TREC run whose columns are separated by
-single spaces (what run writers produce) is read by ``fast_trec``; any other is split whole in C here, and only to
-find the line of a problem does this go line by line."""
+single spaces or single tabs (what run writers produce) is read by ``fast_trec``; any other is split whole in C
+here, and only to find the line of a problem does this go line by line. Names ending in ``.gz`` are gunzipped."""
 
 from __future__ import annotations
 

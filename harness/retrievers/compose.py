@@ -99,6 +99,7 @@ class LateInteraction:
     def __init__(self, cfg: StageConfig, cache: ArrayCache | None):
         self.cfg, self.cache = cfg, cache
         self._model = None
+        self._fingerprint: str | None = None  # of the model folder, read once
         self.tokens: list[np.ndarray] = []
 
     @property
@@ -122,7 +123,9 @@ class LateInteraction:
             mats = self._token_embeddings(texts)
             lengths = np.array([len(m) for m in mats], dtype=np.int64)
             return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
-        key = cache_key("late-interaction", model_fingerprint(model_path(self.cfg.model)), texts)
+        if self._fingerprint is None:
+            self._fingerprint = model_fingerprint(model_path(self.cfg.model))
+        key = cache_key("late-interaction", self._fingerprint, texts)
         arrays = self.cache.get_or_build(kind, key, build) if self.cache else build()
         bounds = np.concatenate([[0], np.cumsum(arrays["lengths"])])
         return [arrays["vectors"][bounds[i]:bounds[i + 1]] for i in range(len(texts))]
