@@ -148,9 +148,9 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     valid, codes, scores, ranks = _gather_rows(run, rows)
     if float32_scores:  # trec_eval 9 compares scores in single precision
         scores = scores.astype(np.float32).astype(np.float64)
-    valid, codes = _order_rows(valid, codes, scores, ranks, order)
     if len(run.doc_vocab) < 2**31 - 1:
         codes = codes.astype(np.int32, copy=False)  # half the memory traffic, and numpy sorts 32-bit rows with SIMD
+    valid, codes = _order_rows(valid, codes, scores, ranks, order)
     valid, codes, dropped = _drop_duplicates(valid, codes)
 
     n_q = qrels.n_queries
@@ -176,10 +176,11 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
         judged_codes[rows_k, col] = codes_k
         judged_grades[rows_k, col] = grades_k
         hit_codes = codes if valid.all() else np.where(valid, codes, -1)  # padding is -1 already; be sure
+        grades = np.full(codes.shape, np.nan)  # NaN until a judgment matches: unjudged and grade 0 stay apart
         for j in range(width):
-            match = hit_codes == judged_codes[:, j, None]
-            np.copyto(grades, judged_grades[:, j, None], where=match)
-            judged |= match
+            np.copyto(grades, judged_grades[:, j, None], where=hit_codes == judged_codes[:, j, None])
+        judged = ~np.isnan(grades)
+        grades[~judged] = 0.0
     elif known.any():
         q_keys = qrels_row[known] * vocab_size + q_codes[known]
         key_order = np.argsort(q_keys, kind="stable")
