@@ -107,20 +107,25 @@ def _dictionary(encoded):
     return encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
 
 
-def _sorted(dictionary) -> tuple[np.ndarray, np.ndarray]:
-    """(the dictionary sorted, as an object array; each entry's position in it). Arrow orders strings byte-wise,
-    which for UTF-8 is Python's (and trec_eval's) order."""
-    pa, pc, _ = _arrow()
+def _positions(dictionary) -> np.ndarray:
+    """Each entry's position when the dictionary is sorted. Arrow orders strings byte-wise, which for UTF-8 is
+    Python's (and trec_eval's) order."""
+    pc = _arrow()[1]
     order = pc.sort_indices(dictionary).to_numpy()
-    # int32: a table half the size keeps more of itself in cache during the row-by-row gather through it
-    position = np.empty(len(order), dtype=np.int32 if len(order) < 2**31 else np.int64)
+    position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
-    return dictionary.take(pa.array(order)).to_numpy(zero_copy_only=False).astype(object), position
+    return position
+
+
+def _objects(array) -> np.ndarray:
+    return array.to_numpy(zero_copy_only=False).astype(object)
 
 
 def _shared_vocab(columns: Sequence, meanwhile: Sequence[Callable] = ()):
-    """One sorted vocabulary for several string columns and each column's codes into it, plus the results of
-    ``meanwhile``: work that needs no codes, done on this thread while another hashes (arrow releases the GIL)."""
+    """One vocabulary for several string columns, in order of first appearance; each entry's position in sorted
+    order; each column's codes into the vocabulary; and the results of ``meanwhile``: work that needs no codes,
+    done on this thread while another hashes (arrow releases the GIL). The codes are arrow's own: nothing is
+    remapped row by row; the engine looks a code's sorted position up only where scores tie."""
     from concurrent.futures import ThreadPoolExecutor
 
     pa, pc, _ = _arrow()
@@ -129,9 +134,10 @@ def _shared_vocab(columns: Sequence, meanwhile: Sequence[Callable] = ()):
         hashing = pool.submit(pc.dictionary_encode, joined)
         others = [fn() for fn in meanwhile]
         encoded = hashing.result()
-    vocab, position = _sorted(_dictionary(encoded))
-    codes = position.take(_indices(encoded))
-    return vocab, np.split(codes, np.cumsum([len(c) for c in columns])[:-1]), others
+    dictionary = _dictionary(encoded)
+    codes = _indices(encoded)
+    return (_objects(dictionary), _positions(dictionary), np.split(codes, np.cumsum([len(c) for c in columns])[:-1]),
+            others)
 
 
 def _queries(column):
@@ -144,19 +150,22 @@ def _queries(column):
     return dictionary, codes, int(np.count_nonzero(codes[1:] != codes[:-1])) == len(dictionary) - 1
 
 
-def _columnar_run(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> ColumnarRun:
+def _columnar_run(table, doc_vocab: np.ndarray, doc_order: np.ndarray, doc_codes: np.ndarray,
+                  queries) -> ColumnarRun:
     scores = np.ascontiguousarray(table.column("score").to_numpy(), dtype=np.float64)
     ranks = np.ascontiguousarray(table.column("rank").to_numpy(), dtype=np.int64)
     dictionary, qcodes, together = queries
     if together:  # the usual case: no sort, queries in order of appearance
-        query_ids = dictionary.to_numpy(zero_copy_only=False).astype(object)
+        query_ids = _objects(dictionary)
     else:  # interleaved queries: grouped, in sorted order of query id, each keeping its file order
-        query_ids, position = _sorted(dictionary)
+        position = _positions(dictionary)
+        query_ids = np.empty(len(position), dtype=object)
+        query_ids[position] = _objects(dictionary)
         qcodes = position[qcodes]
         order = np.argsort(qcodes, kind="stable")
         qcodes, doc_codes, scores, ranks = qcodes[order], doc_codes[order], scores[order], ranks[order]
     lengths = np.bincount(qcodes, minlength=len(query_ids))
-    return ColumnarRun(query_ids, _offsets(lengths), doc_vocab, doc_codes, scores, ranks)
+    return ColumnarRun(query_ids, _offsets(lengths), doc_vocab, doc_codes, scores, ranks, doc_order)
 
 
 def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrels | None:
@@ -167,7 +176,7 @@ def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrel
     if (pairs[1:] == pairs[:-1]).any():
         return None
     order = np.argsort(qcodes, kind="stable")
-    query_ids = dictionary.to_numpy(zero_copy_only=False).astype(object)
+    query_ids = _objects(dictionary)
     grades = table.column("grade").to_numpy().astype(np.int64)[order]
     codes = doc_codes[order]
     return Qrels(query_ids, _offsets(np.bincount(qcodes, minlength=len(query_ids))), doc_vocab[codes], grades,
@@ -175,10 +184,10 @@ def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrel
 
 
 def _interned(table):
-    """(sorted doc vocabulary, each row's doc code, the query layout) of one table."""
-    vocab, (codes,), (queries,) = _shared_vocab([table.column("doc_id")],
-                                                meanwhile=[lambda: _queries(table.column("query_id"))])
-    return vocab, codes, queries
+    """(doc vocabulary, its sorted positions, each row's doc code, the query layout) of one table."""
+    vocab, order, (codes,), (queries,) = _shared_vocab([table.column("doc_id")],
+                                                       meanwhile=[lambda: _queries(table.column("query_id"))])
+    return vocab, order, codes, queries
 
 
 def read_run(path: Path) -> ColumnarRun | None:
@@ -189,7 +198,10 @@ def read_run(path: Path) -> ColumnarRun | None:
 def read_qrels(path: Path) -> Qrels | None:
     """TREC qrels (``qid iteration docid grade``)."""
     table = _qrels_table(path) if _arrow() is not None else None
-    return None if table is None else _qrels(table, *_interned(table))
+    if table is None:
+        return None
+    vocab, _, codes, queries = _interned(table)
+    return _qrels(table, vocab, codes, queries)
 
 
 def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, ColumnarRun] | None:
@@ -201,10 +213,10 @@ def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, Columna
     run_table = _run_table(run_path) if qrels_table is not None else None
     if run_table is None:
         return None
-    vocab, (qrels_codes, run_codes), (qrels_queries, run_queries) = _shared_vocab(
+    vocab, order, (qrels_codes, run_codes), (qrels_queries, run_queries) = _shared_vocab(
         [qrels_table.column("doc_id"), run_table.column("doc_id")],
         meanwhile=[lambda: _queries(qrels_table.column("query_id")), lambda: _queries(run_table.column("query_id"))])
     qrels = _qrels(qrels_table, vocab, qrels_codes, qrels_queries)
     if qrels is None:
         return None
-    return qrels, _columnar_run(run_table, vocab, run_codes, run_queries)
+    return qrels, _columnar_run(run_table, vocab, order, run_codes, run_queries)

@@ -83,8 +83,10 @@ def _gather_rows(run: ColumnarRun, rows: np.ndarray):
     return valid, codes, scores, ranks
 
 
-def _order_rows(valid, codes, scores, ranks, order: str):
-    """Sort each row into evaluation order; only rows out of order (the usual case: none) are sorted."""
+def _order_rows(valid, codes, scores, ranks, order: str, doc_order: np.ndarray | None = None):
+    """Sort each row into evaluation order; only rows out of order (the usual case: none) are sorted. Ties in
+    score go by doc id descending: by code when the vocabulary is sorted, else by ``doc_order`` (each code's
+    position in sorted order), looked up only in the rows that have a tie."""
     if order == "rank":
         if ranks is None:
             raise MetricError("order 'rank' needs ranks in the run; this run has none")
@@ -94,16 +96,22 @@ def _order_rows(valid, codes, scores, ranks, order: str):
         return np.take_along_axis(valid, perm, 1), np.take_along_axis(codes, perm, 1)
     if codes.shape[1] < 2:
         return valid, codes
-    s0, s1, c0, c1 = scores[:, :-1], scores[:, 1:], codes[:, :-1], codes[:, 1:]
-    in_order = (s0 > s1) | ((s0 == s1) & (c0 > c1)) | ~valid[:, 1:]
-    bad = np.flatnonzero(~in_order.all(axis=1))
-    if len(bad) == 0:
+    # Rows whose scores are not strictly decreasing: a tie (then the doc ids decide), an inversion, or a NaN.
+    maybe = np.flatnonzero((~(scores[:, :-1] > scores[:, 1:]) & valid[:, 1:]).any(axis=1))
+    if len(maybe) == 0:
         return valid, codes
+    sub_valid, sub_codes, sub_scores = valid[maybe], codes[maybe], scores[maybe]
+    keys = sub_codes if doc_order is None else np.where(sub_codes >= 0, doc_order[np.maximum(sub_codes, 0)], -1)
+    s0, s1, k0, k1 = sub_scores[:, :-1], sub_scores[:, 1:], keys[:, :-1], keys[:, 1:]
+    in_order = ((s0 > s1) | ((s0 == s1) & (k0 > k1)) | ~sub_valid[:, 1:]).all(axis=1)
+    if in_order.all():
+        return valid, codes
+    bad, local = maybe[~in_order], np.flatnonzero(~in_order)
     valid, codes = valid.copy(), codes.copy()
-    # lexsort: the last key is primary; padding last, then score desc, then doc id (code) desc.
-    perm = np.lexsort((-codes[bad], -scores[bad], ~valid[bad]), axis=1)
-    valid[bad] = np.take_along_axis(valid[bad], perm, 1)
-    codes[bad] = np.take_along_axis(codes[bad], perm, 1)
+    # lexsort: the last key is primary; padding last, then score desc, then doc id desc.
+    perm = np.lexsort((-keys[local], -sub_scores[local], ~sub_valid[local]), axis=1)
+    valid[bad] = np.take_along_axis(sub_valid[local], perm, 1)
+    codes[bad] = np.take_along_axis(sub_codes[local], perm, 1)
     return valid, codes
 
 
@@ -150,7 +158,7 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
         scores = scores.astype(np.float32).astype(np.float64)
     if len(run.doc_vocab) < 2**31 - 1:
         codes = codes.astype(np.int32, copy=False)  # half the memory traffic, and numpy sorts 32-bit rows with SIMD
-    valid, codes = _order_rows(valid, codes, scores, ranks, order)
+    valid, codes = _order_rows(valid, codes, scores, ranks, order, run.doc_order)
     valid, codes, dropped = _drop_duplicates(valid, codes)
 
     n_q = qrels.n_queries

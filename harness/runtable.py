@@ -1,7 +1,9 @@
 """Columnar runs and qrels: the form the metric engine reads.
 
-Both group rows by query with CSR ``offsets`` and name documents by integer codes into a *sorted* vocabulary,
-so comparing codes is comparing doc ids as strings (what trec_eval's tie rule needs) without touching strings.
+Both group rows by query with CSR ``offsets`` and name documents by integer codes into a vocabulary. A run's
+vocabulary is sorted, so comparing codes is comparing doc ids as strings (what trec_eval's tie rule needs) without
+touching strings; or, when a reader interned ids in order of appearance, the run carries ``doc_order``, each
+code's position in sorted order, for the same comparisons.
 """
 
 from __future__ import annotations
@@ -49,10 +51,11 @@ class ColumnarRun:
 
     query_ids: np.ndarray  # (Q,) object, unique
     offsets: np.ndarray  # (Q+1,) int64
-    doc_vocab: np.ndarray  # (V,) object, sorted, unique
+    doc_vocab: np.ndarray  # (V,) object, unique; sorted unless doc_order is given
     doc_codes: np.ndarray  # (n,) int32 or int64
     scores: np.ndarray  # (n,) float64
     ranks: np.ndarray | None = None  # (n,) int64, as given by the producer
+    doc_order: np.ndarray | None = None  # (V,) position of each vocabulary entry in sorted order, if not sorted
 
     @property
     def n_queries(self) -> int:

@@ -162,3 +162,28 @@ def test_repeated_doc_ids_count_once_at_their_best_rank_like_a_deduplicated_run(
     for qid, values in reference.items():
         for trec_name, name in PAIRS.items():
             assert ours[qid][name] == pytest.approx(values[trec_name], abs=1e-9), (qid, trec_name)
+
+
+def test_files_read_with_unsorted_vocabulary_break_ties_like_trec_eval(tmp_path):
+    # fast_trec keeps doc ids in order of appearance and gives the engine their sorted positions; with scores
+    # drawn from four values nearly every row has ties, so the doc-id tie rule decides most ranks.
+    from harness import fast_trec
+
+    rng = np.random.default_rng(13)
+    names = [f"{p}{i}" for p in ("zeta", "Alpha", "beta-", "é", "10") for i in range(8)]
+    qrels, run = {}, {}
+    for q in range(300):
+        judged = rng.choice(names, 6, replace=False)
+        qrels[f"q{q}"] = {str(d): int(rng.integers(-1, 4)) for d in judged}
+        run[f"q{q}"] = {str(d): float(rng.integers(0, 4)) / 2 for d in rng.choice(names, 20, replace=False)}
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for q, ds in qrels.items() for d, g in ds.items()),
+                                        encoding="utf-8")
+    (tmp_path / "run.trec").write_text("".join(f"{q} Q0 {d} {r} {s} t\n" for q, ds in run.items()
+                                               for r, (d, s) in enumerate(ds.items(), 1)), encoding="utf-8")
+    q, r = fast_trec.read_qrels_and_run(tmp_path / "qrels.txt", tmp_path / "run.trec")
+    assert r.doc_order is not None and r.doc_vocab.tolist() != sorted(r.doc_vocab.tolist())
+    ours = evaluate(q, r, list(PAIRS.values())).per_query()
+    reference = pytrec_eval.RelevanceEvaluator(qrels, set(PAIRS)).evaluate(run)
+    for qid, values in reference.items():
+        for trec_name, name in PAIRS.items():
+            assert ours[qid][name] == pytest.approx(values[trec_name], abs=1e-9), (qid, trec_name)
