@@ -46,6 +46,11 @@ class Labels:
         return np.bincount(self.qrels_row, weights=weights, minlength=len(self.query_ids)).astype(np.int64)
 
 
+def _position_in_group(groups: np.ndarray) -> np.ndarray:
+    """For sorted group labels, each element's position within its group: [3, 3, 5, 5, 5] -> [0, 1, 0, 1, 2]."""
+    return np.arange(len(groups)) - np.searchsorted(groups, groups)
+
+
 def _gather_rows(run: ColumnarRun, rows: np.ndarray):
     """Padded (Q, D) matrices of the run rows named by ``rows`` (-1: an empty row). Read-only views may come back."""
     lengths_all = run.lengths
@@ -178,7 +183,7 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
         rows_k, codes_k, grades_k = qrels_row[known], q_codes[known], qrels.grades[known]
         by = np.argsort(rows_k, kind="stable")
         rows_k, codes_k, grades_k = rows_k[by], codes_k[by], grades_k[by]
-        col = np.arange(len(rows_k)) - np.searchsorted(rows_k, rows_k)
+        col = _position_in_group(rows_k)
         judged_codes = np.full((n_q, width), -2, dtype=codes.dtype)  # -2 matches no hit (padding hits are -1)
         judged_grades = np.zeros((n_q, width), dtype=np.float64)
         judged_codes[rows_k, col] = codes_k
@@ -206,8 +211,7 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
         rows_p, grades_p = qrels_row[sel], positive[sel]
         by = np.lexsort((-grades_p, rows_p))
         rows_p, grades_p = rows_p[by], grades_p[by]
-        starts = np.searchsorted(rows_p, np.arange(n_q))
-        ideal[rows_p, np.arange(len(rows_p)) - starts[rows_p]] = grades_p
+        ideal[rows_p, _position_in_group(rows_p)] = grades_p
 
     return Labels(qrels.query_ids, grades, judged, valid.sum(axis=1).astype(np.int64), ideal, qrels_row,
                   qrels.grades, rows >= 0, dropped, unjudged)
@@ -257,11 +261,11 @@ def compute(spec: MetricSpec, labels: Labels) -> np.ndarray:
         # Both only need where the relevant hits are: one pass to find them, then work on those few positions.
         rel = labels.grades if k is None else _cut(labels.grades, k)
         rows, cols = np.nonzero(rel >= spec.rel)  # row-major: each row's relevant hits in rank order
-        nth = np.arange(len(rows)) - np.searchsorted(rows, rows)  # 0 for a row's first relevant hit, 1, ...
         n_q = len(n_rel)
         if fam == "rprec":  # relevant hits among the top R
             return _ratio(np.bincount(rows, weights=(cols < n_rel[rows]).astype(np.float64), minlength=n_q), n_rel)
-        precision_at = (nth + 1.0) / (cols + 1.0)  # precision at the rank of each relevant hit
+        # precision at the rank of each relevant hit: (how many relevant so far) / rank
+        precision_at = (_position_in_group(rows) + 1.0) / (cols + 1.0)
         return _ratio(np.bincount(rows, weights=precision_at, minlength=n_q), n_rel)
     rel_k = _cut(labels.grades, k) >= spec.rel
     if fam == "precision":
