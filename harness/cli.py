@@ -265,6 +265,17 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
         print_rich(ex)
 
 
+def _finite(value):
+    """JSON has no Infinity or NaN (an MDE over fewer than two queries is infinite): write null instead."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 @app.command()
 def compare(results: List[Path] = typer.Argument(..., help="two or more results.json files"),
             baseline: Optional[str] = typer.Option(None, "--baseline", help="run name (default: the first)"),
@@ -284,7 +295,7 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
     for w in result["warnings"]:
         _err(f"warning: {w}")
     if fmt == CompareFormat.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(_finite(result), indent=2))
     elif fmt == CompareFormat.md:
         print(to_markdown(result), end="")
     else:

@@ -412,3 +412,24 @@ def test_cache_clear_removes_a_real_cache(tmp_path):
     assert proc.stdout == "embeddings\t1 entries\t0.0 MB\n"
     proc = run_harness("cache", "clear", "--dir", root, cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"{root}: cleared\n") and not root.exists()
+
+
+def test_compare_runs_without_relevant_gold_prints_n_a(tmp_path):
+    """A valid results.json whose golden set has no relevant gold: means are None and the MDE infinite; every
+    format prints them (n/a in tables, null in JSON, which has no Infinity) instead of crashing."""
+    gold = tmp_path / "nogold.jsonl"
+    rows = [json.loads(line) for line in (DEMO / "goldset.jsonl").read_text().splitlines()[:3]]
+    gold.write_text("".join(json.dumps(dict(r, relevant=[])) + "\n" for r in rows))
+    cfg = demo_config(tmp_path)
+    cfg.write_text(cfg.read_text().replace(str(DEMO / "goldset.jsonl"), str(gold)))
+    for out in ("a", "b"):
+        assert run_harness("run", cfg, "--out", tmp_path / out, "-q", cwd=tmp_path).returncode == 0
+    runs = [tmp_path / "a/results.json", tmp_path / "b/results.json"]
+    md = run_harness("compare", *runs, "-m", "ndcg@10", "--format", "md", cwd=tmp_path)
+    assert md.returncode == 0, md.stderr
+    assert "| t#2 | doc.ndcg@10 | 0 | n/a | n/a | +0.0000 |" in md.stdout
+    table = run_harness("compare", *runs, "-m", "ndcg@10", cwd=tmp_path)
+    assert table.returncode == 0 and "n/a" in table.stdout, table.stderr
+    data = json.loads(run_harness("compare", *runs, "-m", "ndcg@10", "--format", "json", cwd=tmp_path).stdout)
+    row = data["rows"][0]
+    assert (row["n"], row["baseline_mean"], row["mean"], row["mde"]) == (0, None, None, None)
