@@ -317,7 +317,7 @@ def test_slice_with_numeric_tag_value_matches(tmp_path):
     proc = run_harness("gate", tmp_path / "results.json", "--rules", rules, cwd=tmp_path)
     n = sum(1 for i, q in enumerate(data["queries"]) if i % 3 == 2 and q["n_relevant"]["doc"] > 0)
     assert proc.returncode == 0, proc.stderr
-    assert f"on level=2 | doc.ndcg@10 is " in proc.stdout and f"over {n} queries" in proc.stdout
+    assert "on level=2 | doc.ndcg@10 is " in proc.stdout and f"over {n} queries" in proc.stdout
 
 
 # --- sweep ranking -----------------------------------------------------------------------------------------------
