@@ -21,9 +21,97 @@ def _err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from . import __version__
+        print(f"harness {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Evaluate RAG retrievers: metrics you can trust and a verdict per query."""
+
+
+def _output_problems(outputs: dict[str, Optional[Path]], inputs: List[Path]) -> list[str]:
+    """One line per output option that cannot be written as given, found before any work is done. A missing parent
+    folder is created when the file is written; a path that is a folder, lies under a file, or is one of the
+    command's own input files (overwriting it would lose the user's data) is refused."""
+    import os
+
+    problems, seen = [], {}
+    input_ids = {p.resolve(): p for p in inputs if p.exists()}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        where = f"{option} {path}"
+        if path.is_dir():
+            problems.append(f"{where}: is a folder; give a file path")
+            continue
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if ancestor.exists() and not ancestor.is_dir():
+            problems.append(f"{where}: {ancestor} is a file, not a folder")
+            continue
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            problems.append(f"{where}: cannot write into {ancestor} (permission denied)")
+            continue
+        resolved = path.resolve()
+        if resolved in input_ids:
+            problems.append(f"{where}: is the input {input_ids[resolved]}; refusing to overwrite it")
+        elif resolved in seen:
+            problems.append(f"{where}: the same file as {seen[resolved]}")
+        seen.setdefault(resolved, option)
+    return problems
+
+
+def _write_output(option: str, path: Path, text: str) -> None:
+    from .atomic import write_text
+    from .errors import InputError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
+    except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
+        raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+
+
 class Format(str, Enum):
     json = "json"
     tsv = "tsv"
+
+
+# Choices are enums so that a typo is a usage error (exit 2) naming the choices, never a silent default.
+class ExplainFormat(str, Enum):
+    rich = "rich"
+    json = "json"
+    md = "md"
+
+
+class CompareFormat(str, Enum):
+    table = "table"
+    md = "md"
+    json = "json"
+
+
+class Test(str, Enum):
+    randomization = "randomization"
+    ttest = "ttest"
+    bootstrap = "bootstrap"
+    wilcoxon = "wilcoxon"
+
+
+class Correction(str, Enum):
+    holm = "holm"
+    bonferroni = "bonferroni"
+    none = "none"
+
+
+class CacheAction(str, Enum):
+    info = "info"
+    clear = "clear"
 
 
 @app.command()
@@ -145,7 +233,7 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
             query: Optional[str] = typer.Option(None, "--query", help="ad-hoc query text (with a config)"),
             doc: Optional[str] = typer.Option(None, "--doc", help="the document that should be found"),
             quote: Optional[str] = typer.Option(None, "--quote", help="the evidence text inside --doc"),
-            fmt: str = typer.Option("rich", "--format", help="rich, json or md")) -> None:
+            fmt: ExplainFormat = typer.Option(ExplainFormat.rich, "--format", help="rich, json or md")) -> None:
     """Explain one query down to the chunk: evidence, window, verdict, BM25 term contributions.
 
     Example: harness explain reports/demo-bm25/results.json q16
@@ -158,27 +246,43 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
         from .report import load_results
         if not query_id:
             raise InputError("give a query id after the results.json, e.g. harness explain results.json q17")
+        given = [o for o, v in (("--query", query), ("--doc", doc), ("--quote", quote)) if v is not None]
+        if given:  # ignoring them would explain something other than what was asked
+            raise InputError(f"{', '.join(given)}: only with an experiment YAML; with a results.json give a query id")
         ex = explain_saved(load_results(source), query_id)
     else:
         from .config import load_config
+        if query_id:
+            raise InputError(f"query id {query_id!r}: only with a results.json; with a config give --query \"...\"")
         if not query:
             raise InputError("with a config, give --query \"...\" (and optionally --doc and --quote)")
         ex = explain_live(load_config(source), query, doc, quote)
-    if fmt == "json":
+    if fmt == ExplainFormat.json:
         print(json.dumps(ex, indent=2, ensure_ascii=False))
-    elif fmt == "md":
+    elif fmt == ExplainFormat.md:
         print(to_markdown(ex), end="")
     else:
         print_rich(ex)
+
+
+def _finite(value):
+    """JSON has no Infinity or NaN (an MDE over fewer than two queries is infinite): write null instead."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 @app.command()
 def compare(results: List[Path] = typer.Argument(..., help="two or more results.json files"),
             baseline: Optional[str] = typer.Option(None, "--baseline", help="run name (default: the first)"),
             metric: List[str] = typer.Option([], "--metric", "-m", help="e.g. ndcg@10, chunk.recall@5 (repeat)"),
-            test: str = typer.Option("randomization", "--test", help="randomization | ttest | bootstrap | wilcoxon"),
-            correction: str = typer.Option("holm", "--correction", help="holm | bonferroni | none"),
-            fmt: str = typer.Option("table", "--format", help="table (rich), md or json")) -> None:
+            test: Test = typer.Option(Test.randomization, "--test", help="randomization | ttest | bootstrap | wilcoxon"),
+            correction: Correction = typer.Option(Correction.holm, "--correction", help="holm | bonferroni | none"),
+            fmt: CompareFormat = typer.Option(CompareFormat.table, "--format", help="table (rich), md or json")) -> None:
     """Paired comparison with CIs, corrected p-values, win/tie/loss and verdict transitions.
 
     Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
@@ -186,13 +290,13 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
     from .compare import compare_runs, to_markdown
     from .report import load_results
 
-    result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test,
-                          correction=correction)
+    result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
+                          correction=correction.value)
     for w in result["warnings"]:
         _err(f"warning: {w}")
-    if fmt == "json":
-        print(json.dumps(result, indent=2))
-    elif fmt == "md":
+    if fmt == CompareFormat.json:
+        print(json.dumps(_finite(result), indent=2))
+    elif fmt == CompareFormat.md:
         print(to_markdown(result), end="")
     else:
         from .compare import print_table
@@ -203,40 +307,54 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
 def gate(results: Path = typer.Argument(..., help="the candidate's results.json"),
          rules: Path = typer.Option(..., "--rules", help="rules YAML (see configs/gates.yaml)"),
          baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json to check regressions against"),
-         summary: Optional[Path] = typer.Option(None, "--summary", help="write a Markdown summary here"),
+         summary: Optional[Path] = typer.Option(None, "--summary", help="write a Markdown summary here (missing "
+                                                                         "folders are created)"),
          junit: Optional[Path] = typer.Option(None, "--junit", help="write JUnit XML here (one test case per rule)")) -> None:
-    """Pre-release gate: exit 0 when every rule holds, 1 when any fails, 2 for bad input.
+    """Pre-release gate: exit 0 when every checked rule holds, 1 when any fails, 2 for bad input.
+
+    Regression rules are checked against --baseline; without it they are reported as skipped.
 
     Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
     """
-    from .atomic import write_text
-    from .gates import evaluate_gates, junit_xml, load_rules, summary_markdown
+    from .errors import InputError
+    from .gates import check_rules, evaluate_gates, junit_xml, summary_markdown
     from .report import load_results
 
+    inputs = [results, rules] + ([baseline] if baseline else [])
+    problems = _output_problems({"--summary": summary, "--junit": junit}, inputs)
+    if problems:
+        raise InputError("cannot write the gate's outputs", problems)
     candidate = load_results(results)
-    outcome = evaluate_gates(candidate, load_rules(rules), load_results(baseline) if baseline else None)
+    base = load_results(baseline) if baseline else None
+    outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base)
     md = summary_markdown(candidate["name"], outcome)
     print(md, end="")
+    skipped = sum(r.skipped for r in outcome)
+    if skipped:
+        _err(f"warning: {skipped} regression rule{'s' if skipped > 1 else ''} skipped: no --baseline given")
     if summary:
-        write_text(summary, md)
+        _write_output("--summary", summary, md)
     if junit:
-        write_text(junit, junit_xml(candidate["name"], outcome))
-    if not all(r.passed for r in outcome):
+        _write_output("--junit", junit, junit_xml(candidate["name"], outcome))
+    if any(r.failed for r in outcome):
         raise typer.Exit(1)
 
 
 @app.command()
 def report(results: List[Path] = typer.Argument(..., help="one results.json, or several for a comparison"),
-           out: Path = typer.Option(..., "--out", "-o", help="the HTML file to write"),
+           out: Path = typer.Option(..., "--out", "-o", help="the HTML file to write (missing folders are created)"),
            metric: List[str] = typer.Option([], "--metric", "-m", help="comparison metrics (repeat)")) -> None:
     """Build the self-contained HTML report for one run or a comparison of several.
 
     Example: harness report reports/demo-bm25/results.json -o demo.html
     """
-    from .atomic import write_text
+    from .errors import InputError
     from .html_report import render
     from .report import load_results
 
+    problems = _output_problems({"--out": out}, list(results))
+    if problems:
+        raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
     if len(loaded) == 1:
         from .explain import texts_for
@@ -251,12 +369,24 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     else:
         from .compare import compare_runs
         html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
-    write_text(out, html_text)
+    _write_output("--out", out, html_text)
     print(out)
 
 
+# What ArrayCache.save writes (KIND/KEY.npz and KEY.sha256, KEY = 32 hex digits) and atomic writes' temp files.
+_CACHE_FILE = r"^(?:[0-9a-f]{32}\.(?:npz|sha256)|\..+\.tmp)$"
+
+
+def _not_cache_files(root: Path) -> list[Path]:
+    import re
+
+    pattern = re.compile(_CACHE_FILE)
+    return sorted(p for p in root.rglob("*") if p.is_symlink() or not p.is_dir() and not (
+        p.parent.parent == root and pattern.match(p.name)))
+
+
 @app.command()
-def cache(action: str = typer.Argument(..., help="info or clear"),
+def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
           cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
     """Show or clear the embedding and token-embedding caches.
 
@@ -265,24 +395,52 @@ def cache(action: str = typer.Argument(..., help="info or clear"),
     from .cache import ArrayCache
     from .errors import InputError
 
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise InputError(f"--dir {cache_dir}: is a file, not a cache folder")
     store = ArrayCache(cache_dir)
-    if action == "info":
+    if action == CacheAction.info:
         info = store.info()
         if not info:
             print(f"{cache_dir}: empty")
         for kind, stats in info.items():
             print(f"{kind}\t{stats['entries']} entries\t{stats['mb']:.1f} MB")
-    elif action == "clear":
+    else:
+        # clear removes the folder whole: refuse one that holds anything the cache did not write (a --dir typo
+        # pointing at a project or home folder must not delete it).
+        foreign = _not_cache_files(cache_dir) if cache_dir.is_dir() else []
+        if foreign:
+            shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
+            more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+            raise InputError(f"--dir {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
         store.clear()
         print(f"{cache_dir}: cleared")
-    else:
-        raise InputError(f"unknown cache action {action!r}; choose info or clear")
+
+
+def _click_exceptions() -> tuple[tuple, tuple, tuple]:
+    """(usage errors, exits, aborts) of every click the installed typer may raise: typer >= 0.29 raises its own
+    bundled copy (typer._click), older typer raises click's. Missing one of them made usage errors tracebacks."""
+    usage, exits, aborts = [], [typer.Exit], [typer.Abort]
+    try:
+        from typer._click import exceptions as bundled
+        usage.append(bundled.ClickException)
+    except ImportError:
+        pass
+    try:
+        import click
+        usage.append(click.ClickException)
+        exits.append(click.exceptions.Exit)
+        aborts.append(click.exceptions.Abort)
+    except ImportError:
+        pass
+    return tuple(usage), tuple(exits), tuple(aborts)
 
 
 def main() -> None:
     try:
         # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
-        code = app(standalone_mode=False)
+        code = app(prog_name="harness", standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into exit code 130 itself
+            _err("interrupted: nothing half-written was left behind")
         if isinstance(code, int) and code:
             sys.exit(code)
     except HarnessError as exc:
@@ -291,14 +449,15 @@ def main() -> None:
     except KeyboardInterrupt:
         _err("interrupted: nothing half-written was left behind")
         sys.exit(130)
-    except Exception as exc:  # click's usage errors
-        import click
-        if isinstance(exc, click.exceptions.Exit):
+    except Exception as exc:  # click's usage errors: "Usage: ..." and one "Error: ..." line, exit 2
+        usage, exits, aborts = _click_exceptions()
+        if isinstance(exc, exits):
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.ClickException):
-            exc.show()
+        if isinstance(exc, usage):
+            if exc.format_message().strip():  # `harness` alone: typer has printed the help already
+                exc.show()
             sys.exit(2)
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, aborts):
             sys.exit(130)
         raise
 

@@ -184,6 +184,11 @@ def transitions(a: dict, b: dict) -> dict:
     return dict(sorted(out.items()))
 
 
+def _f(value, spec: str = ".4f") -> str:
+    # A mean is None when no query has relevant gold at the metric's level: print n/a, never crash.
+    return "n/a" if value is None else format(value, spec)
+
+
 def to_markdown(c: dict) -> str:
     out = [f"## Comparison against `{c['baseline']}` ({c['test']} test, {c['correction']} correction)", ""]
     out += [f"> warning: {w}" for w in c["warnings"]]
@@ -191,7 +196,7 @@ def to_markdown(c: dict) -> str:
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in c["rows"]:
         sig = " *" if r["significant"] else ""
-        out.append(f"| {r['run']} | {r['metric']} | {r['n']} | {r['baseline_mean']:.4f} | {r['mean']:.4f} | "
+        out.append(f"| {r['run']} | {r['metric']} | {r['n']} | {_f(r['baseline_mean'])} | {_f(r['mean'])} | "
                    f"{r['delta']:+.4f}{sig} | [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}] | {r['p_corrected']:.4f} | "
                    f"{r['wins']}/{r['ties']}/{r['losses']} | {r['mde']:.4f} |")
     out += ["", "`*` significant after correction (p < 0.05). MDE: the smallest true difference this golden set "
@@ -222,7 +227,7 @@ def print_table(c: dict) -> None:
         table.add_column(col)
     for r in c["rows"]:
         style = "bold green" if r["significant"] and r["delta"] > 0 else ("bold red" if r["significant"] else "")
-        table.add_row(r["run"], r["metric"], str(r["n"]), f"{r['baseline_mean']:.4f}", f"{r['mean']:.4f}",
+        table.add_row(r["run"], r["metric"], str(r["n"]), _f(r["baseline_mean"]), _f(r["mean"]),
                       f"[{style}]{r['delta']:+.4f}[/]" if style else f"{r['delta']:+.4f}",
                       f"[{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}]", f"{r['p_corrected']:.4f}",
                       f"{r['wins']}/{r['ties']}/{r['losses']}", f"{r['mde']:.4f}")

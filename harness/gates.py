@@ -5,6 +5,10 @@ Rules file (YAML), a list under ``rules:``; each rule is a string or a mapping:
   - {check: "doc.ndcg@10 >= 0.7", slice: {topic: billing}}   # the same, on one slice
   - "buried_evidence <= 0.10"                      # a verdict share (of all queries)
   - {regression: doc.ndcg@10, budget: 0.02}        # fails only if the drop exceeds the budget AND is significant
+
+A regression rule without a baseline is skipped (reported as such), not failed and not an error. A rule that cannot
+be read, or that names a metric, slice tag or slice value the run does not have, is bad input: all such problems
+are reported together, each located as ``rules.N``.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from .compare import compare_runs, split_metric
 from .diagnostics import KINDS
 from .errors import InputError
 
-_CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*(?P<value>-?[0-9.]+)\s*$")
+_CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
+                    r"(?P<value>-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*$")
 OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
+KEYS = ("check", "slice", "regression", "budget", "name")
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class Rule:
     value: float = 0.0
     slice: tuple = ()
     budget: float = 0.0
+    where: str = ""  # "rules.3": where the rule sits in its file, so errors about it can be located
 
 
 @dataclass(frozen=True)
@@ -41,92 +48,202 @@ class GateResult:
     passed: bool
     observed: float | None
     message: str
+    skipped: bool = False  # not checked (a regression rule without a baseline): neither passed nor failed
+
+    @property
+    def failed(self) -> bool:
+        return not self.passed and not self.skipped
 
 
-def load_rules(path: Path) -> list[Rule]:
+def _read_rules(path: Path) -> tuple[list[Rule], list[str]]:
+    """The rules that parse, and one located problem per rule that does not. A file that cannot be read at all
+    raises at once: there is nothing else to report about it."""
     if not path.is_file():
         raise InputError(f"{path}: rules file not found")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
     items = data.get("rules") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         raise InputError(f"{path}: expected a mapping with a non-empty list under 'rules'")
     rules, problems = [], []
+    extra = sorted(str(k) for k in data if k != "rules")
+    if extra:
+        problems.append(f"unknown top-level key(s) {', '.join(extra)}; expected only 'rules'")
     for i, item in enumerate(items):
         where = f"rules.{i}"
         try:
-            rules.append(_parse_rule(item))
+            rules.append(_parse_rule(item, where))
         except (InputError, ValueError) as exc:
             problems.append(f"{where}: {exc}")
+    return rules, problems
+
+
+def load_rules(path: Path) -> list[Rule]:
+    """Parse a rules file; every malformed rule is reported, each with its place (``rules.N``)."""
+    rules, problems = _read_rules(path)
     if problems:
         raise InputError(f"{path}: invalid rules", problems)
     return rules
 
 
-def _parse_rule(item) -> Rule:
+def check_rules(path: Path, result: dict, baseline: dict | None = None) -> list[Rule]:
+    """Parse a rules file and check it against the run it will gate: a malformed rule and a rule that names a
+    metric, tag or slice value this run does not have are all bad input, reported together in one error."""
+    rules, problems = _read_rules(path)
+    problems += rule_problems(rules, result, baseline)
+    if problems:
+        raise InputError(f"{path}: invalid rules", sorted(problems, key=_rule_order))
+    return rules
+
+
+def _rule_order(problem: str) -> int:
+    m = re.match(r"rules\.(\d+):", problem)
+    return int(m[1]) if m else -1  # file-level problems first, then by rule, in file order
+
+
+def _number(item: dict, key: str) -> float:
+    value = item[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise InputError(f"{key}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _parse_rule(item, where: str = "") -> Rule:
     if isinstance(item, str):
         item = {"check": item}
     if not isinstance(item, dict):
         raise InputError("expected a string like 'chunk.recall@5 >= 0.8' or a mapping")
-    unknown = set(item) - {"check", "slice", "regression", "budget", "name"}
+    unknown = set(map(str, item)) - set(KEYS)
     if unknown:
         raise InputError(f"unknown key(s) {', '.join(sorted(unknown))}; expected check, slice, regression, budget, name")
+    name = item.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise InputError(f"name: expected a non-empty string, got {name!r}")
+    # One rule, one meaning: keys that the rule's kind would ignore are errors, not silently dropped.
     if "regression" in item:
+        if "check" in item:
+            raise InputError("a rule has either 'check' or 'regression', not both")
+        if "slice" in item:
+            raise InputError("regression rules take no slice")
         level, metric = split_metric(str(item["regression"]))
-        budget = float(item.get("budget", 0.0))
-        return Rule(item.get("name") or f"no significant regression of {level}.{metric} beyond {budget}",
-                    "regression", f"{level}.{metric}", budget=budget)
-    m = _CHECK.match(str(item.get("check", "")))
+        budget = _number(item, "budget") if "budget" in item else 0.0
+        if budget < 0:
+            raise InputError(f"budget: expected a number >= 0, got {item['budget']!r}")
+        return Rule(name or f"no significant regression of {level}.{metric} beyond {budget}",
+                    "regression", f"{level}.{metric}", budget=budget, where=where)
+    if "budget" in item:
+        raise InputError("budget applies to regression rules only")
+    if not isinstance(item.get("check"), str):
+        raise InputError(f"check: expected a string like 'chunk.recall@5 >= 0.80', got {item.get('check')!r}")
+    m = _CHECK.match(item["check"])
     if not m:
         raise InputError(f"cannot read check {item.get('check')!r}; expected e.g. 'chunk.recall@5 >= 0.80'")
     lhs, op, value = m["lhs"], m["op"], float(m["value"])
-    sl = tuple(sorted((str(k), str(v)) for k, v in (item.get("slice") or {}).items()))
+    raw_slice = item.get("slice")
+    if raw_slice is not None and (not isinstance(raw_slice, dict) or not raw_slice
+                                  or any(isinstance(v, (dict, list)) or v is None for v in raw_slice.values())):
+        raise InputError(f"slice: expected a mapping of tag to value, e.g. {{topic: billing}}, got {raw_slice!r}")
+    sl = tuple(sorted((str(k), str(v)) for k, v in (raw_slice or {}).items()))
     if lhs in KINDS:
         if sl:
             raise InputError("verdict-share rules take no slice")
-        return Rule(item.get("name") or f"{lhs} share {op} {value}", "verdict", lhs, op, value)
+        return Rule(name or f"{lhs} share {op} {value}", "verdict", lhs, op, value, where=where)
     level, metric = split_metric(lhs)
     label = f"{level}.{metric} {op} {value}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
-    return Rule(item.get("name") or label, "metric", f"{level}.{metric}", op, value, sl)
+    return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
+
+
+def _tag(q: dict, key: str) -> str | None:
+    # YAML reads `slice: {year: 2020}` as a number and a golden set may tag with numbers: compare as text.
+    tags = q.get("tags") or {}
+    return str(tags[key]) if key in tags else None
+
+
+def _has_metric(result: dict, level: str, metric: str) -> bool:
+    return metric in result["summary"][level]
+
+
+def rule_problems(rules: list[Rule], result: dict, baseline: dict | None = None) -> list[str]:
+    """What each rule needs from this run (and the baseline) but does not find, one located line per problem."""
+    problems = []
+    for rule in rules:
+        where = rule.where or repr(rule.name)
+        if rule.kind == "verdict":
+            if rule.target not in result["summary"]["verdicts"]["shares"]:
+                problems.append(f"{where}: this run has no {rule.target} share")
+            continue
+        level, metric = rule.target.split(".", 1)
+        runs = [("this run", result)] + ([("the baseline", baseline)] if rule.kind == "regression" and baseline else [])
+        for label, run in runs:
+            if not _has_metric(run, level, metric):
+                problems.append(f"{where}: metric {rule.target} is not in {label}; it has "
+                                f"{', '.join(run['summary'][level]) or 'none'}")
+        if not rule.slice:
+            continue
+        queries = result["queries"]
+        for key, value in rule.slice:
+            values = sorted({v for q in queries if (v := _tag(q, key)) is not None})
+            if not values:
+                tags = sorted({str(t) for q in queries for t in (q.get("tags") or {})})
+                problems.append(f"{where}: slice tag {key!r} is not in this run; its tags are {', '.join(tags) or 'none'}")
+            elif value not in values:
+                problems.append(f"{where}: slice {key}={value} matches no query; {key} values in this run are "
+                                f"{', '.join(values)}")
+        if not any(problem.startswith(f"{where}: slice") for problem in problems) and not _slice_rows(result, rule):
+            problems.append(f"{where}: slice {', '.join(f'{k}={v}' for k, v in rule.slice)} matches no query")
+    return problems
+
+
+def _slice_rows(result: dict, rule: Rule) -> list[dict]:
+    return [q for q in result["queries"] if all(_tag(q, k) == v for k, v in rule.slice)]
 
 
 def _metric_value(result: dict, rule: Rule) -> tuple[float | None, int]:
+    """The rule's metric over the run, or over the slice's queries that have relevant gold at the rule's level
+    (those are the queries the run's means cover); None when no such query has a value."""
     level, metric = rule.target.split(".", 1)
     if not rule.slice:
-        if metric not in result["summary"][level]:
-            raise InputError(f"metric {rule.target} is not in this run; it has {', '.join(result['summary'][level])}")
         return result["summary"][level][metric], result["summary"]["counts"][level]["evaluated_queries"]
-    rows = [q for q in result["queries"] if all(q["tags"].get(k) == v for k, v in rule.slice)
-            and q["n_relevant"][level] > 0]
-    if not rows:
+    values = [q["metrics"][level].get(metric) for q in _slice_rows(result, rule) if q["n_relevant"][level] > 0]
+    values = [v for v in values if v is not None]
+    if not values:
         return None, 0
-    return sum(q["metrics"][level][metric] for q in rows) / len(rows), len(rows)
+    return sum(values) / len(values), len(values)
 
 
 def evaluate_gates(result: dict, rules: list[Rule], baseline: dict | None = None) -> list[GateResult]:
+    """Check every rule. Regression rules need a baseline: without one they are skipped (reported, not failed),
+    and the other rules are still checked. A rule that does not fit this run raises InputError (all of them)."""
+    problems = rule_problems(rules, result, baseline)
+    if problems:
+        raise InputError("the gate rules do not fit this run", problems)
     out: list[GateResult] = []
     regressions = [r for r in rules if r.kind == "regression"]
-    if regressions and baseline is None:
-        raise InputError("regression rules need --baseline reports/<main>/results.json")
     comparison = {}
-    if regressions:
+    if regressions and baseline is not None:
         c = compare_runs([baseline, dict(result, name=result["name"] + " (candidate)")],
-                         [r.target for r in regressions])
+                         sorted({r.target for r in regressions}))
         comparison = {row["metric"]: row for row in c["rows"]}
     for rule in rules:
         if rule.kind == "verdict":
             share = result["summary"]["verdicts"]["shares"][rule.target]
             ok = OPS[rule.op](share, rule.value)
-            out.append(GateResult(rule, ok, share, f"{rule.target} share is {share:.3f} "
-                                                    f"({result['summary']['verdicts']['counts'][rule.target]} queries)"))
+            count = result["summary"]["verdicts"]["counts"].get(rule.target)
+            out.append(GateResult(rule, ok, share, f"{rule.target} share is {share:.3f} ({count} queries)"))
         elif rule.kind == "metric":
             value, n = _metric_value(result, rule)
             if value is None:
-                out.append(GateResult(rule, False, None, "no queries with relevant gold in this slice"))
+                where = "in this slice" if rule.slice else f"at {rule.target.split('.')[0]} level"
+                out.append(GateResult(rule, False, None, f"no queries with relevant gold {where}"))
                 continue
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value, f"{rule.target} is {value:.4f} over {n} queries"))
+        elif baseline is None:
+            out.append(GateResult(rule, False, None, "regression rules need --baseline "
+                                                     "(a results.json of the main branch)", skipped=True))
         else:
             row = comparison[rule.target]
             dropped = -row["delta"] > rule.budget
@@ -139,19 +256,32 @@ def evaluate_gates(result: dict, rules: list[Rule], baseline: dict | None = None
     return out
 
 
+def _cell(text: str) -> str:
+    # Rule names are user text: a '|' or a newline would break the Markdown table.
+    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
 def summary_markdown(name: str, results: list[GateResult]) -> str:
-    failed = sum(not r.passed for r in results)
-    head = f"## Retrieval gate for `{name}`: {'PASS' if not failed else f'FAIL ({failed} of {len(results)} rules)'}"
-    rows = [f"| {'✅' if r.passed else '❌'} | {r.rule.name} | {r.message} |" for r in results]
+    failed = sum(r.failed for r in results)
+    skipped = sum(r.skipped for r in results)
+    checked = len(results) - skipped
+    verdict = "PASS" if not failed else f"FAIL ({failed} of {checked} {'checked ' if skipped else ''}rules)"
+    if skipped:
+        verdict += f", {skipped} rule{'s' if skipped > 1 else ''} SKIPPED"
+    head = f"## Retrieval gate for `{_cell(name)}`: {verdict}"
+    icon = lambda r: "⏭️ SKIPPED" if r.skipped else ("✅" if r.passed else "❌")
+    rows = [f"| {icon(r)} | {_cell(r.rule.name)} | {_cell(r.message)} |" for r in results]
     return "\n".join([head, "", "| | rule | observed |", "|---|---|---|", *rows]) + "\n"
 
 
 def junit_xml(name: str, results: list[GateResult]) -> str:
     suite = ET.Element("testsuite", name=f"harness gate {name}", tests=str(len(results)),
-                       failures=str(sum(not r.passed for r in results)))
+                       failures=str(sum(r.failed for r in results)), skipped=str(sum(r.skipped for r in results)))
     for r in results:
         case = ET.SubElement(suite, "testcase", classname="harness.gate", name=r.rule.name)
-        if not r.passed:
+        if r.skipped:
+            ET.SubElement(case, "skipped", message=r.message)
+        elif not r.passed:
             ET.SubElement(case, "failure", message=r.message).text = r.message
         else:
             ET.SubElement(case, "system-out").text = r.message

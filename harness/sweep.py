@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from .atomic import write_text
-from .compare import compare_runs
+from .compare import compare_runs, split_metric
 from .config import ExperimentConfig, parse_config
 from .errors import ConfigError
 
@@ -87,11 +87,11 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
         result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key])
         write_outputs(result, out_dir / cfg.name)
         results.append((cfg, params, result))
-    primary = config.metrics[0]
-    level = "doc"
-    ranked = sorted(results, key=lambda r: -(r[2]["summary"][level][primary] or 0.0))
+    level, primary = split_metric(config.metrics[0])  # canonical name: `NDCG_cut_10` is stored as ndcg@10
+    ranked = rank_runs(results, level, primary, config.name, log)
     best = ranked[0]
-    comparison = compare_runs([best[2]] + [r[2] for r in ranked[1:]], [primary]) if len(ranked) > 1 else None
+    comparison = (compare_runs([best[2]] + [r[2] for r in ranked[1:]], [f"{level}.{primary}"])
+                  if len(ranked) > 1 else None)
     rows_by_run = {row["run"]: row for row in (comparison or {"rows": []})["rows"]}
     board = []
     for cfg, params, result in ranked:
@@ -115,6 +115,23 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
     write_text(out_dir / "best.yaml", f"# best run of sweep {config.name} by {level}.{primary}\n"
                + yaml.safe_dump(best_cfg, sort_keys=False))
     return leaderboard
+
+
+def rank_runs(results: list, level: str, metric: str, name: str, log) -> list:
+    """Best first by the run's mean of ``level.metric``; ties keep grid order. A run without a value (no query
+    with relevant gold at that level) ranks last with a warning; if no run has one there is nothing to rank."""
+    def mean(r):
+        return r[2]["summary"][level].get(metric)
+
+    missing = [r[0].name for r in results if mean(r) is None]
+    if len(missing) == len(results):
+        raise ConfigError(f"sweep {name}: cannot rank the runs by {level}.{metric} (metrics.0): no run has a value "
+                          f"for it, because no query has relevant gold at {level} level; check the golden set or "
+                          f"put another metric first")
+    if missing:
+        log(f"warning: {len(missing)} run(s) have no {level}.{metric} (no query with relevant gold); ranked last: "
+            + ", ".join(missing))
+    return sorted(results, key=lambda r: (mean(r) is None, -(mean(r) or 0.0)))
 
 
 def leaderboard_markdown(board: dict) -> str:

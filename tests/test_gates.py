@@ -41,8 +41,8 @@ def test_regression_fails_only_when_large_and_significant():
     assert not evaluate_gates(large, rule, base)[0].passed  # large and significant
     noisy_res = evaluate_gates(noisy, rule, base)[0]  # mean drop 0.0225 > budget, but one query: not significant
     assert noisy_res.passed and "not significant" in noisy_res.message
-    with pytest.raises(InputError, match="need --baseline"):
-        evaluate_gates(small, rule)
+    skipped = evaluate_gates(small, rule)[0]  # no baseline: reported as skipped, neither passed nor failed
+    assert skipped.skipped and not skipped.passed and not skipped.failed and "need --baseline" in skipped.message
 
 
 def test_rules_file_errors_listed(tmp_path):
@@ -62,3 +62,25 @@ def test_summary_and_junit():
     suite = ET.fromstring(junit_xml("cand", res).split("?>", 1)[1])
     assert suite.get("tests") == "2" and suite.get("failures") == "1"
     assert [c.find("failure") is not None for c in suite.findall("testcase")] == [False, True]
+
+
+def test_skipped_regression_in_summary_and_junit():
+    res = evaluate_gates(RUN, [_parse_rule("ndcg@10 >= 0.55"), _parse_rule({"regression": "ndcg@10", "name": "a|b"})])
+    assert [(r.passed, r.skipped, r.failed) for r in res] == [(True, False, False), (False, True, False)]
+    md = summary_markdown("cand", res)
+    assert md.startswith("## Retrieval gate for `cand`: PASS, 1 rule SKIPPED\n")
+    assert "| ⏭️ SKIPPED | a\\|b | regression rules need --baseline" in md  # a '|' in a name cannot break the table
+    suite = ET.fromstring(junit_xml("cand", res).split("?>", 1)[1])
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("2", "0", "1")
+    assert [[c.tag for c in case] for case in suite.findall("testcase")] == [["system-out"], ["skipped"]]
+
+
+def test_rules_that_do_not_fit_the_run_are_input_errors():
+    rules = [_parse_rule(r, f"rules.{i}") for i, r in enumerate(
+        ["ndcg@7 >= 0.5", {"check": "ndcg@10 >= 0.5", "slice": {"topic": "c"}},
+         {"check": "ndcg@10 >= 0.5", "slice": {"lang": "en"}}, {"check": "ndcg@10 >= 0.5", "slice": {"topic": "b"}}])]
+    with pytest.raises(InputError) as exc:
+        evaluate_gates(RUN, rules)
+    assert exc.value.problems == ["rules.0: metric doc.ndcg@7 is not in this run; it has ndcg@10",
+                                  "rules.1: slice topic=c matches no query; topic values in this run are a, b",
+                                  "rules.2: slice tag 'lang' is not in this run; its tags are topic"]
