@@ -87,7 +87,7 @@ def plots(results: list[dict]) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "<p class=muted>Plots need matplotlib: pip install 'rag-harness[report]'.</p>"
+        return '<p class="muted">Plots need matplotlib: pip install &#x27;rag-harness[report]&#x27;.</p>'
     plt.rcParams["svg.fonttype"] = "none"
     curves = [_curves(r) for r in results]  # one pass per run serves all three plots
     out = []
@@ -115,7 +115,7 @@ def plots(results: list[dict]) -> str:
     ax.legend(fontsize=8)
     out.append(_svg(fig))
     plt.close(fig)
-    return "<div class=plots>" + "".join(out) + "</div>"
+    return '<div class="plots">' + "".join(out) + "</div>"
 
 
 def _highlight(text: str, start: int, spans: list[list[int]]) -> str:
