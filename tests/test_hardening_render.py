@@ -277,6 +277,28 @@ def _unescaped(text: str, chars: str) -> list[str]:
     return re.findall(r"(?<!\\)[" + re.escape(chars) + "]", text)
 
 
+def live_html(text: str) -> list[str]:
+    """Each '<' that a CommonMark renderer could read as the start of HTML: not backslash-escaped and not inside a
+    code span (a backtick run closed by a run of the same length on the line; escaped backticks open nothing)."""
+    found = []
+    for line in text.splitlines():
+        i = 0
+        while i < len(line):
+            c = line[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == "`":
+                run = re.match(r"`+", line[i:])[0]
+                close = re.compile(r"(?<!`)" + run + r"(?!`)").search(line, i + len(run))
+                i = close.end() if close else i + len(run)
+                continue
+            if c == "<":
+                found.append(line[i:i + 30])
+            i += 1
+    return found
+
+
 def test_leaderboard_cells_escape_pipes_html_and_newlines():
     from harness.sweep import leaderboard_markdown
 
@@ -293,7 +315,7 @@ def test_leaderboard_cells_escape_pipes_html_and_newlines():
     assert rows[2] == "| 2 | s-b | retriever.prompt=plain, chunking.size=2 | 0.2500 | -0.2500 | 0.0123 | no |"
     # every row has exactly the table's 7 cells: 8 unescaped pipes
     assert all(len(_unescaped(r, "|")) == 8 for r in rows)
-    assert len(lines) == 8 and not _unescaped("\n".join(lines), "<")
+    assert len(lines) == 8 and not live_html("\n".join(lines))
 
 
 def test_report_md_escapes_every_value(demo_run):
@@ -312,8 +334,7 @@ def test_report_md_escapes_every_value(demo_run):
     assert "`` c`|<b>` ``" in text  # a code span whose fence the id cannot close; HTML inside shows as text
     assert "- \\<iframe src=javascript:alert(3)>" in text and "- **k\\<i>**: v \\& \\<u>" in text
     assert "### By to\\|pic" in text and "| a\\<b>\\|c |" in text
-    outside_code = re.sub(r"(`+)[^`].*?\1", "", text)
-    assert not _unescaped(outside_code, "<")
+    assert not live_html(text)
 
 
 def test_md_helpers():
@@ -358,3 +379,96 @@ def test_html_attributes_are_quoted_and_escaped(demo_run):
     tags = re.findall(r"<[a-z][^>]*>", before + rest.partition("</div>")[2])
     unquoted = [t for t in tags if re.search(r"=[^\s>]", re.sub(r'"[^"]*"|\'[^\']*\'', "", t))]
     assert len(tags) > 100 and unquoted == []
+
+
+# ---- a result with a payload in every free-text string the schema accepts --------------------------------------
+
+def payload(n: int) -> str:
+    """Breaks out of text, of double- and single-quoted attributes, and of a code span, if anything is unescaped."""
+    return f"\"'`><img src=x onerror=\"alert({n})\"><script>alert({n})</script>|{n}"
+
+
+def poison(data: dict) -> tuple[dict, dict[str, str]]:
+    """A copy of a valid result in which every string the schema takes as free text (values and mapping keys,
+    inside the JSON-typed config and verdict details too) carries ``payload``; the same string gets the same
+    payload everywhere, so ids and metric names still agree. Literals and the run name (a pattern) stay. Walks the
+    schema's own types, so a string field added later is poisoned too. Returns the copy and original -> poisoned."""
+    from pydantic import BaseModel, JsonValue
+
+    from harness.experiment import fingerprint
+    from harness.result import Result
+
+    made: dict[str, str] = {}
+
+    def make(s: str) -> str:
+        if s not in made:
+            made[s] = s + payload(len(made))
+        return made[s]
+
+    def json_value(v):
+        if isinstance(v, str):
+            return make(v)
+        if isinstance(v, list):
+            return [json_value(x) for x in v]
+        if isinstance(v, dict):
+            return {make(k): json_value(x) for k, x in v.items()}
+        return v
+
+    def walk(tp, v, metadata=()):
+        if v is None:
+            return None
+        if tp is JsonValue:
+            return json_value(v)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            out = {}
+            for key, x in v.items():
+                field = tp.model_fields.get(key)
+                out[key] = walk(field.annotation, x, field.metadata) if field else json_value(x)  # typed extras
+            return out
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+        if origin is typing.Annotated:
+            return walk(args[0], v, tuple(tp.__metadata__))
+        if origin is typing.Literal:
+            return v
+        if origin is list:
+            return [walk(args[0], x) for x in v]
+        if origin is dict:
+            poison_keys = args[0] is str
+            return {(make(k) if poison_keys else k): walk(args[1], x) for k, x in v.items()}
+        if args:  # X | None
+            return walk(next(a for a in args if a is not type(None)), v, metadata)
+        if tp is str:
+            constrained = any(getattr(m, "pattern", None) for m in metadata)
+            return v if constrained else make(v)
+        return v
+
+    out = walk(Result, copy.deepcopy(data))
+    out["goldset"]["query_ids_fingerprint"] = fingerprint(sorted(q["id"] for q in out["queries"]))
+    return out, made
+
+
+def test_poisoned_result_is_valid_and_reaches_every_string(demo_run):
+    from harness.result import schema_problems
+
+    data = json.loads(demo_run.read_text())
+    bad, made = poison(data)
+    assert schema_problems(bad) == []
+    q = bad["queries"][0]
+    for value in (q["id"], q["text"], q["hits"][0]["chunk_id"], q["hits"][0]["doc_id"], q["verdict"]["reason"],
+                  next(iter(q["tags"])), next(iter(q["tags"].values())), bad["config"]["retriever"]["kind"],
+                  bad["config"]["corpus"][made["path"]], bad["created_at"], next(iter(bad["summary"]["doc"])),
+                  bad["summary"]["verdicts"]["advice"][0], next(iter(bad["conventions"].values()))):
+        assert "<script>alert(" in value
+    assert bad["name"] == data["name"] and q["verdict"]["kind"] == data["queries"][0]["verdict"]["kind"]
+
+
+def test_markdown_writers_escape_every_poisoned_string(demo_run):
+    from harness.explain import explain_result, to_markdown
+    from harness.report import markdown
+
+    bad, _ = poison(json.loads(demo_run.read_text()))
+    texts = [markdown(bad)]
+    for q in bad["queries"]:
+        texts.append(to_markdown(explain_result(bad, q["id"], {}, {})))
+    for text in texts:
+        assert "<script>" in text and not live_html(text)
