@@ -43,25 +43,28 @@ def explain_result(result: dict, query_id: str, chunk_text: dict[str, str], doc_
 
 
 def to_markdown(ex: dict) -> str:
+    """Markdown for one explained query; every value from the result is escaped (``report.md``/``md_code``)."""
+    from .report import _table, md, md_code
+
     v = ex["verdict"]
-    out = [f"### {ex['query_id']}: “{ex['query']}”", "", f"**{v['kind']}**: {v['reason']}"
-           + (f" (flags: {', '.join(v['flags'])})" if v["flags"] else ""), ""]
+    out = [f"### {md(ex['query_id'])}: “{md(ex['query'])}”", "", f"**{md(v['kind'])}**: {md(v['reason'])}"
+           + (f" (flags: {md(', '.join(v['flags']))})" if v["flags"] else ""), ""]
     if ex["evidence"]:
         out.append("Gold evidence:")
-        out += [f"- `{e['doc_id']}` [{e['start']}, {e['end']}): “{_snippet(e['text'])}”" for e in ex["evidence"]]
+        out += [f"- {md_code(e['doc_id'])} \\[{md(e['start'])}, {md(e['end'])}): “{md(_snippet(e['text']))}”"
+                for e in ex["evidence"]]
         out.append("")
-    out.append(f"Window ({ex['window_size']} chunks):")
+    out.append(f"Window ({md(ex['window_size'])} chunks):")
     out.append("")
-    out.append("| rank | score | chunk | relevant | snippet |")
-    out.append("|---|---|---|---|---|")
+    rows = []
     for h in ex["window"]:
         mark = "evidence" if h["relevant"] else ("right doc" if h["doc_relevant"] else "")
         terms = f" — terms: {', '.join(f'{t} {c:.2f}' for t, c in h['terms'].items())}" if h.get("terms") else ""
-        out.append(f"| {h['rank']} | {h['score']:.3f} | `{h['chunk_id']}` | {mark} | "
-                   f"{h['snippet'].replace('|', '/')}{terms} |")
+        rows.append([h["rank"], f"{h['score']:.3f}", h["chunk_id"], mark, h["snippet"] + terms])
+    out += _table(["rank", "score", "chunk", "relevant", "snippet"], rows)
     if ex["relevant_beyond_window"]:
         out += ["", "Relevant beyond the window: " + ", ".join(
-            f"`{h['chunk_id']}` at rank {h['rank']}" for h in ex["relevant_beyond_window"])]
+            f"{md_code(h['chunk_id'])} at rank {md(h['rank'])}" for h in ex["relevant_beyond_window"])]
     return "\n".join(out) + "\n"
 
 
@@ -72,9 +75,10 @@ def print_rich(ex: dict) -> None:
 
     console = Console()
     v = ex["verdict"]
-    console.print(f"[bold]{ex['query_id']}[/bold]: {ex['query']}")
-    console.print(f"[bold magenta]{v['kind']}[/bold magenta]: {v['reason']}" +
-                  (f"  flags: {', '.join(v['flags'])}" if v["flags"] else ""))
+    # User text is never parsed as rich markup: a "[/bold]" in a query would raise, "[link=...]" would render.
+    console.print(Text.assemble((ex["query_id"], "bold"), ": ", ex["query"]))
+    console.print(Text.assemble((v["kind"], "bold magenta"), ": ", v["reason"],
+                                f"  flags: {', '.join(v['flags'])}" if v["flags"] else ""))
     for e in ex["evidence"]:
         console.print(Text(f"evidence in {e['doc_id']} [{e['start']},{e['end']}): {_snippet(e['text'])}",
                            style="green"))

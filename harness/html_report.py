@@ -1,6 +1,8 @@
 """``report.html``: one self-contained page (styles, script and SVG plots inline; nothing loaded from a network).
 
-Every piece of user text goes through ``html.escape``; the script only shows and hides rows rendered here."""
+Every value interpolated into the page, text or attribute, whatever its type, goes through ``e`` (attributes are
+always quoted); a fragment that is already HTML is named ``*_html``. A test walks this module's f-strings to keep it
+so. The script only shows and hides rows rendered here."""
 
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ document.querySelectorAll('tr.q').forEach(function(row){
 applyFilters();
 """
 
-e = html.escape
+def e(value) -> str:
+    """The one escaping helper: any value as HTML text, safe inside a quoted attribute too."""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
 def _curves(result: dict):
@@ -64,6 +68,12 @@ def _curves(result: dict):
     return recall, precision, firsts
 
 
+def _label(name: str) -> str:
+    """A run name as a matplotlib label: '$' would start mathtext (a parse error on odd input), a leading '_'
+    hides the entry. matplotlib escapes the text itself when it writes the SVG."""
+    return name.replace("$", r"\$").lstrip("_") or "run"
+
+
 def _svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -77,7 +87,7 @@ def plots(results: list[dict]) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "<p class=muted>Plots need matplotlib: pip install 'rag-harness[report]'.</p>"
+        return '<p class="muted">Plots need matplotlib: pip install &#x27;rag-harness[report]&#x27;.</p>'
     plt.rcParams["svg.fonttype"] = "none"
     curves = [_curves(r) for r in results]  # one pass per run serves all three plots
     out = []
@@ -85,7 +95,7 @@ def plots(results: list[dict]) -> str:
         fig, ax = plt.subplots(figsize=(4.4, 3))
         for r, curve in zip(results, curves):
             ys = curve[index]
-            ax.plot(range(1, len(ys) + 1), ys, label=r["name"])
+            ax.plot(range(1, len(ys) + 1), ys, label=_label(r["name"]))
         ax.set_xscale("log")
         ax.set_xlabel("k")
         ax.set_title(title)
@@ -99,13 +109,13 @@ def plots(results: list[dict]) -> str:
         depth = r["cutoff"]["depth"]
         ranks = [f if f is not None else depth + 1 for f in firsts]
         bins = sorted({b for b in (1, 2, 3, 4, 5, 6, 11, 21, 51) if b <= depth} | {depth + 1, depth + 2})
-        ax.hist(ranks, bins=bins, alpha=0.6, label=r["name"])
+        ax.hist(ranks, bins=bins, alpha=0.6, label=_label(r["name"]))
     ax.set_xscale("log")
     ax.set_title("first relevant chunk rank (right bin: not found)")
     ax.legend(fontsize=8)
     out.append(_svg(fig))
     plt.close(fig)
-    return "<div class=plots>" + "".join(out) + "</div>"
+    return '<div class="plots">' + "".join(out) + "</div>"
 
 
 def _highlight(text: str, start: int, spans: list[list[int]]) -> str:
@@ -129,31 +139,34 @@ def _query_rows(result: dict, chunk_text: dict[str, str]) -> str:
     rows = []
     for i, q in enumerate(result["queries"]):
         v = q["verdict"]
-        data = f' data-verdict="{e(v["kind"])}"' + "".join(f' data-tag{j}="{e(q["tags"].get(t, ""))}"'
-                                                            for j, t in enumerate(tags))
+        data_html = f' data-verdict="{e(v["kind"])}"' + "".join(f' data-tag{e(j)}="{e(q["tags"].get(t, ""))}"'
+                                                                 for j, t in enumerate(tags))
         m = q["metrics"]
-        rows.append(f'<tr class=q data-detail="d{i}"{data}><td>{e(q["id"])}</td><td>{e(q["text"])}</td>'
+        rows.append(f'<tr class="q" data-detail="d{e(i)}"{data_html}><td>{e(q["id"])}</td><td>{e(q["text"])}</td>'
                     f'<td class="k-{e(v["kind"])}">{e(v["kind"])}</td><td>{e(" ".join(v["flags"]))}</td>'
-                    f'<td>{fmt(m["chunk"].get("recall@window"), 2)}</td><td>{fmt(m["doc"].get("ndcg@10"), 3)}</td></tr>')
+                    f'<td>{e(fmt(m["chunk"].get("recall@window"), 2))}</td><td>{e(fmt(m["doc"].get("ndcg@10"), 3))}</td></tr>')
         spans = {g["doc_id"]: g["evidence"] for g in q.get("gold", [])}
         hits = []
         for h in q["hits"][: max(q["effective_k"], 1)]:
             text = chunk_text.get(h["chunk_id"], "")
-            body = _highlight(text, h["start"], spans.get(h["doc_id"], [])) if text else "<span class=muted>(text not loaded)</span>"
+            body_html = (_highlight(text, h["start"], spans.get(h["doc_id"], [])) if text
+                         else '<span class="muted">(text not loaded)</span>')
             mark = "evidence" if h["relevant"] else ("right document" if h["doc_relevant"] else "")
-            hits.append(f"<tr><td>{h['rank']}</td><td>{h['score']:.3f}</td><td>{e(h['chunk_id'])}</td><td>{mark}</td>"
-                        f"<td>{body}</td></tr>")
-        rows.append(f'<tr class=detail id="d{i}" hidden><td colspan=6><p>{e(v["reason"])}</p><table><tr><th>rank</th>'
-                    f'<th>score</th><th>chunk</th><th></th><th>text (evidence marked)</th></tr>{"".join(hits)}</table></td></tr>')
-    selects = ['<select data-filter=verdict><option value="">all verdicts</option>' + "".join(
-        f"<option>{e(k)}</option>" for k in result["summary"]["verdicts"]["counts"]) + "</select>"]
+            hits.append(f"<tr><td>{e(h['rank'])}</td><td>{e(format(h['score'], '.3f'))}</td><td>{e(h['chunk_id'])}</td>"
+                        f"<td>{e(mark)}</td><td>{body_html}</td></tr>")
+        hits_html = "".join(hits)
+        rows.append(f'<tr class="detail" id="d{e(i)}" hidden><td colspan="6"><p>{e(v["reason"])}</p><table><tr><th>rank</th>'
+                    f'<th>score</th><th>chunk</th><th></th><th>text (evidence marked)</th></tr>{hits_html}</table></td></tr>')
+    selects = ['<select data-filter="verdict"><option value="">all verdicts</option>' + "".join(
+        f'<option value="{e(k)}">{e(k)}</option>' for k in result["summary"]["verdicts"]["counts"]) + "</select>"]
     for j, t in enumerate(tags):
         values = sorted({q["tags"].get(t, "") for q in result["queries"]})
-        selects.append(f'<select data-filter=tag{j}><option value="">all {e(t)}</option>' +
+        selects.append(f'<select data-filter="tag{e(j)}"><option value="">all {e(t)}</option>' +
                        "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values) + "</select>")
-    return (f"<p>{''.join(selects)} <span id=shown></span> queries shown; click a row for its window.</p>"
-            "<table id=queries><tr><th>id</th><th>query</th><th>verdict</th><th>flags</th><th>chunk recall@window</th>"
-            f"<th>doc nDCG@10</th></tr>{''.join(rows)}</table>")
+    selects_html, rows_html = "".join(selects), "".join(rows)
+    return (f'<p>{selects_html} <span id="shown"></span> queries shown; click a row for its window.</p>'
+            '<table id="queries"><tr><th>id</th><th>query</th><th>verdict</th><th>flags</th><th>chunk recall@window</th>'
+            f"<th>doc nDCG@10</th></tr>{rows_html}</table>")
 
 
 def _run_section(result: dict, chunk_text: dict[str, str]) -> str:
@@ -162,64 +175,74 @@ def _run_section(result: dict, chunk_text: dict[str, str]) -> str:
     cards = [("queries", result["goldset"]["queries"]), ("doc nDCG@10", fmt(s["doc"].get("ndcg@10"), 3)),
              ("chunk recall@window", fmt(s["chunk"].get("recall@window"), 3)),
              ("doc MRR@10", fmt(s["doc"].get("rr@10"), 3)),
-             ("nothing in window", f"{cd['nothing_found_in_window']} queries"), ("ok", f"{v['shares']['ok']:.0%}")]
+             ("nothing in window", str(cd["nothing_found_in_window"]) + " queries"),
+             ("ok", format(v["shares"]["ok"], ".0%"))]
+    kinds = list(v["counts"])
     parts = [f"<h1>Retrieval report: {e(result['name'])}</h1>",
-             f"<p class=muted>retriever {e(str(result['config']['retriever'].get('kind')))}, window "
-             f"{e(result['cutoff']['describe'])}, depth {result['cutoff']['depth']}, {result['corpus']['documents']} "
-             f"documents in {result['corpus']['chunks']} chunks; created {e(result['created_at'])}</p>",
-             "<div class=cards>" + "".join(f"<div class=card><b>{e(str(val))}</b>{e(k)}</div>" for k, val in cards) + "</div>",
+             f'<p class="muted">retriever {e(result["config"]["retriever"].get("kind"))}, window '
+             f"{e(result['cutoff']['describe'])}, depth {e(result['cutoff']['depth'])}, {e(result['corpus']['documents'])} "
+             f"documents in {e(result['corpus']['chunks'])} chunks; created {e(result['created_at'])}</p>",
+             '<div class="cards">' + "".join(f'<div class="card"><b>{e(val)}</b>{e(k)}</div>' for k, val in cards)
+             + "</div>",
              "<h2>Metrics</h2><table><tr><th>metric</th><th>doc level</th><th>chunk level</th></tr>" +
-             "".join(f"<tr><td>{e(n)}</td><td>{fmt(s['doc'][n])}</td><td>{fmt(s['chunk'].get(n))}</td></tr>" for n in s["doc"]) +
+             "".join(f"<tr><td>{e(n)}</td><td>{e(fmt(s['doc'][n]))}</td><td>{e(fmt(s['chunk'].get(n)))}</td></tr>"
+                     for n in s["doc"]) +
              "</table>", "<h2>Verdicts</h2><table><tr><th>verdict</th><th>queries</th><th>share</th></tr>" +
-             "".join(f"<tr><td class='k-{e(k)}'>{e(k)}</td><td>{n}</td><td>{v['shares'][k]:.0%}</td></tr>"
+             "".join(f'<tr><td class="k-{e(k)}">{e(k)}</td><td>{e(n)}</td><td>{e(format(v["shares"][k], ".0%"))}</td></tr>'
                      for k, n in v["counts"].items()) + "</table>"]
     for tag, values in v["by_slice"].items():
-        kinds = list(v["counts"])
         parts.append(f"<h3>By {e(tag)}</h3><table><tr><th>{e(tag)}</th>" + "".join(f"<th>{e(k)}</th>" for k in kinds) +
-                     "</tr>" + "".join(f"<tr><td>{e(val)}</td>" + "".join(f"<td>{c[k]}</td>" for k in kinds) + "</tr>"
+                     "</tr>" + "".join(f"<tr><td>{e(val)}</td>" + "".join(f"<td>{e(c[k])}</td>" for k in kinds) + "</tr>"
                                        for val, c in sorted(values.items())) + "</table>")
     if v["advice"]:
         parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in v["advice"]) + "</ul>")
     parts.append("<h2>Curves</h2>" + plots([result]))
     parts.append("<h2>Queries</h2>" + _query_rows(result, chunk_text))
-    parts.append("<h2>Conventions</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(str(val))}</li>"
+    parts.append("<h2>Conventions</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(val)}</li>"
                                                      for k, val in result["conventions"].items()) + "</ul>")
     return "".join(parts)
 
 
+def _p(value) -> str:
+    return "" if value is None else format(value, ".4f")
+
+
 def _comparison_section(comparison: dict, results: list[dict]) -> str:
-    rows = "".join(
-        f"<tr><td>{e(r['run'])}</td><td>{e(r['metric'])}</td><td>{r['n']}</td><td>{fmt(r['baseline_mean'])}</td>"
-        f"<td>{fmt(r['mean'])}</td><td>{r['delta']:+.4f}{' *' if r['significant'] else ''}</td>"
-        f"<td>[{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}]</td><td>{r['p_corrected']:.4f}</td>"
-        f"<td>{r['wins']}/{r['ties']}/{r['losses']}</td><td>{r['mde']:.4f}</td></tr>" for r in comparison["rows"])
-    trans = "".join(f"<li>{e(run)}: {e(k)}: {len(ids)} ({e(', '.join(ids[:15]))})</li>"
-                    for run, t in comparison["transitions"].items() for k, ids in t.items())
-    return (f"<h1>Comparison against {e(comparison['baseline'])}</h1><p class=muted>{e(comparison['test'])} test, "
+    rows_html = "".join(
+        f"<tr><td>{e(r['run'])}</td><td>{e(r['metric'])}</td><td>{e(r['n'])}</td><td>{e(fmt(r['baseline_mean']))}</td>"
+        f"<td>{e(fmt(r['mean']))}</td><td>{e(format(r['delta'], '+.4f'))}{e(' *' if r['significant'] else '')}</td>"
+        f"<td>[{e(format(r['ci95'][0], '+.4f'))}, {e(format(r['ci95'][1], '+.4f'))}]</td><td>{e(_p(r['p_corrected']))}</td>"
+        f"<td>{e(r['wins'])}/{e(r['ties'])}/{e(r['losses'])}</td><td>{e(format(r['mde'], '.4f'))}</td></tr>"
+        for r in comparison["rows"])
+    trans_html = "".join(f"<li>{e(run)}: {e(k)}: {e(len(ids))} ({e(', '.join(ids[:15]))})</li>"
+                         for run, t in comparison["transitions"].items() for k, ids in t.items())
+    return (f"<h1>Comparison against {e(comparison['baseline'])}</h1><p class=\"muted\">{e(comparison['test'])} test, "
             f"{e(comparison['correction'])} correction; * significant after correction</p>"
             "<table><tr><th>run</th><th>metric</th><th>n</th><th>baseline</th><th>run</th><th>delta</th><th>95% CI</th>"
-            f"<th>p corrected</th><th>W/T/L</th><th>MDE</th></tr>{rows}</table>"
-            + (f"<h2>Verdict transitions</h2><ul>{trans}</ul>" if trans else "") + "<h2>Curves</h2>" + plots(results))
+            f"<th>p corrected</th><th>W/T/L</th><th>MDE</th></tr>{rows_html}</table>"
+            + (f"<h2>Verdict transitions</h2><ul>{trans_html}</ul>" if trans_html else "") + "<h2>Curves</h2>"
+            + plots(results))
 
 
 def _leaderboard_section(board: dict) -> str:
-    rows = "".join(
-        f"<tr><td>{i}</td><td>{e(r['run'])}</td><td>{e(', '.join(f'{k}={v}' for k, v in r['params'].items()))}</td>"
-        f"<td>{r['mean']:.4f}</td><td>{r['delta_vs_best']:+.4f}</td>"
-        f"<td>{'' if r['p_corrected'] is None else format(r['p_corrected'], '.4f')}</td>"
-        f"<td>{'yes' if r['tied_with_best'] else 'no'}</td></tr>" for i, r in enumerate(board["runs"], 1))
-    return (f"<h1>Sweep {e(board['name'])}: leaderboard by {e(board['metric'])}</h1><p class=muted>tied = not "
+    rows_html = "".join(
+        f"<tr><td>{e(i)}</td><td>{e(r['run'])}</td><td>{e(', '.join(f'{k}={v}' for k, v in r['params'].items()))}</td>"
+        f"<td>{e(format(r['mean'], '.4f'))}</td><td>{e(format(r['delta_vs_best'], '+.4f'))}</td>"
+        f"<td>{e(_p(r['p_corrected']))}</td>"
+        f"<td>{e('yes' if r['tied_with_best'] else 'no')}</td></tr>" for i, r in enumerate(board["runs"], 1))
+    return (f"<h1>Sweep {e(board['name'])}: leaderboard by {e(board['metric'])}</h1><p class=\"muted\">tied = not "
             f"significantly different from the best ({e(board['test'])} test, {e(board['correction'])} correction)</p>"
             "<table><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>delta vs best</th>"
-            f"<th>p corrected</th><th>tied with best</th></tr>{rows}</table>")
+            f"<th>p corrected</th><th>tied with best</th></tr>{rows_html}</table>")
 
 
 def render(results: list[dict], chunk_texts: list[dict[str, str]] | None = None, comparison: dict | None = None,
            leaderboard: dict | None = None) -> str:
     chunk_texts = chunk_texts or [{} for _ in results]
-    body = _comparison_section(comparison, results) if comparison else _run_section(results[0], chunk_texts[0])
+    body_html = _comparison_section(comparison, results) if comparison else _run_section(results[0], chunk_texts[0])
     if leaderboard:
-        body = _leaderboard_section(leaderboard) + body
-    title = e(comparison["baseline"] + " comparison" if comparison else results[0]["name"])
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{title}</title>"
-            f"<style>{CSS}</style></head><body>{body}<script>{JS if not comparison else ''}</script></body></html>")
+        body_html = _leaderboard_section(leaderboard) + body_html
+    title = comparison["baseline"] + " comparison" if comparison else results[0]["name"]
+    script_html = "" if comparison else JS
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
+            f"<style>{CSS}</style></head><body>{body_html}<script>{script_html}</script></body></html>")

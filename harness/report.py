@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 from .atomic import staged_dir, write_text
@@ -21,7 +22,10 @@ def fmt(value, digits: int = 4) -> str:
 
 
 def to_json(result: dict) -> str:
-    return json.dumps({k: v for k, v in result.items() if not k.startswith("_")}, indent=2, ensure_ascii=False)
+    """results.json text, checked against the schema (``harness.result``) so nothing unreadable is ever written."""
+    from .result import check_result
+
+    return check_result(result)
 
 
 def per_query_csv(result: dict) -> str:
@@ -41,60 +45,84 @@ def per_query_csv(result: dict) -> str:
     return buf.getvalue()
 
 
-def _table(headers: list[str], rows: list[list]) -> list[str]:
-    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + [
-        "| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+# Characters that start HTML (<), an entity, a link, code, emphasis or a table cell; '_' only where it could open or
+# close emphasis (CommonMark never does so inside a word, so snake_case ids stay readable).
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<&|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md(value) -> str:
+    """Any value as inert Markdown text on one line: newlines become spaces and the special characters are
+    backslash-escaped, so ``<script>`` shows as text and a ``|`` stays inside its table cell."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m[0], " ".join(str(value).splitlines()))
+
+
+def md_code(value, in_table: bool = False) -> str:
+    """A value as a Markdown code span on one line: the fence is longer than any backtick run inside (CommonMark),
+    so the value cannot close it, and HTML in it shows as text. In a table, ``|`` is escaped (GFM reads ``\\|``
+    inside code spans in cells as a literal pipe)."""
+    text = " ".join(str(value).splitlines())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    if in_table:
+        text = text.replace("|", "\\|")
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _table(headers: list, rows: list[list]) -> list[str]:
+    """A Markdown table; every cell, headers included, goes through ``md``."""
+    return ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "---|" * len(headers)] + [
+        "| " + " | ".join(md(c) for c in row) + " |" for row in rows]
 
 
 def markdown(result: dict, worst: int = 5) -> str:
+    """report.md. Every value from the result goes through ``md`` (text) or ``md_code`` (ids), never raw."""
     s = result["summary"]
-    out = [f"# Retrieval report: {result['name']}", ""]
-    out.append(f"Golden set **{result['goldset']['name']}** ({result['goldset']['queries']} queries, "
-               f"{result['goldset']['judgments']} judgments); corpus of {result['corpus']['documents']} documents in "
-               f"{result['corpus']['chunks']} chunks; retriever `{result['config']['retriever'].get('kind')}`; "
-               f"window {result['cutoff']['describe']} (mean effective k "
-               f"{result['cutoff']['mean_effective_k']:.2f}), depth {result['cutoff']['depth']}.")
+    g, c, cut = result["goldset"], result["corpus"], result["cutoff"]
+    out = [f"# Retrieval report: {md(result['name'])}", ""]
+    out.append(f"Golden set **{md(g['name'])}** ({md(g['queries'])} queries, {md(g['judgments'])} judgments); "
+               f"corpus of {md(c['documents'])} documents in {md(c['chunks'])} chunks; retriever "
+               f"{md_code(result['config']['retriever'].get('kind'))}; window {md(cut['describe'])} (mean effective k "
+               f"{md(format(cut['mean_effective_k'], '.2f'))}), depth {md(cut['depth'])}.")
     out.append("")
     out.append("## Metrics")
     names = list(s["doc"])
     out += _table(["metric", "doc level", "chunk level"], [[n, fmt(s["doc"][n]), fmt(s["chunk"].get(n))] for n in names])
     cd, cc = s["counts"]["doc"], s["counts"]["chunk"]
     out.append("")
-    out.append(f"Means over {cd['evaluated_queries']} of {cd['judged_queries']} queries; "
-               f"{cd['no_relevant_queries']} with no relevant document excluded"
-               + (f" ({', '.join(cd['no_relevant_query_ids'][:10])})" if cd["no_relevant_query_ids"] else "")
-               + f". Nothing relevant in the window: {cd['nothing_found_in_window']} queries at doc level, "
-               f"{cc['nothing_found_in_window']} at chunk level (report MRR with this share).")
+    out.append(f"Means over {md(cd['evaluated_queries'])} of {md(cd['judged_queries'])} queries; "
+               f"{md(cd['no_relevant_queries'])} with no relevant document excluded"
+               + (f" ({md(', '.join(cd['no_relevant_query_ids'][:10]))})" if cd["no_relevant_query_ids"] else "")
+               + f". Nothing relevant in the window: {md(cd['nothing_found_in_window'])} queries at doc level, "
+               f"{md(cc['nothing_found_in_window'])} at chunk level (report MRR with this share).")
     v = s["verdicts"]
     out += ["", "## Verdicts", ""]
     out += _table(["verdict", "queries", "share"], [[k, v["counts"][k], f"{v['shares'][k]:.0%}"] for k in v["counts"]])
     out.append("")
-    out.append("Flags: " + ", ".join(f"{f} {n}" for f, n in v["flags"].items()) +
-               f". Missing documents: {v['by_where']['beyond_cutoff']} beyond the cutoff "
-               f"({v['by_where']['near_cutoff']} just past it), {v['by_where']['not_retrieved']} not retrieved.")
+    out.append("Flags: " + md(", ".join(f"{f} {n}" for f, n in v["flags"].items())) +
+               f". Missing documents: {md(v['by_where']['beyond_cutoff'])} beyond the cutoff "
+               f"({md(v['by_where']['near_cutoff'])} just past it), {md(v['by_where']['not_retrieved'])} not retrieved.")
     for tag, values in v["by_slice"].items():
-        out += ["", f"### By {tag}", ""]
+        out += ["", f"### By {md(tag)}", ""]
         kinds = [k for k in v["counts"] if any(c[k] for c in values.values())]
         out += _table([tag, *kinds], [[val, *[c[k] for k in kinds]] for val, c in sorted(values.items())])
     if v["advice"]:
-        out += ["", "## Advice", ""] + [f"- {a}" for a in v["advice"]]
+        out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v["advice"]]
     out += ["", "## Worst queries", ""]
     for kind in ("goldset_error", "missing_document", "wrong_chunk", "buried_evidence"):
         rows = [q for q in result["queries"] if q["verdict"]["kind"] == kind]
         if not rows:
             continue
         rows.sort(key=lambda q: (q["metrics"]["chunk"].get("rr@window", 0), q["id"]))
-        out += [f"### {kind} ({len(rows)})", ""]
+        out += [f"### {md(kind)} ({len(rows)})", ""]
         for q in rows[:worst]:
-            out.append(f"- **{q['id']}** “{q['text']}”: {q['verdict']['reason']}")
+            out.append(f"- **{md(q['id'])}** “{md(q['text'])}”: {md(q['verdict']['reason'])}")
             for h in q["hits"][: max(q["effective_k"], 1)][:5]:
                 mark = "evidence" if h["relevant"] else ("right doc" if h["doc_relevant"] else "")
-                out.append(f"  - {h['rank']}. `{h['chunk_id']}` score {h['score']:.3f} {mark}")
+                out.append(f"  - {md(h['rank'])}. {md_code(h['chunk_id'])} score {md(format(h['score'], '.3f'))} {mark}")
         out.append("")
-    out += ["## Conventions", ""] + [f"- **{k}**: {val}" for k, val in result["conventions"].items()]
-    out += ["", f"Config hash `{result['config_hash']}`, harness {result['harness_version']}, "
-                f"created {result['created_at']}."]
+    out += ["## Conventions", ""] + [f"- **{md(k)}**: {md(val)}" for k, val in result["conventions"].items()]
+    out += ["", f"Config hash {md_code(result['config_hash'])}, harness {md(result['harness_version'])}, "
+                f"created {md(result['created_at'])}."]
     return "\n".join(out) + "\n"
 
 
@@ -113,14 +141,7 @@ def write_outputs(result: dict, out_dir: Path) -> Path:
 
 
 def load_results(path: Path) -> dict:
-    from .errors import InputError
+    """A saved results.json, validated by the schema (every problem located); the plain dict comes back."""
+    from .result import load_result
 
-    if not path.is_file():
-        raise InputError(f"{path}: results file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON (line {exc.lineno}): a results.json written by harness run?") from None
-    if not isinstance(data, dict) or "queries" not in data or "summary" not in data:
-        raise InputError(f"{path}: not a harness results.json (no 'queries'/'summary')")
-    return data
+    return load_result(path)

@@ -135,14 +135,14 @@ def rank_runs(results: list, level: str, metric: str, name: str, log) -> list:
 
 
 def leaderboard_markdown(board: dict) -> str:
-    out = [f"# Sweep {board['name']}: leaderboard by {board['metric']}", "",
-           f"Compared against the best run ({board['best']}) with a paired {board['test']} test, "
-           f"{board['correction']} correction; 'tied' = not significantly different from the best.", "",
-           "| rank | run | params | mean | delta vs best | p (corrected) | tied with best |",
-           "|---|---|---|---|---|---|---|"]
-    for i, r in enumerate(board["runs"], 1):
-        params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
-        p = "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}"
-        out.append(f"| {i} | {r['run']} | {params} | {r['mean']:.4f} | {r['delta_vs_best']:+.4f} | {p} | "
-                   f"{'yes' if r['tied_with_best'] else 'no'} |")
+    """leaderboard.md; sweep values are user strings, so every cell and value goes through report's escaping."""
+    from .report import _table, md
+
+    rows = [[i, r["run"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), f"{r['mean']:.4f}",
+             f"{r['delta_vs_best']:+.4f}", "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}",
+             "yes" if r["tied_with_best"] else "no"] for i, r in enumerate(board["runs"], 1)]
+    out = [f"# Sweep {md(board['name'])}: leaderboard by {md(board['metric'])}", "",
+           f"Compared against the best run ({md(board['best'])}) with a paired {md(board['test'])} test, "
+           f"{md(board['correction'])} correction; 'tied' = not significantly different from the best.", ""]
+    out += _table(["rank", "run", "params", "mean", "delta vs best", "p (corrected)", "tied with best"], rows)
     return "\n".join(out) + "\n"

@@ -1,4 +1,5 @@
-"""The HTML report in a real headless browser (system Chromium via playwright; skipped without either)."""
+"""The HTML report in a real headless browser (system Chromium via playwright; skipped without either): it works,
+and nothing from a result runs as script."""
 
 import json
 import shutil
@@ -37,7 +38,7 @@ def page_html(tmp_path_factory):
     return path, result
 
 
-def with_page(path, fn):
+def with_page(path, fn, dialogs=None):
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
                                                                     "--disable-background-networking"])
@@ -45,6 +46,8 @@ def with_page(path, fn):
         errors = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        if dialogs is not None:  # record every alert/confirm/prompt and dismiss it, so none blocks the page
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(path.as_uri())
         try:
             return fn(page), errors
@@ -94,3 +97,37 @@ def test_filters_and_row_expansion_work(page_html):
     assert out["all"] == 3 and out["billing"] == 2
     assert out["verdict"] == sum(1 for k in kinds.values() if k == kinds["q1"])
     assert out["expanded"] and out["mark"] == "Rotate keys"
+
+
+def test_report_command_on_a_result_with_payloads_in_every_string(tmp_path):
+    """``harness report`` on a results.json whose every free-text string (query text, tags, ids, advice, reasons,
+    conventions, metric names, config values...) carries markup that breaks out of text, attributes and code: the
+    schema accepts it, the page fires no dialog and runs no script of it, and each payload shows as text."""
+    from clihelp import ROOT, harness
+    from test_hardening_render import poison
+
+    out = tmp_path / "demo"
+    assert harness("run", ROOT / "configs/demo-bm25.yaml", "--out", out, "-q").returncode == 0
+    bad, made = poison(json.loads((out / "results.json").read_text()))
+    (tmp_path / "hostile.json").write_text(json.dumps(bad))
+    proc = harness("report", tmp_path / "hostile.json", "--out", tmp_path / "page.html")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    q = bad["queries"][0]
+    topic = made["topic"]
+    shown = [q["id"], q["text"], q["verdict"]["reason"], q["hits"][0]["chunk_id"], topic, q["tags"][topic],
+             bad["config"]["retriever"]["kind"], bad["cutoff"]["describe"], bad["created_at"],
+             bad["summary"]["verdicts"]["advice"][0], next(iter(bad["conventions"])),
+             next(iter(bad["conventions"].values())), next(iter(bad["summary"]["doc"]))]
+
+    def check(page):
+        body = page.text_content("body")
+        billing = made["billing"]
+        tag = sorted(q["tags"]).index(topic)
+        page.select_option(f"select[data-filter=tag{tag}]", billing)  # a payload round-trips through an attribute
+        return {"missing": [s for s in shown if s not in body], "scripts": page.locator("script").count(),
+                "imgs": page.locator("img").count(), "shown": page.locator("tr.q:visible").count()}
+    dialogs = []
+    out, errors = with_page(tmp_path / "page.html", check, dialogs)
+    assert dialogs == [] and errors == []
+    assert out["missing"] == [] and out["scripts"] == 1 and out["imgs"] == 0
+    assert out["shown"] == sum(1 for q in bad["queries"] if q["tags"].get(topic) == made["billing"]) > 0
