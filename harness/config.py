@@ -117,6 +117,7 @@ class ExperimentConfig(Strict):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+_EXPONENT = re.compile(r"^[+-]?[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]+$")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -172,6 +173,8 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix
             continue
         got = err.get("input")
         got_text = "" if isinstance(got, dict) else f" (got {got!r})"
+        if err["type"] == "int_parsing" and isinstance(got, str) and _EXPONENT.match(got.strip()):
+            got_text += "; YAML reads a number like 1e8 as text: write it out (100000000)"
         problems.append(f"{path}: {msg}{got_text}")
     return problems
 

@@ -124,7 +124,8 @@ class TokenCounter:
         if spec != "words":
             path = Path(spec)
             if not path.is_file():
-                raise ConfigError(f"{where}: {spec!r} is not 'words' or the path of a tokenizer.json file")
+                raise ConfigError(f"{where}: {spec!r}: no such file; expected the path of a tokenizer.json "
+                                  f"(or 'words')")
             try:
                 from tokenizers import Tokenizer
             except ImportError:
