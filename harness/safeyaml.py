@@ -131,20 +131,25 @@ class _CheckedLoader(yaml.SafeLoader):
 def parse_yaml(text: str, source: str, error_cls: type[Exception]) -> Any:
     """Parse YAML text from ``source`` (a file name for messages); any problem raises ``error_cls``, whose
     constructor takes ``(message, problems)`` like ``InputError``."""
-    loader = _CheckedLoader(text)
-    loader.source = source
+    loader = None
     try:
+        loader = _CheckedLoader(text)  # the reader refuses control characters already here
+        loader.source = source
         return loader.get_single_data()
     except _Refused as exc:
         raise error_cls(exc.message, exc.problems) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        if isinstance(exc, yaml.reader.ReaderError):
+            where = f" (character {exc.position + 1})"
+            exc = f"character #x{exc.character:04x} is not allowed in YAML" if isinstance(exc.character, int) else exc
         raise error_cls(f"{source}{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     except RecursionError:
         raise error_cls(f"{source}: nested too deeply to read (more than {MAX_DEPTH} levels)") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml(path: str | Path, error_cls: type[Exception]) -> Any:
