@@ -113,11 +113,11 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
     model folders, tokenizers, external run files, gate rules (with ``rules``), corpus, chunking and golden set.
     Every problem is raised in one error; golden-set problems that a run flags are warnings."""
-    from .sweep import expand
-
     errors: list = []
     configs = [config]
     if config.sweep:
+        from .sweep import expand  # only now: it imports the comparison statistics
+
         points = _attempt(lambda: [cfg for cfg, _ in expand(config)], errors)
         if errors:  # name the file: a sweep point's own source is its parameters
             first = errors[0]
