@@ -124,11 +124,14 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
     """
     from .config import load_config
-    from .experiment import run_experiment
+    from .experiment import check_before_retrieval, run_experiment
     from .report import write_outputs
 
     cfg = load_config(config)
     log = (lambda m: None) if quiet else _err
+    checked = check_before_retrieval(cfg, source=str(config), log=log)  # the same checks as validate
+    for warning in checked.warnings:
+        _err(f"warning: {warning}")
     if cfg.sweep:
         from .sweep import run_sweep
         target = out or cfg.output_dir()
@@ -138,7 +141,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
             _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
         print(target / "leaderboard.md")
         return
-    result = run_experiment(cfg, progress=not quiet, log=log)
+    result = run_experiment(cfg, progress=not quiet, log=log, prepared=checked.prepared)
     target = out or cfg.output_dir()
     write_outputs(result, target)
     s = result["summary"]
@@ -150,22 +153,26 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
 
 
 @app.command()
-def validate(config: Path = typer.Argument(..., help="experiment YAML")) -> None:
-    """Check a config and every file it names (corpus, golden set against the corpus) without running.
+def validate(config: Path = typer.Argument(..., help="experiment YAML"),
+             rules: Optional[Path] = typer.Option(None, "--rules", help="also check a gate rules YAML against "
+                                                                         "the config's metrics")) -> None:
+    """Everything run checks before retrieving, without retrieving: the config, sweep points, model folders,
+    tokenizers, corpus, chunking, golden set against the corpus, and gate rules. Exit 2 on errors; golden-set
+    problems that run flags (diagnostics.on_gold_error: flag) are warnings, as in run.
 
-    Example: harness validate configs/demo-bm25.yaml
+    Example: harness validate configs/demo-bm25.yaml --rules configs/gates.yaml
     """
     from .config import load_config
-    from .errors import GoldSetError
-    from .experiment import prepare
+    from .experiment import check_before_retrieval
 
     cfg = load_config(config)
-    prepared = prepare(cfg, log=_err)
-    if prepared.problems:
-        raise GoldSetError(f"{config}: the golden set does not match the corpus",
-                           [p.message for p in prepared.problems])
-    print(f"{config}: ok ({len(prepared.docs)} documents, {len(prepared.chunks)} chunks, "
-          f"{len(prepared.gold.queries)} queries)")
+    checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err)
+    for warning in checked.warnings:
+        _err(f"warning: {warning}")
+    p = checked.prepared
+    sweep = f"{checked.points} sweep points; first: " if cfg.sweep else ""
+    print(f"{config}: ok ({sweep}{len(p.docs)} documents, {len(p.chunks)} chunks, {len(p.gold.queries)} queries"
+          f"{f', {len(checked.warnings)} warning(s)' if checked.warnings else ''})")
 
 
 NATIVE_GOLD = (".jsonl", ".yaml", ".yml")

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError, MetricError
@@ -22,7 +21,13 @@ from .metricspec import DEFAULT_METRICS, parse_metrics
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# The largest rank setting accepted (depth, cutoff.k, metric cutoffs, a hybrid child's depth, reranked top_n): far
+# beyond any corpus a run can rank, and small enough that nothing sized by it overflows or allocates gigabytes.
+MAX_RANK = 1_000_000
 
 
 class CorpusConfig(Strict):
@@ -56,7 +61,7 @@ class GoldsetConfig(Strict):
 
 
 class CutoffConfig(Strict):
-    k: int | None = Field(None, ge=1)
+    k: int | None = Field(None, ge=1, le=MAX_RANK)
     token_budget: int | None = Field(None, ge=1)
     tokenizer: str = "words"
 
@@ -91,8 +96,8 @@ class ExperimentConfig(Strict):
     goldset: GoldsetConfig
     retriever: dict[str, Any]
     cutoff: CutoffConfig = CutoffConfig(k=5)
-    depth: int = Field(100, ge=1)
-    metrics: tuple[str, ...] = DEFAULT_METRICS
+    depth: int = Field(100, ge=1, le=MAX_RANK)
+    metrics: tuple[str, ...] = Field(DEFAULT_METRICS, min_length=1)
     evaluation: EvaluationConfig = EvaluationConfig()
     diagnostics: DiagnosticsConfig = DiagnosticsConfig()
     output: Path | None = None
@@ -112,6 +117,7 @@ class ExperimentConfig(Strict):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+_EXPONENT = re.compile(r"^[+-]?[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]+$")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -161,33 +167,43 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix
                 hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {valid}"
             problems.append(f"{path}: unknown key{hint}")
             continue
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")  # our validators' own words need no pydantic prefix
         if err["type"] == "missing":
             problems.append(f"{path}: required key is missing")
             continue
         got = err.get("input")
         got_text = "" if isinstance(got, dict) else f" (got {got!r})"
+        if err["type"] == "int_parsing" and isinstance(got, str) and _EXPONENT.match(got.strip()):
+            got_text += "; YAML reads a number like 1e8 as text: write it out (100000000)"
         problems.append(f"{path}: {msg}{got_text}")
     return problems
 
 
-def _resolve_paths(data: dict, base: Path) -> None:
-    def fix(section: dict | None, key: str) -> None:
+def _absolute(value: str, base: Path, where: str, problems: list[str]) -> str:
+    try:
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else (base / p).resolve())
+    except (RuntimeError, ValueError, OSError) as exc:  # ~nouser/..., an embedded NUL byte, a loop of links
+        problems.append(f"{where}: {value!r} is not a usable path ({exc})")
+        return value
+
+
+def _resolve_paths(data: dict, base: Path, problems: list[str]) -> None:
+    def fix(section: dict | None, key: str, where: str) -> None:
         if isinstance(section, dict) and isinstance(section.get(key), str):
-            p = Path(section[key]).expanduser()
-            section[key] = str(p if p.is_absolute() else (base / p).resolve())
-    fix(data.get("corpus"), "path")
-    fix(data.get("goldset"), "path")
-    fix(data.get("goldset"), "queries")
-    fix(data.get("goldset"), "evidence")
-    fix(data.get("chunking"), "tokenizer")
+            section[key] = _absolute(section[key], base, f"{where}.{key}" if where else key, problems)
+    fix(data.get("corpus"), "path", "corpus")
+    fix(data.get("goldset"), "path", "goldset")
+    fix(data.get("goldset"), "queries", "goldset")
+    fix(data.get("goldset"), "evidence", "goldset")
+    fix(data.get("chunking"), "tokenizer", "chunking")
     cutoff = data.get("cutoff")
     if isinstance(cutoff, dict) and isinstance(cutoff.get("tokenizer"), str) and cutoff["tokenizer"] != "words":
-        fix(cutoff, "tokenizer")
+        fix(cutoff, "tokenizer", "cutoff")
     if isinstance(data.get("output"), str):
-        fix(data, "output")
+        fix(data, "output", "")
 
-    def fix_retriever(node: Any) -> None:
+    def fix_retriever(node: Any, where: str) -> None:
         if not isinstance(node, dict):
             return
         for key in ("path", "model"):
@@ -196,16 +212,34 @@ def _resolve_paths(data: dict, base: Path) -> None:
                 continue  # bundled:..., hub:... and URLs are names, not paths
             # a model is a path only when it looks like one; 'path' always is
             if key == "path" or value.startswith((".", "/", "~")):
-                p = Path(value).expanduser()
-                node[key] = str(p if p.is_absolute() else (base / p).resolve())
+                node[key] = _absolute(value, base, f"{where}.{key}", problems)
         stage = node.get("stage")
         if isinstance(stage, dict) and isinstance(stage.get("model"), str) and stage["model"].startswith((".", "/", "~")):
-            p = Path(stage["model"]).expanduser()
-            stage["model"] = str(p if p.is_absolute() else (base / p).resolve())
-        for child in node.get("children", []) or []:
-            fix_retriever(child)
-        fix_retriever(node.get("child"))
-    fix_retriever(data.get("retriever"))
+            stage["model"] = _absolute(stage["model"], base, f"{where}.stage.model", problems)
+        children = node.get("children")
+        for i, child in enumerate(children if isinstance(children, list) else []):
+            fix_retriever(child, f"{where}.children.{i}")
+        fix_retriever(node.get("child"), f"{where}.child")
+    fix_retriever(data.get("retriever"), "retriever")
+
+
+def _rank_problems(config: ExperimentConfig, specs: list) -> list[str]:
+    """A metric at k computed from fewer than k retrieved hits is silently wrong (ndcg@10 from 3 hits): the
+    depth must cover every cutoff. Metrics without a cutoff (ap, rr, rprec, ndcg) are over the depth by design."""
+    problems = []
+    for spec in specs:
+        if spec.k is not None and spec.k > MAX_RANK:
+            problems.append(f"metrics: {spec.name}: the cutoff must be at most {MAX_RANK:,}")
+    needs = [(spec.k, spec.name) for spec in specs if spec.k is not None and config.depth < spec.k <= MAX_RANK]
+    if config.cutoff.k is not None and config.depth < config.cutoff.k:
+        needs.append((config.cutoff.k, f"cutoff.k ({config.cutoff.k})"))
+    if needs:
+        most = max(k for k, _ in needs)
+        named = ", ".join(name for _, name in sorted(needs, reverse=True))
+        default = "" if "metrics" in config.model_fields_set else " (the default metrics; set metrics: to choose)"
+        problems.append(f"depth: {config.depth} hits per query are fewer than {named}{default} "
+                        f"need{'s' if len(needs) == 1 else ''}; set depth: {most} or more, or lower the cutoff")
+    return problems
 
 
 def parse_config(data: Any, source: str = "<config>", base: Path | None = None) -> ExperimentConfig:
@@ -216,7 +250,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
         raise ConfigError(f"{source}: the config must be a mapping of keys, got {type(data).__name__}")
     problems: list[str] = []
     data = _interpolate(data, "", problems)
-    _resolve_paths(data, base or Path.cwd())
+    _resolve_paths(data, base or Path.cwd(), problems)
     config = None
     try:
         config = ExperimentConfig.model_validate(data)
@@ -226,11 +260,15 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
         problems += validate_retriever_config(data["retriever"], ("retriever",))
     elif "retriever" in data:
         problems.append("retriever: expected a mapping with a 'kind'")
-    if isinstance(data.get("metrics"), list):
+    metrics = data.get("metrics", list(DEFAULT_METRICS))
+    if isinstance(metrics, (list, tuple)):
         try:
-            parse_metrics([str(m) for m in data["metrics"]])
+            specs = parse_metrics([str(m) for m in metrics])
         except MetricError as exc:
             problems += [f"metrics: {p}" for p in exc.problems]
+        else:
+            if config is not None:
+                problems += _rank_problems(config, specs)
     if problems:
         raise ConfigError(f"{source}: invalid config", sorted(set(problems), key=problems.index))
     assert config is not None
@@ -238,15 +276,9 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
+    from .safeyaml import load_yaml
+
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ConfigError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    return parse_config(data, str(path), path.parent.resolve())
+    return parse_config(load_yaml(path, ConfigError), str(path), path.parent.resolve())

@@ -10,20 +10,22 @@ import json
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Sequence
 
 from . import __version__
 from .chunking import chunk_documents
 from .config import ExperimentConfig
 from .corpus import load_corpus
 from .diagnostics import diagnose, summarize_verdicts
-from .errors import GoldSetError
+from .errors import ConfigError, GoldSetError, InputError, MissingDependencyError
 from .evaluation import chunk_lists, doc_lists, evaluate_level, window_means, window_per_query
 from .goldset import GoldProblem, chunk_qrels, doc_qrels, read_goldset, resolve_goldset
 from .metrics import conventions as metric_conventions
 from .metricspec import parse_metrics
 from .retrievers import BuildContext, build_retriever
 from .runner import retrieve_all, window_sizes
+from .text import TokenCounter
 from .types import Chunk, Document, GoldSet, RankedList, Run
 
 
@@ -49,19 +51,139 @@ def goldset_fingerprint(gold: GoldSet) -> str:
                         for j in gold.judgments])
 
 
-def prepare(config: ExperimentConfig, *, log=None) -> Prepared:
+def _attempt(step: Callable, errors: list[InputError]):
+    try:
+        return step()
+    except (InputError, MissingDependencyError) as exc:
+        errors.append(exc)
+        return None
+
+
+def merge_errors(errors: list, head: str) -> Exception:
+    """One error for many: the only one as it is, else an InputError listing every located line of each."""
+    if len(errors) == 1:
+        return errors[0]
+    lines: list[str] = []
+    for exc in errors:
+        first = str(exc).split("\n", 1)[0]
+        problems = getattr(exc, "problems", None) or []
+        if not problems:
+            lines.append(first)
+        # A line that names no file ("query 'q1': ...") gets its error's head, which does.
+        lines += [p if ":" in p.split(" ", 1)[0] else f"{first.rstrip(':')}: {p}" for p in problems]
+    return InputError(f"{head}: {len(lines)} problems", lines)
+
+
+def prepare(config: ExperimentConfig, *, log=None, source: str = "config") -> Prepared:
+    """Load the corpus, chunk it and read the golden set against it; the problems of all three are raised
+    together. Golden-set problems against the corpus are returned (``problems``): a run flags those queries,
+    unless ``diagnostics.on_gold_error: fail``. ``source`` names the config file in messages."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    docs = load_corpus(config.corpus)
-    chunks = chunk_documents(docs, config.chunking)
+    errors: list = []
+    docs = _attempt(lambda: load_corpus(config.corpus), errors)
+    chunking = config.chunking
+    tokenizer_ok = chunking.strategy != "tokens" or chunking.unit != "tokenizer" or _attempt(
+        lambda: TokenCounter(str(chunking.tokenizer), where=f"{source}: chunking.tokenizer"), errors) is not None
+    chunks = _attempt(lambda: chunk_documents(docs, chunking), errors) if docs is not None and tokenizer_ok else None
+    raw = _attempt(lambda: read_goldset(config.goldset), errors)
+    if errors:
+        raise merge_errors(errors, source)
     log(f"corpus: {len(docs)} documents -> {len(chunks)} chunks ({config.chunking.strategy})")
-    raw = read_goldset(config.goldset)
     gold, problems = resolve_goldset(raw, {d.doc_id: d for d in docs}, config.goldset.path.stem or config.name)
     log(f"golden set: {len(gold.queries)} queries, {len(gold.judgments)} judgments, "
         f"{len(problems)} problem(s) against the corpus")
     if problems and config.diagnostics.on_gold_error == "fail":
-        raise GoldSetError("the golden set does not match the corpus (diagnostics.on_gold_error: fail)",
-                           [p.message for p in problems])
+        raise GoldSetError(f"{config.goldset.path}: the golden set does not match the corpus "
+                           f"(diagnostics.on_gold_error: fail)", [p.message for p in problems])
     return Prepared(config, docs, chunks, gold, problems)
+
+
+@dataclass
+class Checked:
+    """What ``check_before_retrieval`` found. ``prepared`` is the config's own loaded inputs (for a sweep, the
+    first point's); ``warnings`` are what run and validate both print as ``warning: ...``."""
+
+    prepared: Prepared
+    points: int
+    warnings: list[str]
+
+
+def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path | None = None,
+                           log=None) -> Checked:
+    """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
+    model folders, tokenizers, external run files, gate rules (with ``rules``), corpus, chunking and golden set.
+    Every problem is raised in one error; golden-set problems that a run flags are warnings."""
+    errors: list = []
+    configs = [config]
+    if config.sweep:
+        from .sweep import expand  # only now: it imports the comparison statistics
+
+        points = _attempt(lambda: [cfg for cfg, _ in expand(config)], errors)
+        if errors:  # name the file: a sweep point's own source is its parameters
+            first = errors[0]
+            errors[0] = ConfigError(f"{source}: {str(first).split(chr(10), 1)[0]}", getattr(first, "problems", []))
+        configs = points or [config]
+    lines: list[str] = []
+    seen: set[str] = set()
+    tokenizers: set[str] = set()
+    for cfg in configs:
+        lines += _retriever_problems(cfg.retriever, seen)
+        if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer not in tokenizers | {"words"}:
+            tokenizers.add(cfg.cutoff.tokenizer)
+            _attempt(lambda: TokenCounter(cfg.cutoff.tokenizer, where=f"{source}: cutoff.tokenizer"), errors)
+    if lines:
+        errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
+    if rules is not None:
+        _attempt(lambda: check_rules(rules, config, source), errors)
+    prepared: dict[str, Prepared] = {}
+    for cfg in configs:
+        key = json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),
+                          cfg.goldset.model_dump(mode="json"), cfg.diagnostics.on_gold_error], sort_keys=True)
+        if key not in prepared:
+            done = _attempt(lambda: prepare(cfg, log=log if not prepared else (lambda m: None), source=source), errors)
+            if done is None:
+                break  # the same files would fail the same way for the other points
+            prepared[key] = done
+    if errors:
+        raise merge_errors(errors, source)
+    warnings = []
+    for p in prepared.values():
+        for problem in p.problems:
+            line = f"{p.config.goldset.path}: {problem.message} (the query is flagged goldset_error)"
+            if line not in warnings:
+                warnings.append(line)
+    return Checked(next(iter(prepared.values())), len(configs), warnings)
+
+
+def _retriever_problems(section: dict, seen: set[str]) -> list[str]:
+    """Problems only loading would show (model folders, run files), once per distinct retriever section."""
+    from .retrievers import parse_retriever_config
+
+    key = json.dumps(section, sort_keys=True, default=str)
+    if key in seen:
+        return []
+    seen.add(key)
+    cfg = parse_retriever_config(section)
+    return cfg.preflight("retriever") if hasattr(cfg, "preflight") else []
+
+
+def check_rules(path: Path, config: ExperimentConfig, source: str) -> None:
+    """Gate rules parse, and every metric they name is one this config computes."""
+    from .evaluation import WINDOW_METRICS
+    from .gates import load_rules
+    from .safeyaml import load_yaml
+
+    load_yaml(path, InputError)  # alias bombs, duplicate keys: before anything walks the data
+    computed = {spec.name for spec in parse_metrics(config.metrics)} | set(WINDOW_METRICS)
+    problems = []
+    for i, rule in enumerate(load_rules(path)):
+        if rule.kind in ("metric", "regression"):
+            metric = rule.target.split(".", 1)[1]
+            if metric not in computed:
+                problems.append(f"{path}: rules.{i}: {rule.target}: {source} does not compute {metric}; add it "
+                                f"to metrics: (it has {', '.join(sorted(computed))})")
+    if problems:
+        raise InputError(f"{path}: rules name metrics the run will not have", problems)
 
 
 def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,

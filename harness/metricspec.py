@@ -114,6 +114,8 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             if "=" not in part:
                 raise MetricError(f"metric {text!r}: parameter {part.strip()!r} must look like name=value")
             key, value = (s.strip() for s in part.split("=", 1))
+            if key in params:  # ndcg(gain=exp,gain=linear): which one was meant?
+                raise MetricError(f"metric {text!r}: parameter {key!r} is given twice")
             params[key] = value
     return _build(text, family, params, int(m["k"]) if m["k"] else None)
 

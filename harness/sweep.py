@@ -24,13 +24,14 @@ def _set(data: dict, path: str, value) -> None:
     node = data
     parts = path.split(".")
     for i, part in enumerate(parts[:-1]):
-        key = int(part) if isinstance(node, list) else part
         try:
-            node = node[key]
-        except (KeyError, IndexError, TypeError):
+            node = node[int(part) if isinstance(node, list) else part]
+        except (KeyError, IndexError, TypeError, ValueError):
             raise ConfigError(f"sweep.{path}: '{'.'.join(parts[:i + 1])}' does not exist in the config") from None
     last = parts[-1]
     if isinstance(node, list):
+        if not (last.isdigit() and int(last) < len(node)):
+            raise ConfigError(f"sweep.{path}: '{path}' does not exist in the config (a list of {len(node)})")
         node[int(last)] = value
     elif isinstance(node, dict):
         node[last] = value

@@ -23,6 +23,20 @@ _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
+def token_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be a token regex, or None. findall() returns tuples for two or more groups (the
+    stemmer then fails) and empty tokens for a pattern that matches nothing at all, so both are refused."""
+    try:
+        regex = re.compile(pattern)
+    except (re.error, OverflowError, RecursionError) as exc:
+        return f"not a valid regular expression: {exc}"
+    if regex.groups > 1:
+        return f"has {regex.groups} capturing groups; use (?:...) for grouping, so each match is one token"
+    if regex.fullmatch("") is not None:
+        return "matches the empty string, so every text would yield empty tokens (use + rather than *)"
+    return None
+
+
 @dataclass(frozen=True)
 class Analyzer:
     """Turns text into index terms: optional lowercasing, a token regex, stopwords, Snowball/Porter stemming."""
@@ -31,6 +45,19 @@ class Analyzer:
     pattern: str = r"\w+"
     stopwords: str = "none"
     stemmer: str = "none"
+
+    def __post_init__(self) -> None:
+        # Fail when built, not at the first text, so a bad setting is a config error and not a traceback mid-run.
+        problems = []
+        why = token_pattern_problem(self.pattern) if isinstance(self.pattern, str) else "must be a string"
+        if why:
+            problems.append(f"pattern {self.pattern!r}: {why}")
+        if self.stopwords not in STOPWORD_LISTS:
+            problems.append(f"stopwords {self.stopwords!r}: choose one of {', '.join(STOPWORD_LISTS)}")
+        if self.stemmer not in STEMMERS:
+            problems.append(f"stemmer {self.stemmer!r}: choose one of {', '.join(STEMMERS)}")
+        if problems:
+            raise ConfigError("invalid tokenizer settings", problems)
 
     @cached_property
     def _regex(self) -> re.Pattern:
@@ -90,19 +117,25 @@ def paragraph_spans(text: str) -> list[tuple[int, int]]:
 class TokenCounter:
     """Counts tokens for budgets: ``words`` (whitespace words) or a local Hugging Face ``tokenizer.json``."""
 
-    def __init__(self, spec: str = "words"):
+    def __init__(self, spec: str = "words", where: str = "tokenizer"):
+        """``where`` names the setting in messages, e.g. ``cfg.yaml: cutoff.tokenizer``."""
         self.spec = spec
         self._tokenizer = None
         if spec != "words":
             path = Path(spec)
             if not path.is_file():
-                raise ConfigError(f"tokenizer {spec!r}: expected 'words' or the path of a tokenizer.json file")
+                raise ConfigError(f"{where}: {spec!r}: no such file; expected the path of a tokenizer.json "
+                                  f"(or 'words')")
             try:
                 from tokenizers import Tokenizer
             except ImportError:
                 raise MissingDependencyError("a tokenizer.json needs the tokenizers package: "
                                              "pip install 'rag-harness[dense]'") from None
-            self._tokenizer = Tokenizer.from_file(str(path))
+            try:
+                self._tokenizer = Tokenizer.from_file(str(path))
+            except Exception as exc:  # tokenizers raises a bare Exception for bad JSON and for a wrong schema
+                reason = " ".join(str(exc).split())[:200]
+                raise ConfigError(f"{where}: {path} is not a Hugging Face tokenizer.json ({reason})") from None
 
     def count(self, text: str) -> int:
         if self._tokenizer is None:

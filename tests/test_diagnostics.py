@@ -27,7 +27,7 @@ chunking: {{strategy: sentences, size: 1}}
 goldset: {{path: g.jsonl}}
 retriever: {{kind: bm25}}
 cutoff: {{{cutoff}}}
-depth: 10
+depth: 100
 {extra}
 """)
     return prepare(parse_config(cfg, "t.yaml", tmp_path), log=lambda m: None)

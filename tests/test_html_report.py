@@ -31,7 +31,7 @@ def page_html(tmp_path_factory):
     (tmp / "g.jsonl").write_text("\n".join(json.dumps(g) for g in gold))
     cfg = parse_config({"name": "html-test", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
                         "chunking": {"strategy": "sentences", "size": 1}, "retriever": {"kind": "bm25"},
-                        "cutoff": {"k": 1}, "depth": 10}, "t", tmp)
+                        "cutoff": {"k": 1}, "depth": 100}, "t", tmp)
     result = run_experiment(cfg, progress=False, log=lambda m: None)
     path = tmp / "report.html"
     path.write_text(render([result], [result["_chunk_text"]]))

@@ -66,7 +66,7 @@ def validate_retriever_config(section: dict, prefix: tuple = ("retriever",)) -> 
     kind = section.get("kind")
     if kind is None:
         return [f"{where}.kind: required key is missing; registered kinds: {', '.join(sorted(REGISTRY))}"]
-    if kind not in REGISTRY:
+    if not isinstance(kind, str) or kind not in REGISTRY:
         return [f"{where}.kind: unknown retriever kind {kind!r}; registered kinds: {', '.join(sorted(REGISTRY))}"]
     model = REGISTRY[kind].config_model
     problems: list[str] = []
@@ -75,13 +75,13 @@ def validate_retriever_config(section: dict, prefix: tuple = ("retriever",)) -> 
     except ValidationError as exc:
         problems += [p for p in format_validation_error(exc, model, prefix)
                      if not _is_child_path(p, prefix)]
-    from .compose import split_child  # weight/depth belong to the parent, not the child's own model
+    from .compose import child_problems  # weight/depth belong to the parent, not the child's own model
 
-    for i, child in enumerate(section.get("children") or []):
-        if isinstance(child, dict):
-            problems += validate_retriever_config(split_child(child)[0], prefix + ("children", i))
-    if isinstance(section.get("child"), dict):
-        problems += validate_retriever_config(split_child(section["child"])[0], prefix + ("child",))
+    if "children" in model.model_fields and isinstance(section.get("children"), list):
+        for i, child in enumerate(section["children"]):
+            problems += child_problems(child, kind, prefix + ("children", i))
+    if "child" in model.model_fields and isinstance(section.get("child"), dict):
+        problems += child_problems(section["child"], kind, prefix + ("child",))
     return problems
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Literal, Sequence
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..config import Strict
-from ..text import Analyzer
+from ..text import Analyzer, token_pattern_problem
 from ..types import Chunk, Query, RankedList
 from . import BuildContext, RetrieverKind, register
 from .ranking import ranked_list, top_k
@@ -20,6 +20,14 @@ class AnalyzerConfig(Strict):
     pattern: str = r"\w+"
     stopwords: Literal["none", "english"] = "none"
     stemmer: Literal["none", "english", "porter"] = "none"
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        why = token_pattern_problem(pattern)
+        if why:
+            raise ValueError(why)
+        return pattern
 
     def build(self) -> Analyzer:
         return Analyzer(self.lowercase, self.pattern, self.stopwords, self.stemmer)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any, Literal, Sequence
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from ..cache import ArrayCache, cache_key
-from ..config import Strict
+from ..config import MAX_RANK, Strict
 from ..types import Chunk, Hit, Query, RankedList
-from . import BuildContext, RetrieverKind, build_retriever, register
-from .dense import BUNDLED, load_sentence_transformer, model_fingerprint, model_path
+from . import REGISTRY, BuildContext, RetrieverKind, build_retriever, register
+from .dense import BUNDLED, load_sentence_transformer, model_fingerprint, model_folder_problems, model_path
 
 # Keys a parent reads from a child section; the child's own model never sees them.
 CHILD_KEYS = ("weight", "depth")
@@ -23,12 +23,50 @@ def split_child(section: dict) -> tuple[dict, dict]:
     return own, {k: section[k] for k in CHILD_KEYS if k in section}
 
 
+class ChildOptions(Strict):
+    """What a hybrid reads from each child section besides the child's own settings."""
+
+    weight: float = Field(1.0, ge=0, description="scales the child's contribution to the fused score; 0 mutes it")
+    depth: int | None = Field(None, ge=1, le=MAX_RANK, description="hits taken from this child (default: the "
+                                                                   "hybrid's depth)")
+
+
+def child_problems(child: Any, parent_kind: str, prefix: tuple) -> list[str]:
+    """Every problem of one child section: its own kind's validation, plus the parent's keys in it."""
+    from ..config import format_validation_error
+    from . import validate_retriever_config
+
+    where = ".".join(str(p) for p in prefix)
+    if not isinstance(child, dict):
+        return [f"{where}: expected a retriever mapping with a 'kind', got {type(child).__name__} {child!r}"[:300]]
+    own, extra = split_child(child)
+    problems = validate_retriever_config(own, prefix)
+    if parent_kind != "hybrid":
+        # A reranked child is cut at top_n; a weight or depth there would be silently ignored.
+        return problems + [f"{where}.{key}: only a hybrid's children take {key} (a {parent_kind} child is cut at "
+                           f"top_n)" for key in extra]
+    try:
+        ChildOptions.model_validate(extra)
+    except ValidationError as exc:
+        problems += format_validation_error(exc, ChildOptions, prefix)
+    return problems
+
+
+def _child_preflight(child: dict, where: str) -> list[str]:
+    own, _ = split_child(child)
+    cfg = REGISTRY[own["kind"]].config_model.model_validate(own)
+    return cfg.preflight(where) if hasattr(cfg, "preflight") else []
+
+
 class HybridConfig(Strict):
     kind: Literal["hybrid"] = "hybrid"
     children: list[dict[str, Any]] = Field(min_length=1)
     fusion: Literal["rrf", "minmax", "zscore"] = "rrf"
     rrf_k: float = Field(60, gt=0)
-    depth: int = Field(100, ge=1, description="hits taken from each child unless the child sets depth")
+    depth: int = Field(100, ge=1, le=MAX_RANK, description="hits taken from each child unless the child sets depth")
+
+    def preflight(self, where: str) -> list[str]:
+        return [p for i, child in enumerate(self.children) for p in _child_preflight(child, f"{where}.children.{i}")]
 
 
 def normalise(scores: np.ndarray, how: str) -> np.ndarray:
@@ -84,13 +122,19 @@ class StageConfig(Strict):
     model: str = BUNDLED
     batch_size: int = Field(32, ge=1)
 
+    def preflight(self, where: str) -> list[str]:
+        return model_folder_problems(self.model, f"{where}.model")
+
 
 class RerankedConfig(Strict):
     kind: Literal["reranked"] = "reranked"
     child: dict[str, Any]
     stage: StageConfig = StageConfig()
-    top_n: int = Field(50, ge=1)
+    top_n: int = Field(50, ge=1, le=MAX_RANK)
     cache: bool = True
+
+    def preflight(self, where: str) -> list[str]:
+        return _child_preflight(self.child, f"{where}.child") + self.stage.preflight(f"{where}.stage")
 
 
 class LateInteraction:

