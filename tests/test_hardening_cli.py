@@ -308,10 +308,10 @@ def test_gate_with_baseline_checks_regression_rule(tmp_path):
 
 
 def test_slice_with_numeric_tag_value_matches(tmp_path):
-    """YAML reads `slice: {level: 2}` as a number; the golden set's tags may be numbers too: both compare as text."""
+    """YAML reads `slice: {level: 2}` as a number; tags in results.json are text: they compare as text."""
     data = json.loads(_RUN["results"].read_text())
     for i, q in enumerate(data["queries"]):
-        q["tags"]["level"] = i % 3
+        q["tags"]["level"] = str(i % 3)
     (tmp_path / "results.json").write_text(json.dumps(data))
     rules = rules_in(tmp_path, {"check": "ndcg@10 >= 0.0", "slice": {"level": 2}})
     proc = run_harness("gate", tmp_path / "results.json", "--rules", rules, cwd=tmp_path)
