@@ -18,11 +18,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from .compare import compare_runs, split_metric
 from .diagnostics import KINDS
 from .errors import InputError
+from .safeyaml import load_yaml
 
 _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
                     r"(?P<value>-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*$")
@@ -60,12 +60,7 @@ def _read_rules(path: Path) -> tuple[list[Rule], list[str]]:
     raises at once: there is nothing else to report about it."""
     if not path.is_file():
         raise InputError(f"{path}: rules file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
+    data = load_yaml(path, InputError)  # bounded aliases, no cycles, duplicate keys refused
     items = data.get("rules") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         raise InputError(f"{path}: expected a mapping with a non-empty list under 'rules'")
