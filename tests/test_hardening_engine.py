@@ -355,3 +355,189 @@ def test_neural_retrievers_asked_for_10_to_the_8_hits_return_every_chunk(section
     r.index(chunks)
     (ranked,) = r.retrieve([Query("q", "install Orbit on macOS")], HUGE)
     assert sorted(h.chunk_id for h in ranked.hits) == sorted(c.chunk_id for c in chunks)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Inputs that leave nothing to evaluate, and a cache location that is not a folder: exit 2, one located line,
+# before any work.
+
+def _with_gold(text):
+    def setup(tmp):
+        (tmp / "gold.jsonl").write_text(text)
+        cfg = tmp / "cfg.yaml"
+        cfg.write_text(f"name: t\ncorpus: {{path: {DEMO / 'corpus.jsonl'}}}\ngoldset: {{path: {tmp / 'gold.jsonl'}}}\n"
+                       f"retriever: {{kind: bm25, backend: fast}}\n")
+        return ["run", cfg, "--out", "out"]
+    return setup
+
+
+def _budget(budget):
+    def setup(tmp):
+        return ["run", demo_config(tmp, cutoff=f"{{token_budget: {budget}}}"), "--out", "out"]
+    return setup
+
+
+def _smallest_demo_chunk_words() -> int:
+    return min(len(c.text.split()) for c in _demo_chunks())
+
+
+def _no_work_done(tmp, proc):
+    assert "corpus:" not in proc.stderr  # failed before even loading the corpus, let alone encoding it
+    assert not (tmp / "out").exists()
+
+
+def _cache_file(tmp):
+    (tmp / ".harness-cache").write_text("my notes, not a cache\n")
+    return ["run", demo_config(tmp, retriever="{kind: dense}"), "--out", "out"]
+
+
+def _cache_clear_on_a_file(tmp):
+    (tmp / "c").write_text("keep me\n")
+    return ["cache", "clear", "--dir", "c"]
+
+
+def _no_report(tmp, proc):
+    assert not (tmp / "out").exists()
+
+
+CASES = [
+    Case("empty-goldset", _with_gold(""), expect=("{tmp}/gold.jsonl",), keep=(".",), check=_no_report),
+    Case("blank-lines-goldset", _with_gold("\n\n  \n"), expect=("{tmp}/gold.jsonl",), keep=(".",)),
+    Case("budget-below-every-chunk", _budget(1),
+         expect=("cutoff.token_budget", f"costs {_smallest_demo_chunk_words()} words"), keep=(".",),
+         check=_no_report),
+    Case("cache-location-is-a-file", _cache_file, expect=(".harness-cache", "is a file"), keep=(".",),
+         check=_no_work_done),
+    Case("cache-clear-on-a-file", _cache_clear_on_a_file, expect=("c: cannot be used as the cache folder",), keep=(".",)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_located_error_before_any_work(case, tmp_path):
+    proc = run_case(case, tmp_path)
+    assert len([line for line in proc.stderr.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_a_budget_some_first_hits_exceed_runs_and_warns_with_the_count(tmp_path):
+    budget = _smallest_demo_chunk_words() + 6
+    proc = harness("run", demo_config(tmp_path, cutoff=f"{{token_budget: {budget}}}"), "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "out" / "results.json").read_text())
+    text = {c.chunk_id: c.text for c in _demo_chunks()}
+    over = [q["id"] for q in result["queries"] if q["hits"] and len(text[q["hits"][0]["chunk_id"]].split()) > budget]
+    assert 0 < len(over) < len(result["queries"])  # the case this test is about: some windows empty, not all
+    warning = [line for line in proc.stderr.splitlines() if line.startswith("warning: cutoff.token_budget")]
+    assert len(warning) == 1 and f"for {len(over)} of {len(result['queries'])} queries" in warning[0]
+    for q in result["queries"]:
+        empty = q["id"] in over
+        assert (q["effective_k"] == 0) == empty
+        if empty:
+            assert not any(h["in_window"] for h in q["hits"])
+            assert q["verdict"]["detail"].get("window", 0) == 0
+
+
+def test_a_file_below_the_cache_folder_only_costs_the_caching(tmp_path):
+    from harness.cache import ArrayCache
+
+    (tmp_path / "embeddings").write_text("in the way\n")
+    messages = []
+    cache = ArrayCache(tmp_path, log=messages.append)
+    rows = cache.get_or_build_rows("embeddings", "k", [1, 0, 2], 2, lambda r: np.stack([r, r]).T.astype(float))
+    assert rows.tolist() == [[0, 0], [1, 1], [2, 2]]
+    assert len(messages) == 1 and "cache not written" in messages[0]  # warned once, for three failed writes
+    assert (tmp_path / "embeddings").read_text() == "in the way\n"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Resumable encoding: rows are cached one shard at a time, and an interrupted build resumes at the first missing one.
+
+class Interrupting:
+    """A builder that counts its calls and raises KeyboardInterrupt (Ctrl-C) on call number ``stop_at``."""
+
+    def __init__(self, build, stop_at=None):
+        self.build, self.stop_at, self.calls = build, stop_at, []
+
+    def __call__(self, rows):
+        if self.stop_at is not None and len(self.calls) + 1 == self.stop_at:
+            raise KeyboardInterrupt
+        self.calls.append(rows.tolist())
+        return self.build(rows)
+
+
+def test_rows_resume_after_an_interruption_and_a_corrupt_shard_is_rebuilt(tmp_path):
+    from harness.cache import ArrayCache
+
+    messages = []
+    cache = ArrayCache(tmp_path, log=messages.append)
+    order = np.argsort(-np.arange(10) % 4, kind="stable")  # any permutation
+    vectors = lambda rows: np.stack([rows * 1.5, rows ** 2.0], axis=1).astype(np.float32)
+    first = Interrupting(vectors, stop_at=4)
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_or_build_rows("embeddings", "key", order, 3, first)
+    assert len(first.calls) == 3  # shards 0, 1, 2 done and saved; shard 3 was interrupted
+    parts = sorted(p.name for p in (tmp_path / "embeddings" / "key.parts").glob("*.npz"))
+    assert parts == ["3-000000.npz", "3-000001.npz", "3-000002.npz"]
+
+    corrupt = tmp_path / "embeddings" / "key.parts" / "3-000001.npz"
+    corrupt.write_bytes(corrupt.read_bytes()[:-7])
+    second = Interrupting(vectors)
+    rows = cache.get_or_build_rows("embeddings", "key", order, 3, second)
+    assert second.calls == [order[3:6].tolist(), order[9:].tolist()]  # the corrupt shard and the missing one only
+    assert "corrupt or incomplete" in messages[0]
+    assert np.array_equal(rows, vectors(np.arange(10)))
+    assert not (tmp_path / "embeddings" / "key.parts").exists()  # assembled: the shards are gone
+    third = Interrupting(vectors)
+    assert np.array_equal(cache.get_or_build_rows("embeddings", "key", order, 3, third), rows) and not third.calls
+
+    # Another shard size (batch_size changed between runs) never reuses shards that cover other rows.
+    other = Interrupting(vectors, stop_at=2)
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_or_build_rows("embeddings", "key2", order, 3, other)
+    fourth = Interrupting(vectors)
+    assert np.array_equal(cache.get_or_build_rows("embeddings", "key2", order, 4, fourth), rows)
+    assert len(fourth.calls) == 3
+
+
+class CountingModel:
+    """Wraps the real sentence-transformers model: counts encode calls, and stops with Ctrl-C on call ``stop_at``."""
+
+    def __init__(self, model, stop_at=None):
+        self.model, self.stop_at, self.calls = model, stop_at, 0
+
+    def encode(self, texts, **kwargs):
+        if self.stop_at is not None and self.calls + 1 == self.stop_at:
+            raise KeyboardInterrupt
+        self.calls += 1
+        return self.model.encode(texts, **kwargs)
+
+
+def test_an_interrupted_dense_encoding_resumes_and_equals_a_cold_run(tmp_path):
+    _dense_or_skip()
+    from harness.retrievers import BuildContext, build_retriever
+    from harness.retrievers.dense import load_sentence_transformer
+
+    chunks = _demo_chunks()
+    section = {"kind": "dense", "batch_size": 8}
+    n_batches = -(-len(chunks) // 8)
+    model = load_sentence_transformer("bundled:all-MiniLM-L6-v2")
+
+    def indexed(cache_dir, stop_at=None):
+        r = build_retriever(section, BuildContext(cache_dir=cache_dir, progress=False))
+        r._model = CountingModel(model, stop_at)
+        try:
+            r.index(chunks)
+        finally:
+            calls = r._model.calls
+        return r, calls
+
+    cold, calls = indexed(tmp_path / "cold")
+    assert calls == n_batches
+    cold_vectors = cold._index.reconstruct_n(0, len(chunks))
+
+    with pytest.raises(KeyboardInterrupt):
+        indexed(tmp_path / "resumed", stop_at=5)  # Ctrl-C during the 5th batch: 4 batches are cached
+    resumed, calls = indexed(tmp_path / "resumed")
+    assert calls == n_batches - 4
+    assert np.array_equal(resumed._index.reconstruct_n(0, len(chunks)), cold_vectors)  # bit for bit
+    warm, calls = indexed(tmp_path / "resumed")
+    assert calls == 0
