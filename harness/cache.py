@@ -2,21 +2,44 @@
 
 A key is a hash of everything that determines the content (model identity, settings, chunk texts). Arrays are
 stored with ``np.savez`` and loaded with ``allow_pickle=False``: nothing executable is ever read back. A file whose
-checksum does not match is rebuilt with a warning, never trusted."""
+checksum does not match is rebuilt with a warning, never trusted.
+
+Long builds (encoding a corpus) are saved shard by shard as they go (``get_or_build_rows``), so an interrupted run
+resumes at the first missing shard instead of starting over."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from .atomic import write_bytes
+from .errors import InputError
+
+
+def check_cache_folder(root: Path) -> None:
+    """The cache location must be a folder, or a path where one can be made: checked before any work, so a file
+    in its place is an error up front rather than a crash after minutes of encoding."""
+    root = Path(root)
+    for path in (root, *root.parents):
+        if path.is_symlink() and not path.exists():
+            raise InputError(f"{root}: cannot be used as the cache folder: {path} is a broken link")
+        if not path.exists():
+            continue
+        if not path.is_dir():
+            what = "it is a file" if path == root else f"{path} is a file"
+            raise InputError(f"{root}: cannot be used as the cache folder: {what}, not a folder; "
+                             f"move it away or run from another folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InputError(f"{root}: cannot be used as the cache folder: {path} is not writable")
+        return
 
 
 def cache_key(*parts) -> str:
@@ -34,8 +57,10 @@ def cache_key(*parts) -> str:
 
 class ArrayCache:
     def __init__(self, root: Path, log: Callable[[str], None] | None = None):
+        check_cache_folder(root)
         self.root = Path(root)
         self.log = log or (lambda m: print(m, file=sys.stderr))
+        self._write_failed = False
 
     def _paths(self, kind: str, key: str) -> tuple[Path, Path]:
         base = self.root / kind / key
@@ -59,14 +84,21 @@ class ArrayCache:
             return {k: npz[k] for k in npz.files}
 
     def save(self, kind: str, key: str, arrays: dict[str, np.ndarray]) -> None:
+        """Write an entry; a failure (disk full, a file where a folder should be) is a warning, not a crash: the
+        arrays are computed and the run goes on without caching them."""
         data_path, sum_path = self._paths(kind, key)
         buf = io.BytesIO()
         np.savez(buf, **arrays)
         data = buf.getvalue()
-        # The checksum goes last: a crash between the two writes leaves a file that fails its check.
-        sum_path.unlink(missing_ok=True)
-        write_bytes(data_path, data)
-        write_bytes(sum_path, hashlib.sha256(data).hexdigest().encode())
+        try:
+            # The checksum goes last: a crash between the two writes leaves a file that fails its check.
+            sum_path.unlink(missing_ok=True)
+            write_bytes(data_path, data)
+            write_bytes(sum_path, hashlib.sha256(data).hexdigest().encode())
+        except OSError as exc:
+            if not self._write_failed:
+                self.log(f"warning: cache not written under {self.root} ({exc}); the run continues without it")
+            self._write_failed = True
 
     def get_or_build(self, kind: str, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         found = self.load(kind, key)
@@ -75,6 +107,43 @@ class ArrayCache:
         arrays = build()
         self.save(kind, key, arrays)
         return arrays
+
+    def get_or_build_rows(self, kind: str, key: str, order: Sequence[int], shard_size: int,
+                          build: Callable[[np.ndarray], np.ndarray],
+                          on_shard: Callable[[int], None] | None = None) -> np.ndarray:
+        """One array whose rows are built in shards, each saved as soon as it is built: row indices are taken in
+        ``order`` (a permutation of the rows), ``shard_size`` at a time, and ``build(indices)`` returns those rows.
+
+        Shards live in ``<kind>/<key>.parts/`` named by the shard size and their number, each checksummed and
+        written atomically and holding the row indices it covers; one that is missing, corrupt or covers other
+        rows is built again. When every shard is there the whole entry is saved under ``key`` (the same entry
+        ``get_or_build`` reads, ``{"vectors": rows}``) and the shards are removed. ``on_shard(rows_done)`` reports
+        progress, cached shards included."""
+        found = self.load(kind, key)
+        if found is not None:
+            return found["vectors"]
+        order = np.asarray(order, dtype=np.int64)
+        parts_kind = f"{kind}/{key}.parts"
+        out = None
+        for number, first in enumerate(range(0, len(order), shard_size)):
+            rows = order[first:first + shard_size]
+            shard_key = f"{shard_size}-{number:06d}"
+            shard = self.load(parts_kind, shard_key)
+            if shard is None or not np.array_equal(shard.get("rows"), rows):
+                shard = {"rows": rows, "vectors": np.asarray(build(rows))}
+                self.save(parts_kind, shard_key, shard)
+            vectors = shard["vectors"]
+            if out is None:
+                out = np.empty((len(order),) + vectors.shape[1:], dtype=vectors.dtype)
+            out[rows] = vectors
+            if on_shard is not None:
+                on_shard(first + len(rows))
+        if out is None:  # no rows at all: the builder says what an empty array of its kind looks like
+            out = np.asarray(build(order))
+        self.save(kind, key, {"vectors": out})
+        if self._paths(kind, key)[1].exists():  # only once the whole entry is safely there (checksum written last)
+            shutil.rmtree(self.root / kind / f"{key}.parts", ignore_errors=True)
+        return out
 
     def info(self) -> dict[str, dict[str, float]]:
         out = {}

@@ -24,7 +24,7 @@ from .goldset import GoldProblem, chunk_qrels, doc_qrels, read_goldset, resolve_
 from .metrics import conventions as metric_conventions
 from .metricspec import parse_metrics
 from .retrievers import BuildContext, build_retriever
-from .runner import retrieve_all, window_sizes
+from .runner import check_token_budget, empty_window_warning, retrieve_all, window_sizes
 from .text import TokenCounter
 from .types import Chunk, Document, GoldSet, RankedList, Run
 
@@ -144,6 +144,10 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
             if done is None:
                 break  # the same files would fail the same way for the other points
             prepared[key] = done
+        loaded = prepared[key]
+        if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
+                    errors) is None:
+            break  # the points after it share its golden set
     if errors:
         raise merge_errors(errors, source)
     warnings = []
@@ -189,16 +193,43 @@ def check_rules(path: Path, config: ExperimentConfig, source: str) -> None:
 def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
                    context: BuildContext | None = None, prepared: Prepared | None = None) -> dict:
     """``prepared`` (corpus, chunks, gold of an identical corpus/chunking/goldset) skips loading again."""
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    context = context or BuildContext(progress=progress)
+    # The external retriever reads the documents at index time: hand it the dict now, filled once they are loaded.
+    documents = context.extras.setdefault("documents", {})
+    # Built first: building reads no data, and checks what must hold before any work (the cache folder).
+    retriever = build_retriever(config.retriever, context)
     if prepared is None:
         prepared = prepare(config, log=log)
     else:
         prepared = Prepared(config, prepared.docs, prepared.chunks, prepared.gold, prepared.problems)
-    context = context or BuildContext(progress=progress)
-    context.extras.setdefault("documents", {d.doc_id: d.text for d in prepared.docs})
-    retriever = build_retriever(config.retriever, context)
+    if not documents:
+        documents.update((d.doc_id, d.text) for d in prepared.docs)
+    check_runnable(prepared)
     lists, timings = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth,
                                   config.batch_size, progress)
-    return build_result(prepared, lists, timings)
+    result = build_result(prepared, lists, timings)
+    warning = empty_window_warning(config.cutoff, lists, [q["effective_k"] for q in result["queries"]])
+    if warning:
+        log(warning)
+    return result
+
+
+def check_runnable(prepared: Prepared) -> bool:
+    """What makes a run meaningless, found before retrieving: no query to evaluate, or a token budget that no chunk
+    fits in (an external run may bring its own smaller spans, so it is judged after retrieval instead)."""
+    config = prepared.config
+    if not prepared.gold.queries:
+        where = f" (split {config.goldset.split!r})" if config.goldset.format == "beir" else ""
+        raise GoldSetError(f"{config.goldset.path}: the golden set has no queries{where}; nothing to evaluate")
+    if not _uses_external(config.retriever):
+        check_token_budget(config.cutoff, prepared.chunks)
+    return True
+
+
+def _uses_external(section: dict) -> bool:
+    children = list(section.get("children") or []) + ([section["child"]] if section.get("child") else [])
+    return section.get("kind") == "external" or any(_uses_external(c) for c in children if isinstance(c, dict))
 
 
 def adopt_foreign_chunks(prepared: Prepared, lists: Sequence[RankedList]) -> list[Chunk]:
@@ -219,6 +250,8 @@ def adopt_foreign_chunks(prepared: Prepared, lists: Sequence[RankedList]) -> lis
 
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict) -> dict:
     config, gold = prepared.config, prepared.gold
+    if not gold.queries:
+        raise GoldSetError(f"{config.goldset.path}: the golden set has no queries; nothing to evaluate")
     chunks = adopt_foreign_chunks(prepared, lists)
     specs = parse_metrics(config.metrics)
     chunk_text = {c.chunk_id: c.text for c in chunks}

@@ -48,7 +48,8 @@ def e(value) -> str:
 
 def _curves(result: dict):
     """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks."""
-    depth = result["cutoff"]["depth"]
+    # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
+    depth = min(result["cutoff"]["depth"], max([len(q["hits"]) for q in result["queries"]] + [1]))
     recall, precision, firsts, n = [0.0] * depth, [0.0] * depth, [], 0
     for q in result["queries"]:
         if q["n_relevant"]["chunk"] == 0 or q["verdict"]["kind"] in ("goldset_error", "no_gold"):

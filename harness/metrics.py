@@ -78,8 +78,9 @@ def _gather_rows(run: ColumnarRun, rows: np.ndarray):
     valid = cols[None, :] < lengths[:, None]
     n_hits = len(run.doc_codes)
     src = np.minimum(starts[:, None] + cols[None, :], max(n_hits - 1, 0))
-    if n_hits == 0:
-        return valid, np.full(valid.shape, -1, np.int64), np.full(valid.shape, -np.inf), None
+    if n_hits == 0:  # no hit at all (e.g. every context window empty): still a run with ranks if it has them
+        ranks = None if run.ranks is None else np.full(valid.shape, np.iinfo(np.int64).max)
+        return valid, np.full(valid.shape, -1, np.int64), np.full(valid.shape, -np.inf), ranks
     codes = np.where(valid, run.doc_codes[src], -1)
     scores = np.where(valid, run.scores[src], -np.inf)
     ranks = None
@@ -218,12 +219,9 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
 
 
 def _cut(matrix: np.ndarray, k: int | None) -> np.ndarray:
-    if k is None:
-        return matrix
-    if k <= matrix.shape[1]:
-        return matrix[:, :k]
-    pad = np.zeros((matrix.shape[0], k - matrix.shape[1]), dtype=matrix.dtype)
-    return np.concatenate([matrix, pad], axis=1)
+    """The top k columns, never padded out to k: ranks past the run's depth hold no hit (gain 0, never relevant, as
+    rel >= 1), so they change no sum, and a cutoff of 10^8 costs nothing. Only P@k divides by k itself."""
+    return matrix if k is None else matrix[:, :k]
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

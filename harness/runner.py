@@ -7,6 +7,7 @@ import time
 from typing import Sequence
 
 from .config import CutoffConfig
+from .errors import ConfigError
 from .retrievers import Retriever
 from .text import TokenCounter
 from .types import Chunk, Hit, Query, RankedList
@@ -66,3 +67,37 @@ def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: 
             n += 1
         sizes.append(n)
     return sizes
+
+
+def check_token_budget(cutoff: CutoffConfig, chunks: Sequence[Chunk]) -> None:
+    """A token budget smaller than every chunk would leave every query's context window empty whatever the
+    retriever does: an error before any retrieval, naming the smallest chunk's cost. Counting stops at the first
+    chunk that fits (usually the first one), so a sound budget costs almost nothing to check."""
+    budget = cutoff.token_budget
+    if budget is None or not chunks:
+        return
+    counter = TokenCounter(cutoff.tokenizer)
+    smallest: tuple[int, str] | None = None
+    for chunk in chunks:
+        cost = counter.count(chunk.text)
+        if cost <= budget:
+            return
+        if smallest is None or cost < smallest[0]:
+            smallest = (cost, chunk.chunk_id)
+    assert smallest is not None
+    unit = "words" if cutoff.tokenizer == "words" else "tokens"
+    raise ConfigError(f"cutoff.token_budget: {budget} {unit} is smaller than every chunk, so every context window "
+                      f"would be empty; the smallest chunk ({smallest[1]!r}) costs {smallest[0]} {unit}: give a "
+                      f"budget of at least {smallest[0]}, or make smaller chunks")
+
+
+def empty_window_warning(cutoff: CutoffConfig, lists: Sequence[RankedList], sizes: Sequence[int]) -> str | None:
+    """The warning for queries whose first hit alone is over the token budget (their window holds 0 chunks)."""
+    if cutoff.token_budget is None:
+        return None
+    empty = [r.query_id for r, k in zip(lists, sizes) if k == 0 and r.hits]
+    if not empty:
+        return None
+    shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+    return (f"warning: cutoff.token_budget: the context window is empty (0 chunks) for {len(empty)} of {len(lists)} "
+            f"queries, whose first hit alone costs more than {cutoff.token_budget}: {shown}")

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Sequence
 
@@ -139,6 +140,21 @@ def load_sentence_transformer(name: str, max_length: int | None = None):
     return model
 
 
+@contextmanager
+def _progress(total: int, label: str, enabled: bool):
+    """Yields ``advance(done)``; a rich bar on stderr when enabled (only then is rich imported)."""
+    if not enabled or total == 0:
+        yield lambda done: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
 class DenseRetriever:
     def __init__(self, config: DenseConfig, context: BuildContext):
         self.config = config
@@ -154,23 +170,31 @@ class DenseRetriever:
             self._model = load_sentence_transformer(self.config.model, self.config.max_length)
         return self._model
 
-    def _encode(self, texts: list[str], prefix: str) -> np.ndarray:
+    def _encode(self, texts: list[str], prefix: str, progress: bool | None = None) -> np.ndarray:
+        show = self.progress and sys.stderr.isatty() if progress is None else progress
         vecs = self.model.encode([prefix + t for t in texts], batch_size=self.config.batch_size,
                                  normalize_embeddings=self.config.normalize, convert_to_numpy=True,
-                                 show_progress_bar=self.progress and sys.stderr.isatty())
+                                 show_progress_bar=show)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def _cached_encode(self, kind: str, texts: list[str], prefix: str) -> tuple[np.ndarray, str]:
         """Vectors of ``texts`` (from the cache when it has them) and the cache key that names them. The model is
-        loaded only on a miss, so a warm run never imports torch."""
+        loaded only on a miss, so a warm run never imports torch. With a cache, texts are encoded one batch at a
+        time and each batch is cached as soon as it is done: an interrupted run resumes where it stopped."""
         c = self.config
         if self._fingerprint is None:
             self._fingerprint = model_fingerprint(model_path(c.model))
         key = cache_key(c.model, self._fingerprint, prefix, c.normalize, c.max_length, texts)
-        build = lambda: {"vectors": self._encode(texts, prefix)}
         if self.cache is None:
-            return build()["vectors"], key
-        return self.cache.get_or_build(kind, key, build)["vectors"], key
+            return self._encode(texts, prefix), key
+        # Longest first, as sentence-transformers orders one call's texts: each batch pads to similar lengths.
+        # A stable sort, so the batches (and the cached shards) are the same on every run.
+        order = np.argsort(-np.array([len(t) for t in texts], dtype=np.int64), kind="stable")
+        with _progress(len(texts), f"encoding {kind}", self.progress and sys.stderr.isatty()) as advance:
+            vectors = self.cache.get_or_build_rows(
+                kind, key, order, c.batch_size,
+                lambda rows: self._encode([texts[i] for i in rows.tolist()], prefix, progress=False), advance)
+        return vectors, key
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         try:
@@ -207,7 +231,9 @@ class DenseRetriever:
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         vecs, _ = self._cached_encode("query_embeddings", [q.text for q in queries], self.config.query_prefix)
-        k = min(k, len(self._chunks))
+        k = min(k, len(self._chunks))  # asked for more than there are: every chunk, never a k-wide allocation
+        if k <= 0:
+            return [RankedList(q.query_id, ()) for q in queries]
         scores, idx = self._index.search(vecs, k)
         out = []
         for q, s, i in zip(queries, scores, idx):
