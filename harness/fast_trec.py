@@ -2,17 +2,21 @@
 multithreaded CSV reader, and doc ids interned by hashing in C instead of sorting every row in Python.
 
 Every reader here returns None when it cannot be sure of reading the file exactly as the line-by-line readers do
-(pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; another
-column count; a number that does not parse; a duplicate judgment); the caller then takes the exact reader, which
-also names the line of any problem. Like trec_eval, only ASCII whitespace separates columns."""
+(pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; an empty
+column; a ``#`` comment line; a control character or a character Python counts as whitespace; another column count,
+as in a run with columns after the tag; a number that does not parse; a NaN score; a grade out of range; a
+duplicate judgment); the caller then takes the exact reader, which also names the line of any problem. Like
+trec_eval, only ASCII whitespace separates columns."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+from .ids import GRADE_LIMIT
 from .runtable import ColumnarRun, Qrels, _offsets
 from .textfile import is_gzip, open_binary
 
@@ -36,20 +40,35 @@ def _delimiter(path: Path) -> bytes:
         return b"\t" if b"\t" in fh.readline() else b" "
 
 
+# Bytes no line of a clean file holds, whatever the delimiter: ASCII controls other than LF, CR, tab (the tab is
+# checked with the other whitespace below).
+_CONTROL_BYTES = bytes(range(0x00, 0x09)) + bytes(range(0x0b, 0x0d)) + bytes(range(0x0e, 0x20)) + b"\x7f"
+# UTF-8 of U+0080..U+00A0 (C1 controls, NEL, NBSP) and of the other characters Python's str.split() splits on.
+_ODD_UTF8 = re.compile(rb"\xc2[\x80-\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
+
+
 def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
-    """No ASCII whitespace but the delimiter inside lines, and no CR except in CRLF line ends: then splitting on
-    the delimiter is splitting on whitespace, as trec_eval and the line readers do."""
-    others = [c for c in (b" ", b"\t", b"\v", b"\f") if c != delimiter]
+    """No ASCII whitespace but the delimiter inside lines, no CR except in CRLF line ends, no empty column, no
+    comment line, no control character and no character that Python (but not trec_eval) splits on: then splitting
+    on the delimiter is splitting on whitespace, as trec_eval and the line readers do, and every id is one."""
+    others = bytes(c for c in b" \t\v\f" if c != delimiter[0]) + _CONTROL_BYTES
+    # Patterns that span a line end or two delimiters; each block is also checked joined to the previous one's end.
+    joins = (delimiter * 2, b"\n" + delimiter, delimiter + b"\n", delimiter + b"\r", b"\n#")
+    previous = b"\n"  # the file starts like a line
     with open_binary(path) as fh:
         while block := fh.read(1 << 24):
-            if any(c in block for c in others):
+            if len(block.translate(None, others)) != len(block):
                 return False
             # A CR must end a line. One split across two blocks fails this check: the exact reader then reads it.
             if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
                 return False
-    return True
-
-
+            seam = previous + block[:3]
+            if any(j in block or j in seam for j in joins):
+                return False
+            if not block.isascii() and (_ODD_UTF8.search(block) or _ODD_UTF8.search(previous + block[:2])):
+                return False
+            previous = block[-3:]
+    return not previous.endswith(delimiter)
 def _read_table(path: Path, columns: Sequence[str], types: dict):
     """The typed ``columns`` of a file delimited by single spaces (or single tabs) as a pyarrow table, or None
     (see the module docstring)."""
@@ -86,14 +105,23 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
 
 
 def _run_table(path: Path):
-    pa = _arrow()[0]
-    return _read_table(path, RUN_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(),
-                                           "score": pa.float64()})
+    pa, pc, _ = _arrow()
+    table = _read_table(path, RUN_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(),
+                                            "score": pa.float64()})
+    if table is None or pc.any(pc.is_nan(table.column("score"))).as_py():
+        return None  # a NaN score: the line reader names its line
+    return table
 
 
 def _qrels_table(path: Path):
-    pa = _arrow()[0]
-    return _read_table(path, QRELS_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "grade": pa.int64()})
+    pa, pc, _ = _arrow()
+    table = _read_table(path, QRELS_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "grade": pa.int64()})
+    if table is None:
+        return None
+    low, high = pc.min_max(table.column("grade")).values()
+    if not -GRADE_LIMIT < low.as_py() <= high.as_py() < GRADE_LIMIT:
+        return None  # a grade out of range: the line reader names its line
+    return table
 
 
 def _indices(encoded) -> np.ndarray:
