@@ -98,7 +98,7 @@ def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
     files = []
     for dirpath, dirnames, filenames in os.walk(path):  # does not follow links to folders
         dirnames.sort()
-        for name in dirnames + filenames:
+        for name in dirnames + sorted(filenames):
             p = Path(dirpath) / name
             is_doc = name in filenames and p.suffix in DOC_SUFFIXES
             if p.is_symlink() and (is_doc or name in dirnames):
