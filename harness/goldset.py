@@ -89,16 +89,18 @@ _TextKeepingLoader.add_constructor("tag:yaml.org,2002:int", _plain_int)
 
 def _yaml_queries(path: Path) -> list[tuple[str, object]]:
     """The queries of a YAML golden set, each with ``file:line`` of where it starts."""
-    loader = _TextKeepingLoader(read_utf8(path, GoldSetError))
+    text = read_utf8(path, GoldSetError)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        loader = _TextKeepingLoader(text)  # checks the characters first
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         raise GoldSetError(f"{path}: not valid YAML: {exc}") from None
     except RecursionError:
         raise GoldSetError(f"{path}: not valid YAML: nested too deeply") from None
-    finally:
-        loader.dispose()
     if isinstance(data, dict) and "queries" in data:
         data = data["queries"]
         node = next((v for k, v in node.value if k.value == "queries"), None)

@@ -626,3 +626,13 @@ def test_fuzz_folder_corpus(tmp_path_factory, files, link_out):
     assert (len(warned) == 1) == link_out
     if docs is not None:
         assert all("outside" != d.text for d in docs)
+
+
+def test_a_long_line_and_a_blank_one_are_not_two_lines(tmp_path):
+    """Found by the fuzzer: 12 columns on one line plus a blank line add up to two 6-column lines."""
+    from harness.runfiles import read_trec_run
+
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 2.5 run q1 Q0 d2 2 1.5 run\n\nq2 Q0 d3 1 0.5 run\n")
+    run = read_trec_run(path)
+    assert [run.doc_vocab[c] for c in run.doc_codes] == ["d1", "d3"]  # columns after the tag are ignored
