@@ -138,7 +138,7 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
     lists: dict[str, list[tuple[str, float]]] = {}
     ranks: dict[str, list[int]] = {}
     problems = []
-    for lineno, line in enumerate(read_utf8(path, RunFileError).splitlines(), start=1):
+    for lineno, line in enumerate(read_utf8(path, RunFileError).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -149,12 +149,18 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
             continue
+        except RecursionError:
+            problems.append(f"{path}:{lineno}: nested too deeply")
+            continue
         except (KeyError, TypeError, ValueError) as exc:
             problems.append(f"{path}:{lineno}: expected {{'query_id': ..., 'hits': [{{'doc_id': ..., 'score': "
                             f"number}}]}} ({type(exc).__name__}: {exc})")
             continue
         if qid in lists:
             problems.append(f"{path}:{lineno}: query {qid!r} appears twice")
+            continue
+        if any(score != score for _, score in pairs):
+            problems.append(f"{path}:{lineno}: a score is NaN, which has no place in a ranking")
             continue
         lists[qid] = pairs
         ranks[qid] = list(range(1, len(pairs) + 1))
