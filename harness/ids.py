@@ -52,10 +52,6 @@ def has_comment(text: str) -> bool:
     return _COMMENT.search(text) is not None
 
 
-def is_comment(line: str) -> bool:
-    return line.lstrip(ASCII_WS).startswith("#")
-
-
 def split_line(line: str) -> list[str]:
     """The columns of one line, split on ASCII whitespace (as trec_eval does)."""
     stripped = line.strip(ASCII_WS)

@@ -2,9 +2,9 @@
 
 Malformed lines are errors naming the file and line; nothing is skipped but blank lines and ``#`` comment lines.
 As in trec_eval 10, columns after the sixth (the tag) are ignored. A TREC run whose columns are separated by single
-spaces or single tabs (what run writers produce) is read by ``fast_trec``; any other is split whole in C here, and
-only when it has comments, extra columns or odd characters, or to find the line of a problem, does this go line by
-line. Names ending in ``.gz`` are gunzipped."""
+spaces or single tabs (what run writers produce) is read by ``fast_trec``; any other is read here: split whole in C
+when every line has six columns and nothing odd, else (comments, extra columns, odd characters, or to name the line
+of a problem) line by line. Names ending in ``.gz`` are gunzipped."""
 
 from __future__ import annotations
 
