@@ -406,7 +406,7 @@ def test_whole_number_grades_read_as_trec_eval_reads_them(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 # Fuzzing: random bytes and random edits of valid files give a result or a HarnessError, nothing else.
 
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 NASTY = ["", " ", "\t", "\u00a0", "\u2028", "\x00", "\x1c", "#", "\r", "\n", "é", "中", "1e20", "nan", "-1", "1.5",
