@@ -195,17 +195,39 @@ def _load_qrels(path: Path):
     return Qrels.from_dict(read_qrels_file(path))
 
 
+def _coverage_warnings(counts: dict) -> list[str]:
+    """What a user should know about a run that misses judged queries: the means still follow trec_eval's rules
+    (absent queries score 0), but a run of the wrong topics or with renamed query ids would otherwise pass quietly."""
+    judged, absent = counts["judged_queries"], counts["absent_from_run"]
+    unjudged = counts["unjudged_run_queries"]
+    if judged and absent == judged:
+        return [f"the run and the qrels have no query in common ({judged} judged queries, "
+                f"{unjudged} run queries with no judgments): every judged query scores 0"]
+    if absent:
+        listed = counts["absent_from_run_query_ids"]
+        shown = ", ".join(listed[:10]) + (f" and {len(listed) - 10} more" if len(listed) > 10 else "")
+        return [f"{absent} of {judged} judged queries are absent from the run and score 0: {shown}"]
+    return []
+
+
 @app.command("eval")
 def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or a native golden set (.jsonl)"),
           run_file: Path = typer.Argument(..., metavar="RUN", help="TREC run file or JSONL run"),
           metric: List[str] = typer.Option([], "--metric", "-m", help="metric name (repeat); default set if none"),
           fmt: Format = typer.Option(Format.json, "--format", help="json or tsv"),
           per_query: bool = typer.Option(False, "--per-query", help="tsv: add a row per query"),
-          trec_compat: bool = typer.Option(False, "--trec-compat", help="reproduce trec_eval -c exactly"),
+          trec_compat: bool = typer.Option(False, "--trec-compat",
+                                           help="reproduce trec_eval 9.0.8 / pytrec_eval with -c: scores compared "
+                                                "as float32, every judged query in the means. trec_eval 10 compares "
+                                                "scores as doubles: for it, use --query-policy zero"),
           order: str = typer.Option("score", "--order", help="score (trec_eval order) or rank (trust ranks)"),
           query_policy: str = typer.Option("exclude", "--query-policy",
                                            help="queries with no relevant doc: exclude or zero")) -> None:
     """Evaluate a run produced by any system against judgments.
+
+    TREC files are read as trec_eval 10 reads them: '#' lines are skipped, run columns after the tag ignored.
+
+    Judged queries the run lacks score 0 (as with trec_eval -c), and a warning on stderr counts them.
 
     Example: harness eval qrels.txt run.trec -m ndcg@10 -m rr@10 --format json
     """
@@ -222,6 +244,8 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     judgments, run = both if both is not None else (_load_qrels(qrels), read_run(run_file))
     table = evaluate(judgments, run, metric or list(DEFAULT_METRICS),
                      query_policy=query_policy, order=order, trec_compat=trec_compat)
+    for warning in _coverage_warnings(table.counts):
+        _err(f"warning: {warning}")
     if fmt == Format.json:
         print(json.dumps({"mean": table.mean(), "per_query": table.per_query(), "conventions": table.conventions,
                           "counts": table.counts}, indent=2))

@@ -1,20 +1,34 @@
 """Load documents: JSONL (``id``/``_id``, ``text``, optional ``title``, ``metadata``), a folder of .txt/.md files
-(id = relative path), or a BEIR folder/``corpus.jsonl``. Every problem is reported with its location."""
+(id = relative path), or a BEIR folder/``corpus.jsonl``. Every problem is reported with its location.
+
+A folder corpus reads only files inside the folder: a link pointing outside it is skipped with a warning (a link
+to /etc/passwd would otherwise put that file into the reports)."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
+from typing import Callable
 
 from .config import CorpusConfig
 from .errors import CorpusError
+from .ids import id_problem
 from .types import Document
 
+DOC_SUFFIXES = (".txt", ".md")
 
-def load_corpus(cfg: CorpusConfig) -> list[Document]:
+
+def _stderr_warning(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def load_corpus(cfg: CorpusConfig, warn: Callable[[str], None] | None = None) -> list[Document]:
+    """``warn`` receives one line per skipped file (default: stderr)."""
     path = cfg.path
     if cfg.format == "folder":
-        return _load_folder(path)
+        return _load_folder(path, warn or _stderr_warning)
     if cfg.format == "beir" and path.is_dir():
         path = path / "corpus.jsonl"
     return _load_jsonl(path)
@@ -42,8 +56,12 @@ def _load_jsonl(path: Path) -> list[Document]:
                 problems.append(f"{path}:{lineno}: expected a JSON object")
                 continue
             doc_id = row.get("id", row.get("_id"))
-            if doc_id is None or str(doc_id) == "":
+            if doc_id is None or doc_id == "":
                 problems.append(f"{path}:{lineno}: missing 'id' (or '_id')")
+                continue
+            bad_id = id_problem(doc_id, "document id")
+            if bad_id:
+                problems.append(f"{path}:{lineno}: {bad_id}")
                 continue
             doc_id = str(doc_id)
             text = row.get("text")
@@ -54,8 +72,16 @@ def _load_jsonl(path: Path) -> list[Document]:
                 problems.append(f"{path}:{lineno}: duplicate document id {doc_id!r} (first on line {first_line[doc_id]})")
                 continue
             first_line[doc_id] = lineno
-            metadata = row.get("metadata") or {}
-            docs.append(Document(doc_id, text, str(row.get("title") or ""), dict(metadata)))
+            title, metadata = row.get("title"), row.get("metadata")
+            if title is not None and not isinstance(title, str):
+                problems.append(f"{path}:{lineno}: document {doc_id!r}: 'title' must be text, got "
+                                f"{type(title).__name__}")
+                continue
+            if metadata is not None and not isinstance(metadata, dict):
+                problems.append(f"{path}:{lineno}: document {doc_id!r}: 'metadata' must be a mapping, got "
+                                f"{type(metadata).__name__}")
+                continue
+            docs.append(Document(doc_id, text, title or "", dict(metadata or {})))
     if problems:
         raise CorpusError(f"{path}: {len(problems)} problem(s) in the corpus", problems[:50] + (
             [f"... and {len(problems) - 50} more"] if len(problems) > 50 else []))
@@ -64,16 +90,47 @@ def _load_jsonl(path: Path) -> list[Document]:
     return docs
 
 
-def _load_folder(path: Path) -> list[Document]:
+def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
+    """The .txt/.md files under ``path``. Links are not followed out of the folder: each one pointing outside
+    (or nowhere) is skipped with a warning. Links to folders are not descended into; a link to a folder inside
+    is read where its files really are."""
+    root = path.resolve()
+    files = []
+    for dirpath, dirnames, filenames in os.walk(path):  # does not follow links to folders
+        dirnames.sort()
+        for name in dirnames + sorted(filenames):
+            p = Path(dirpath) / name
+            is_doc = name in filenames and p.suffix in DOC_SUFFIXES
+            if p.is_symlink() and (is_doc or name in dirnames):
+                target = p.resolve()
+                if not target.exists():
+                    warn(f"{p}: skipped: a link to {target}, which does not exist")
+                    continue
+                if not target.is_relative_to(root):
+                    warn(f"{p}: skipped: a link to {target}, outside the corpus folder {path}")
+                    continue
+            if is_doc and p.is_file():
+                files.append(p)
+    return sorted(files)
+
+
+def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
     if not path.is_dir():
         raise CorpusError(f"{path}: corpus folder not found")
     docs, problems = [], []
-    for file in sorted(p for p in path.rglob("*") if p.suffix in (".txt", ".md") and p.is_file()):
+    for file in _folder_files(path, warn):
         rel = file.relative_to(path).as_posix()
+        bad_id = id_problem(rel, "document id (the file's path in the folder)")
+        if bad_id:
+            problems.append(f"{file}: {bad_id}; rename the file")
+            continue
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             problems.append(f"{file}: not UTF-8 text")
+            continue
+        except OSError as exc:
+            problems.append(f"{file}: cannot be read ({exc.strerror or exc})")
             continue
         if not text.strip():
             problems.append(f"{file}: empty document")

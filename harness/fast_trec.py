@@ -2,17 +2,21 @@
 multithreaded CSV reader, and doc ids interned by hashing in C instead of sorting every row in Python.
 
 Every reader here returns None when it cannot be sure of reading the file exactly as the line-by-line readers do
-(pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; another
-column count; a number that does not parse; a duplicate judgment); the caller then takes the exact reader, which
-also names the line of any problem. Like trec_eval, only ASCII whitespace separates columns."""
+(pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; an empty
+column; a ``#`` comment line; a control character or a character Python counts as whitespace; another column count,
+as in a run with columns after the tag; a number that does not parse; a NaN score; a grade out of range; a
+duplicate judgment); the caller then takes the exact reader, which also names the line of any problem. Like
+trec_eval, only ASCII whitespace separates columns."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+from .ids import GRADE_LIMIT
 from .runtable import ColumnarRun, Qrels, _offsets
 from .textfile import is_gzip, open_binary
 
@@ -38,7 +42,8 @@ def _delimiter(path: Path) -> bytes:
 
 def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
     """No ASCII whitespace but the delimiter inside lines, and no CR except in CRLF line ends: then splitting on
-    the delimiter is splitting on whitespace, as trec_eval and the line readers do."""
+    the delimiter is splitting on whitespace, as trec_eval and the line readers do. (Empty columns, control
+    characters and comments are looked for in the parsed columns, where it is cheaper: see ``_ids_are_clean``.)"""
     others = [c for c in (b" ", b"\t", b"\v", b"\f") if c != delimiter]
     with open_binary(path) as fh:
         while block := fh.read(1 << 24):
@@ -48,6 +53,39 @@ def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
             if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
                 return False
     return True
+
+
+# Columns read only to see that they are not empty: as bytes (no UTF-8 check, no hashing), they cost little.
+_FILLER = ("q0", "tag", "iteration")
+# In an id: a control character, or a character Python's str.split() splits on but trec_eval does not (NBSP, U+2028).
+_ODD_ID = r"[\x00-\x1f\x7f-\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+
+
+class _Declined(Exception):
+    """Raised where the fast path finds something only the line reader can judge; the public readers return None."""
+
+
+def _filler_type():
+    return _arrow()[0].binary()
+
+
+def _has_empty(strings) -> bool:
+    pc = _arrow()[1]
+    return len(strings) > 0 and pc.min(pc.binary_length(strings)).as_py() == 0
+
+
+def _ids_are_clean(dictionary, first_column: bool) -> None:
+    """Every distinct id of a column: none empty, none holding an odd character, none (in the first column)
+    starting a ``#`` comment line. Checked on the distinct ids, not on every row."""
+    pc = _arrow()[1]
+    if len(dictionary) == 0:
+        return
+    if _has_empty(dictionary) or (first_column and pc.any(pc.starts_with(dictionary, "#")).as_py()):
+        raise _Declined
+    # Printable ASCII throughout (the usual case) is quick to see; only other ids need the regex.
+    if not pc.all(pc.ascii_is_printable(dictionary)).as_py() and pc.any(
+            pc.match_substring_regex(dictionary, _ODD_ID)).as_py():
+        raise _Declined
 
 
 def _read_table(path: Path, columns: Sequence[str], types: dict):
@@ -82,18 +120,31 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
             return None
     if not clean or table.num_rows == 0 or any(table.column(c).null_count for c in types):
         return None
+    # An empty column (two delimiters in a row, or one at a line's end) is a line of five to the line reader.
+    if any(_has_empty(table.column(c)) for c in _FILLER if c in types):
+        return None
     return table
 
 
 def _run_table(path: Path):
-    pa = _arrow()[0]
-    return _read_table(path, RUN_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(),
-                                           "score": pa.float64()})
+    pa, pc, _ = _arrow()
+    table = _read_table(path, RUN_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(),
+                                            "score": pa.float64(), "q0": _filler_type(), "tag": _filler_type()})
+    if table is None or pc.any(pc.is_nan(table.column("score"))).as_py():
+        return None  # a NaN score: the line reader names its line
+    return table
 
 
 def _qrels_table(path: Path):
-    pa = _arrow()[0]
-    return _read_table(path, QRELS_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "grade": pa.int64()})
+    pa, pc, _ = _arrow()
+    table = _read_table(path, QRELS_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "grade": pa.int64(),
+                                              "iteration": _filler_type()})
+    if table is None:
+        return None
+    low, high = pc.min_max(table.column("grade")).values()
+    if not -GRADE_LIMIT < low.as_py() <= high.as_py() < GRADE_LIMIT:
+        return None  # a grade out of range: the line reader names its line
+    return table
 
 
 def _indices(encoded) -> np.ndarray:
@@ -135,6 +186,7 @@ def _shared_vocab(columns: Sequence, meanwhile: Sequence[Callable] = ()):
         others = [fn() for fn in meanwhile]
         encoded = hashing.result()
     dictionary = _dictionary(encoded)
+    _ids_are_clean(dictionary, first_column=False)
     codes = _indices(encoded)
     return (_objects(dictionary), _positions(dictionary), np.split(codes, np.cumsum([len(c) for c in columns])[:-1]),
             others)
@@ -147,6 +199,7 @@ def _queries(column):
     encoded = pc.dictionary_encode(column)
     codes = _indices(encoded)
     dictionary = _dictionary(encoded)
+    _ids_are_clean(dictionary, first_column=True)
     return dictionary, codes, int(np.count_nonzero(codes[1:] != codes[:-1])) == len(dictionary) - 1
 
 
@@ -190,11 +243,23 @@ def _interned(table):
     return vocab, order, codes, queries
 
 
+def _or_none(reader: Callable) -> Callable:
+    @functools.wraps(reader)
+    def read(*paths: Path):
+        try:
+            return reader(*paths)
+        except _Declined:
+            return None
+    return read
+
+
+@_or_none
 def read_run(path: Path) -> ColumnarRun | None:
     table = _run_table(path) if _arrow() is not None else None
     return None if table is None else _columnar_run(table, *_interned(table))
 
 
+@_or_none
 def read_qrels(path: Path) -> Qrels | None:
     """TREC qrels (``qid iteration docid grade``)."""
     table = _qrels_table(path) if _arrow() is not None else None
@@ -204,6 +269,7 @@ def read_qrels(path: Path) -> Qrels | None:
     return _qrels(table, vocab, codes, queries)
 
 
+@_or_none
 def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, ColumnarRun] | None:
     """Both files at once, their doc ids interned together: the engine then joins them on integer codes without
     looking a string up again."""

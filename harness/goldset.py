@@ -8,6 +8,7 @@ range) and returns those problems per query instead of raising: a run flags such
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ import yaml
 
 from .config import GoldsetConfig
 from .errors import GoldSetError
+from .ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, tab_problem
 from .textfile import base_suffix, read_utf8
 from .types import Chunk, Document, GoldSet, Judgment, Query, Span
 
@@ -66,29 +68,135 @@ def _fail(path: Path, problems: list[str]) -> None:
         raise GoldSetError(f"{path}: {len(problems)} problem(s) in the golden set", shown)
 
 
+class _TextKeepingLoader(yaml.SafeLoader):
+    """YAML 1.1 reads ``010`` as 8, ``1.10`` as 1.1 and ``on`` as True: ids, docs and tags would silently change.
+    Here a scalar keeps its text unless it is a plain decimal integer (grades, spans) or null."""
+
+
+def _scalar_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    return loader.construct_scalar(node)
+
+
+def _plain_int(loader: yaml.SafeLoader, node: yaml.Node) -> int | str:
+    text = loader.construct_scalar(node)
+    return int(text) if re.fullmatch(r"-?(0|[1-9][0-9]*)", text) else text
+
+
+for _tag in ("bool", "float", "timestamp"):
+    _TextKeepingLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _scalar_text)
+_TextKeepingLoader.add_constructor("tag:yaml.org,2002:int", _plain_int)
+
+
+def _yaml_queries(path: Path) -> list[tuple[str, object]]:
+    """The queries of a YAML golden set, each with ``file:line`` of where it starts."""
+    text = read_utf8(path, GoldSetError)
+    try:
+        loader = _TextKeepingLoader(text)  # checks the characters first
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise GoldSetError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise GoldSetError(f"{path}: not valid YAML: nested too deeply") from None
+    if isinstance(data, dict) and "queries" in data:
+        data = data["queries"]
+        node = next((v for k, v in node.value if k.value == "queries"), None)
+    if not isinstance(data, list):
+        raise GoldSetError(f"{path}: expected a list of queries (or a mapping with 'queries')")
+    if not isinstance(node, yaml.SequenceNode) or len(node.value) != len(data):  # built through a merge key
+        return [(f"{path}: query #{i + 1}", row) for i, row in enumerate(data)]
+    return [(f"{path}:{item.start_mark.line + 1}", row) for item, row in zip(node.value, data)]
+
+
 def _native_rows(path: Path) -> list[tuple[str, object]]:
     if not path.is_file():
         raise GoldSetError(f"{path}: golden set file not found")
     if base_suffix(path) in (".yaml", ".yml"):
-        try:
-            data = yaml.safe_load(read_utf8(path, GoldSetError))
-        except yaml.YAMLError as exc:
-            raise GoldSetError(f"{path}: not valid YAML: {exc}") from None
-        if isinstance(data, dict) and "queries" in data:
-            data = data["queries"]
-        if not isinstance(data, list):
-            raise GoldSetError(f"{path}: expected a list of queries (or a mapping with 'queries')")
-        return [(f"{path}: query #{i + 1}", row) for i, row in enumerate(data)]
+        return _yaml_queries(path)
     rows, problems = [], []
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
+    # Lines end at "\n" only: a JSON string may hold a raw U+2028, which splitlines() would cut.
+    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
         if not line.strip():
             continue
         try:
             rows.append((f"{path}:{lineno}", json.loads(line)))
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
+        except RecursionError:
+            problems.append(f"{path}:{lineno}: nested too deeply")
     _fail(path, problems)
     return rows
+
+
+JUDGMENT_KEYS = {"doc", "grade", "evidence"}
+
+
+def _read_judgments(where: str, qid: str, rels: object, problems: list[str]) -> list[RawJudgment]:
+    """A query's ``relevant`` list; each problem is appended to ``problems``, named by ``where`` (file:line)."""
+    if rels is None:
+        return []
+    if not isinstance(rels, list):
+        # A string would read as one document per character, a mapping as one per key: neither is guessed.
+        problems.append(f"{where}: query {qid!r}: 'relevant' must be a list of {{'doc': ..., 'grade': ...}} (or of "
+                        f"document ids), got {type(rels).__name__} {_short(rels)}")
+        return []
+    relevant: list[RawJudgment] = []
+    first: dict[str, int] = {}
+    for i, rel in enumerate(rels):
+        loc = f"{where}: query {qid!r} relevant[{i}]"
+        if isinstance(rel, (str, int)) and not isinstance(rel, bool):
+            rel = {"doc": rel}
+        if not isinstance(rel, dict) or "doc" not in rel:
+            problems.append(f"{loc}: expected {{'doc': ..., 'grade': ..., 'evidence': [...]}}")
+            continue
+        unknown = set(rel) - JUDGMENT_KEYS
+        if unknown:
+            problems.append(f"{loc}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected doc, grade, "
+                            f"evidence")
+            continue
+        bad = id_problem(rel["doc"], "document id")
+        if bad:
+            problems.append(f"{loc}: {bad}")
+            continue
+        doc = str(rel["doc"])
+        grade = rel.get("grade", 1)
+        bad = grade_problem(grade)
+        if bad:
+            problems.append(f"{loc}: {bad}")
+            continue
+        if doc in first:
+            problems.append(f"{loc}: document {doc!r} is judged twice in query {qid!r} (first at relevant[{first[doc]}])")
+            continue
+        first[doc] = i
+        evidence = []
+        raw_evidence = rel.get("evidence") or []
+        if not isinstance(raw_evidence, list):
+            problems.append(f"{loc}: 'evidence' must be a list, got {type(raw_evidence).__name__}")
+            continue
+        for j, ev in enumerate(raw_evidence):
+            if isinstance(ev, dict) and isinstance(ev.get("quote"), str) and ev["quote"]:
+                evidence.append(RawEvidence(quote=ev["quote"]))
+            elif isinstance(ev, dict) and _is_int(ev.get("start")) and _is_int(ev.get("end")):
+                if not 0 <= ev["start"] < ev["end"]:
+                    problems.append(f"{loc}.evidence[{j}]: need 0 <= start < end, got {ev['start']}..{ev['end']}")
+                    continue
+                evidence.append(RawEvidence(ev["start"], ev["end"]))
+            else:
+                problems.append(f"{loc}.evidence[{j}]: expected {{'start': int, 'end': int}} or {{'quote': text}}")
+        relevant.append(RawJudgment(doc, grade, evidence))
+    return relevant
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _read_native(path: Path) -> list[RawQuery]:
@@ -100,10 +208,15 @@ def _read_native(path: Path) -> list[RawQuery]:
             continue
         unknown = set(row) - {"id", "query", "relevant", "tags"}
         if unknown:
-            problems.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; expected id, query, relevant, tags")
+            problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
+                            f"relevant, tags")
         qid, text = row.get("id"), row.get("query")
-        if qid is None or not str(qid).strip():
+        if qid is None or qid == "":
             problems.append(f"{where}: missing 'id'")
+            continue
+        bad = id_problem(qid, "query id")
+        if bad:
+            problems.append(f"{where}: {bad}")
             continue
         qid = str(qid)
         if qid in seen:
@@ -117,47 +230,53 @@ def _read_native(path: Path) -> list[RawQuery]:
         if not isinstance(tags, dict):
             problems.append(f"{where}: query {qid!r}: 'tags' must be a mapping")
             tags = {}
-        relevant = []
-        for i, rel in enumerate(row.get("relevant") or []):
-            loc = f"{where}: query {qid!r} relevant[{i}]"
-            if isinstance(rel, str):
-                rel = {"doc": rel}
-            if not isinstance(rel, dict) or "doc" not in rel:
-                problems.append(f"{loc}: expected {{'doc': ..., 'grade': ..., 'evidence': [...]}}")
-                continue
-            grade = rel.get("grade", 1)
-            if not isinstance(grade, int) or isinstance(grade, bool):
-                problems.append(f"{loc}: 'grade' must be a whole number, got {grade!r}")
-                continue
-            evidence = []
-            for j, ev in enumerate(rel.get("evidence") or []):
-                if isinstance(ev, dict) and isinstance(ev.get("quote"), str) and ev["quote"]:
-                    evidence.append(RawEvidence(quote=ev["quote"]))
-                elif isinstance(ev, dict) and isinstance(ev.get("start"), int) and isinstance(ev.get("end"), int):
-                    if not 0 <= ev["start"] < ev["end"]:
-                        problems.append(f"{loc}.evidence[{j}]: need 0 <= start < end, got {ev['start']}..{ev['end']}")
-                        continue
-                    evidence.append(RawEvidence(ev["start"], ev["end"]))
-                else:
-                    problems.append(f"{loc}.evidence[{j}]: expected {{'start': int, 'end': int}} or {{'quote': text}}")
-            relevant.append(RawJudgment(str(rel["doc"]), grade, evidence))
+        relevant = _read_judgments(where, qid, row.get("relevant"), problems)
         queries.append(RawQuery(qid, text, {str(k): str(v) for k, v in tags.items()}, relevant, where))
     _fail(path, problems)
     return queries
 
 
+QRELS_HEADER = ("query-id", "query_id", "qid")
+_WHOLE = re.compile(r"([+-]?[0-9]+)(\.0*)?")
+
+
+def _grade(text: str) -> int | str:
+    """A relevance column as an int, or why it is not one. trec_eval reads it with atol: "1.5" as 1, "1e20" as 1.
+    Only whole numbers (2, -1, 1.0) read the same both ways; any other is an error rather than a guess."""
+    whole = _WHOLE.fullmatch(text)
+    if whole:
+        value = int(whole.group(1))
+        if not -GRADE_LIMIT < value < GRADE_LIMIT:
+            return f"relevance {text} is out of range (|grade| < 2**31)"
+        return value
+    lead = re.match(r"[+-]?[0-9]+", text)
+    try:
+        number = text.isascii() and "_" not in text and float(text)
+    except ValueError:
+        number = False
+    if number is False:
+        return f"relevance {text!r} is not a number"
+    return (f"relevance {text!r} is not a whole number (trec_eval would read it as {int(lead.group()) if lead else 0}; "
+            f"write the grade you mean)")
+
+
 def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
-    """TREC qrels (``qid iter docid rel``) or BEIR TSV (``query-id corpus-id score`` with a header)."""
+    """TREC qrels (``qid iter docid rel``) or BEIR TSV (``query-id corpus-id score`` with a header). Blank lines
+    and ``#`` comment lines are skipped (trec_eval 10 skips comments too)."""
     if not path.is_file():
         raise GoldSetError(f"{path}: qrels file not found")
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
     problems = []
     first: dict[tuple[str, str], int] = {}
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if lineno == 1 and parts[0] in ("query-id", "query_id", "qid"):
+    header_checked = False
+    for lineno, line, parts in data_lines(read_utf8(path, GoldSetError)):
+        if not header_checked:
+            header_checked = True
+            if parts[0] in QRELS_HEADER:
+                continue
+        ambiguous = tab_problem(parts, line, 3, (0, 1)) or tab_problem(parts, line, 4, (0, 2))
+        if ambiguous:
+            problems.append(f"{path}:{lineno}: {ambiguous}")
             continue
         if len(parts) == 4:
             qid, _, doc, grade = parts
@@ -167,14 +286,14 @@ def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
             problems.append(f"{path}:{lineno}: expected 4 columns (qid iter docid rel) or 3 (query-id corpus-id "
                             f"score), got {len(parts)}")
             continue
-        try:
-            value = int(grade)
-        except ValueError:
-            try:
-                value = int(float(grade))
-            except ValueError:
-                problems.append(f"{path}:{lineno}: relevance {grade!r} is not a number")
-                continue
+        bad = id_problem(qid, "query id") or id_problem(doc, "document id")
+        if bad:
+            problems.append(f"{path}:{lineno}: {bad}")
+            continue
+        value = _grade(grade)
+        if isinstance(value, str):
+            problems.append(f"{path}:{lineno}: {value}")
+            continue
         if (qid, doc) in first:
             problems.append(f"{path}:{lineno}: duplicate judgment for query {qid!r}, doc {doc!r} "
                             f"(first on line {first[(qid, doc)]})")
@@ -182,32 +301,52 @@ def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
         first[(qid, doc)] = lineno
         qrels[qid][doc] = value
     if problems:
-        raise GoldSetError(f"{path}: {len(problems)} problem(s) in the qrels", problems[:50])
+        raise GoldSetError(f"{path}: {len(problems)} problem(s) in the qrels", _capped(problems))
     return dict(qrels)
+
+
+def _capped(problems: list[str]) -> list[str]:
+    return problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
 
 
 def _read_query_texts(path: Path) -> dict[str, str]:
     if not path.is_file():
         raise GoldSetError(f"{path}: queries file not found")
     texts, problems = {}, []
-    if path.suffix == ".jsonl":
-        for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                    texts[str(row.get("_id", row.get("id")))] = str(row["text"])
-                except (json.JSONDecodeError, KeyError, AttributeError):
-                    problems.append(f"{path}:{lineno}: expected {{'_id': ..., 'text': ...}}")
-    else:
-        for lineno, line in enumerate(read_utf8(path, GoldSetError).splitlines(), start=1):
-            if line.strip():
-                parts = line.split("\t", 1)
-                if len(parts) != 2:
-                    problems.append(f"{path}:{lineno}: expected 'id<TAB>text'")
-                    continue
-                texts[parts[0].strip()] = parts[1].strip()
+    first: dict[str, int] = {}
+    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
+        if not line.strip():
+            continue
+        if path.suffix == ".jsonl":
+            try:
+                row = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                row = None
+            if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+                problems.append(f"{path}:{lineno}: expected {{'_id': ..., 'text': ...}}")
+                continue
+            qid, text = row.get("_id", row.get("id")), row["text"]
+            if qid is None:
+                problems.append(f"{path}:{lineno}: missing '_id'")
+                continue
+        else:
+            parts = line.split("\t", 1)
+            if len(parts) != 2:
+                problems.append(f"{path}:{lineno}: expected 'id<TAB>text'")
+                continue
+            qid, text = parts[0].strip(), parts[1].strip()
+        bad = id_problem(qid, "query id")
+        if bad:
+            problems.append(f"{path}:{lineno}: {bad}")
+            continue
+        qid = str(qid)
+        if qid in first:
+            problems.append(f"{path}:{lineno}: duplicate query id {qid!r} (first on line {first[qid]})")
+            continue
+        first[qid] = lineno
+        texts[qid] = text
     if problems:
-        raise GoldSetError(f"{path}: {len(problems)} problem(s) in the queries", problems[:50])
+        raise GoldSetError(f"{path}: {len(problems)} problem(s) in the queries", _capped(problems))
     return texts
 
 
@@ -235,15 +374,28 @@ def _read_evidence(path: Path) -> dict[tuple[str, str], list[RawEvidence]]:
     if not path.is_file():
         raise GoldSetError(f"{path}: evidence file not found")
     out: dict[tuple[str, str], list[RawEvidence]] = defaultdict(list)
-    for line in read_utf8(path, GoldSetError).splitlines():
+    problems = []
+    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
         if not line.strip():
             continue
-        row = json.loads(line)
-        key = (str(row["query-id"]), str(row["corpus-id"]))
-        for quote in row.get("sentence_texts", []):
-            out[key].append(RawEvidence(quote=quote))
-        for ans in row.get("answers", []):
-            out[key].append(RawEvidence(ans["answer_start"], ans["answer_start"] + len(ans["text"])))
+        try:
+            row = json.loads(line)
+            key = (str(row["query-id"]), str(row["corpus-id"]))
+            raw_quotes, answers = row.get("sentence_texts", []), row.get("answers", [])
+            if not isinstance(raw_quotes, list) or not isinstance(answers, list):
+                raise ValueError("'sentence_texts' and 'answers' must be lists")
+            quotes = [q for q in raw_quotes if isinstance(q, str) and q]
+            spans = [RawEvidence(a["answer_start"], a["answer_start"] + len(a["text"])) for a in answers]
+            if len(quotes) != len(raw_quotes) or not all(_is_int(s.start) and 0 <= s.start < s.end for s in spans):
+                raise ValueError("a quote is not text, or an answer is not {'text', 'answer_start'}")
+        except (json.JSONDecodeError, RecursionError, KeyError, TypeError, AttributeError, ValueError) as exc:
+            problems.append(f"{path}:{lineno}: expected {{'query-id', 'corpus-id', 'sentence_texts': [text] or "
+                            f"'answers': [{{'text', 'answer_start'}}]}} ({type(exc).__name__}: {exc})")
+            continue
+        out[key].extend(RawEvidence(quote=q) for q in quotes)
+        out[key].extend(spans)
+    if problems:
+        raise GoldSetError(f"{path}: {len(problems)} problem(s) in the evidence", _capped(problems))
     return dict(out)
 
 

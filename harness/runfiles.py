@@ -1,12 +1,15 @@
 """Read runs produced elsewhere: TREC run files and JSONL runs, into the engine's columnar form.
 
-Malformed lines are errors naming the file and line; nothing is skipped. A TREC run whose columns are separated by
-single spaces or single tabs (what run writers produce) is read by ``fast_trec``; any other is split whole in C
-here, and only to find the line of a problem does this go line by line. Names ending in ``.gz`` are gunzipped."""
+Malformed lines are errors naming the file and line; nothing is skipped but blank lines and ``#`` comment lines.
+As in trec_eval 10, columns after the sixth (the tag) are ignored. A TREC run whose columns are separated by single
+spaces or single tabs (what run writers produce) is read by ``fast_trec``; any other is read here: split whole in C
+when every line has six columns and nothing odd, else (comments, extra columns, odd characters, or to name the line
+of a problem) line by line. Names ending in ``.gz`` are gunzipped."""
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -14,8 +17,12 @@ import numpy as np
 
 from . import fast_trec
 from .errors import RunFileError
+from .ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
 from .runtable import ColumnarRun, _offsets
 from .textfile import base_suffix, read_utf8
+
+RUN_SHAPE = "6 columns (qid Q0 docno rank score tag)"
+_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _intern(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -25,22 +32,66 @@ def _intern(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return vocab.astype(object), codes.astype(np.int64)
 
 
-def _locate_trec_problem(path: Path, text: str) -> RunFileError:
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 6:
-            return RunFileError(f"{path}:{lineno}: expected 6 columns (qid Q0 docno rank score tag), got {len(parts)}")
-        try:
-            float(parts[4])
-        except ValueError:
-            return RunFileError(f"{path}:{lineno}: score {parts[4]!r} is not a number")
-        try:
-            int(parts[3])
-        except ValueError:
-            return RunFileError(f"{path}:{lineno}: rank {parts[3]!r} is not a whole number")
-    return RunFileError(f"{path}: malformed run file")
+def run_line_problem(line: str, parts: list[str]) -> str | None:
+    """What is wrong with the shape or ids of one data line of a TREC run (``parts``: split on ASCII whitespace),
+    or None. Every TREC run reader uses it, so they accept and reject the same lines."""
+    if len(parts) < 6:
+        return f"expected {RUN_SHAPE}, got {len(parts)}"
+    return (tab_problem(parts, line, 6, (0, 2)) or id_problem(parts[0], "query id")
+            or id_problem(parts[2], "document id"))
+
+
+def score_problem(text: str) -> str | None:
+    # What np.fromstring reads: a decimal float or inf; not Python's extras (underscores, other scripts' digits).
+    try:
+        value = float(text) if text.isascii() and "_" not in text else None
+    except ValueError:
+        value = None
+    if value is None:
+        return f"score {text!r} is not a number"
+    if value != value:
+        return f"score {text!r} is not a number (a NaN score has no place in a ranking)"
+    return None
+
+
+def _rank_problem(text: str) -> str | None:
+    if not _INT.fullmatch(text) or not -2**63 <= int(text) < 2**63:
+        return f"rank {text!r} is not a whole number"
+    return None
+
+
+def _line_problems(path: Path, text: str) -> RunFileError:
+    """Every bad line of a run, with its number."""
+    problems = []
+    for lineno, line, parts in data_lines(text):
+        problem = run_line_problem(line, parts) or score_problem(parts[4]) or _rank_problem(parts[3])
+        if problem:
+            problems.append(f"{path}:{lineno}: {problem}")
+    if not problems:
+        return RunFileError(f"{path}: malformed run file")
+    shown = problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
+    return RunFileError(f"{path}: {len(problems)} problem(s) in the run", shown)
+
+
+def _simple_tokens(text: str) -> list[str] | None:
+    """All tokens, when every line is blank or has exactly six columns and nothing needs a closer look (comments,
+    characters that Python splits on but trec_eval does not, control characters): one split in C."""
+    if ODD_CHARS.search(text) or has_comment(text):
+        return None
+    # Line by line: a total of six per line would also take a 12-column line and a blank one for two lines.
+    if any(len(line.split()) not in (0, 6) for line in text.split("\n")):
+        return None
+    return text.split()
+
+
+def _line_tokens(path: Path, text: str) -> list[str]:
+    """The first six columns of every data line, read line by line."""
+    tokens: list[str] = []
+    for _, line, parts in data_lines(text):
+        if run_line_problem(line, parts):
+            raise _line_problems(path, text)
+        tokens.extend(parts[:6])
+    return tokens
 
 
 def read_trec_run(path: Path) -> ColumnarRun:
@@ -50,14 +101,9 @@ def read_trec_run(path: Path) -> ColumnarRun:
     if fast is not None:
         return fast
     text = read_utf8(path, RunFileError)
-    tokens = text.split()
-    n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    if len(tokens) != 6 * n_lines:
-        # Blank lines are allowed; anything else that breaks the 6-column shape is reported by line.
-        text = "\n".join(line for line in text.splitlines() if line.strip())
-        tokens = text.split()
-        if len(tokens) != 6 * (text.count("\n") + (1 if text else 0)):
-            raise _locate_trec_problem(path, text)
+    tokens = _simple_tokens(text)
+    if tokens is None:
+        tokens = _line_tokens(path, text)
     # np.fromstring parses numbers in C; it stops early (fewer values) or warns on a malformed one.
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
@@ -65,10 +111,10 @@ def read_trec_run(path: Path) -> ColumnarRun:
             scores = np.fromstring(" ".join(tokens[4::6]), dtype=np.float64, sep=" ")
             ranks = np.fromstring(" ".join(tokens[3::6]), dtype=np.int64, sep=" ")
         except (ValueError, DeprecationWarning):
-            raise _locate_trec_problem(path, text) from None
+            raise _line_problems(path, text) from None
     n_hits = len(tokens) // 6
-    if len(scores) != n_hits or len(ranks) != n_hits:
-        raise _locate_trec_problem(path, text)
+    if len(scores) != n_hits or len(ranks) != n_hits or np.isnan(scores).any():
+        raise _line_problems(path, text)
     doc_vocab, dcodes = _intern(tokens[2::6])
     qids = np.array(tokens[0::6], dtype=str)
     starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
@@ -92,7 +138,7 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
     lists: dict[str, list[tuple[str, float]]] = {}
     ranks: dict[str, list[int]] = {}
     problems = []
-    for lineno, line in enumerate(read_utf8(path, RunFileError).splitlines(), start=1):
+    for lineno, line in enumerate(read_utf8(path, RunFileError).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -103,12 +149,18 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
             continue
+        except RecursionError:
+            problems.append(f"{path}:{lineno}: nested too deeply")
+            continue
         except (KeyError, TypeError, ValueError) as exc:
             problems.append(f"{path}:{lineno}: expected {{'query_id': ..., 'hits': [{{'doc_id': ..., 'score': "
                             f"number}}]}} ({type(exc).__name__}: {exc})")
             continue
         if qid in lists:
             problems.append(f"{path}:{lineno}: query {qid!r} appears twice")
+            continue
+        if any(score != score for _, score in pairs):
+            problems.append(f"{path}:{lineno}: a score is NaN, which has no place in a ranking")
             continue
         lists[qid] = pairs
         ranks[qid] = list(range(1, len(pairs) + 1))

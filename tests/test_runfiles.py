@@ -94,6 +94,13 @@ def test_tab_delimited_and_crlf_files_take_the_fast_path(tmp_path, text):
     "q Q0 d1 1 1.5 t\rq Q0 d2 2 1.0 t\n",   # a lone CR: whitespace to the line reader, a line end to a CSV reader
     "q\tQ0\td1\t1\t1.5\tt\nq\tQ0 d2\t2\t1.0\tt\n",  # a space inside a tab-delimited line
     "q Q0 d1 1 1.5 t\x0b\n",               # a vertical tab
+    "q Q0 d1 1 1.5 t\nq  d2 2 1.0 t\n",     # an empty Q0: five columns to the line reader
+    "q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0 \n",    # an empty tag
+    "#q Q0 d0 1 9 t\nq Q0 d1 1 1.5 t\n",    # a comment line shaped like a run line
+    "q Q0 d\u00a01 1 1.5 t\n",              # a no-break space: whitespace to Python, not to trec_eval
+    "q Q0 d\x001 1 1.5 t\n",                # a control character in an id
+    "q Q0 d1 1 nan t\n",                    # a NaN score
+    "q Q0 d1 1 1.5 t extra\n",              # a column after the tag
 ])
 def test_files_the_fast_path_could_misread_go_to_the_line_reader(tmp_path, text):
     path = tmp_path / "run.trec"
@@ -102,17 +109,19 @@ def test_files_the_fast_path_could_misread_go_to_the_line_reader(tmp_path, text)
 
 
 def test_a_tab_inside_a_column_is_a_separator_on_both_paths(tmp_path):
+    # Seven columns, as trec_eval 10 reads it: doc 'd', rank 1, score 1, tag 1.5, and a seventh column it ignores.
     path = tmp_path / "run.trec"
     path.write_text("q Q0 d\t1 1 1.5 t\n")
-    with pytest.raises(RunFileError, match=r"run.trec:1: expected 6 columns"):
-        read_trec_run(path)
+    run = read_trec_run(path)
+    assert run.doc_vocab.tolist() == ["d"] and run.scores.tolist() == [1.0] and run.ranks.tolist() == [1]
 
 
 @pytest.mark.parametrize("text, message", [
     ("q Q0 d1 1 1.5 t\nq Q0 d2 2 abc t\n", r"run.trec:2: score 'abc' is not a number"),
     ("q Q0 d1 1 1.5 t\nq Q0 d2 2 NaN t\nq Q0 d3 x 1 t\n", r"run.trec:3: rank 'x' is not a whole number"),
     ("q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0\n", r"run.trec:2: expected 6 columns"),
-    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0 t extra\n", r"run.trec:2: expected 6 columns"),
+    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0\n#\n", r"run.trec:2: expected 6 columns"),
+    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 nan t\n", r"run.trec:2: score 'nan' is not a number \(a NaN score"),
 ])
 def test_malformed_lines_are_named_whichever_path_reads_first(tmp_path, text, message):
     path = tmp_path / "run.trec"
@@ -179,6 +188,9 @@ def test_qrels_and_run_read_together_evaluate_as_read_apart(tmp_path_factory, qr
     "q1 0 d1 1.0\n",                  # a float grade: the line reader accepts it
     "query-id corpus-id score\nq1 d1 1\n",  # a BEIR header
     "q1\td1\t1\n",                    # BEIR TSV
+    "q1  d1 1\n",                      # an empty iteration column
+    "q1 0 d1 2147483648\n",            # a grade out of range
+    "#q1 0 d0 1\nq1 0 d1 1\n",         # a comment line
 ])
 def test_fast_qrels_reader_declines_what_the_line_reader_must_judge(tmp_path, text):
     path = tmp_path / "qrels.txt"

@@ -12,6 +12,8 @@ from typing import Literal, Sequence
 
 from ..config import Strict
 from ..errors import RunFileError
+from ..ids import data_lines
+from ..runfiles import run_line_problem, score_problem
 from ..textfile import read_utf8
 from ..types import Chunk, Hit, Query, RankedList
 from . import RetrieverKind, register
@@ -39,28 +41,28 @@ class ExternalRetriever:
         if fmt == "auto":
             fmt = "jsonl" if path.suffix in (".jsonl", ".json") else "trec"
         problems = []
-        for lineno, line in enumerate(read_utf8(path, RunFileError).splitlines(), start=1):
-            if not line.strip():
-                continue
-            if fmt == "trec":
-                parts = line.split()
-                if len(parts) != 6:
-                    problems.append(f"{path}:{lineno}: expected 6 columns (qid Q0 docno rank score tag)")
+        text = read_utf8(path, RunFileError)
+        if fmt == "trec":
+            # The same lines as `harness eval` reads: # comments skipped, columns after the tag ignored.
+            for lineno, line, parts in data_lines(text):
+                problem = run_line_problem(line, parts) or score_problem(parts[4])
+                if problem:
+                    problems.append(f"{path}:{lineno}: {problem}")
+                    continue
+                self.raw.setdefault(parts[0], []).append({"doc_id": parts[2], "score": float(parts[4]),
+                                                          "where": f"{path}:{lineno}"})
+        else:
+            for lineno, line in enumerate(text.split("\n"), start=1):
+                if not line.strip():
                     continue
                 try:
-                    self.raw.setdefault(parts[0], []).append({"doc_id": parts[2], "score": float(parts[4]),
-                                                              "where": f"{path}:{lineno}"})
-                except ValueError:
-                    problems.append(f"{path}:{lineno}: score {parts[4]!r} is not a number")
-                continue
-            try:
-                row = json.loads(line)
-                hits = [dict(h, score=float(h["score"]), doc_id=str(h["doc_id"]), where=f"{path}:{lineno}")
-                        for h in row["hits"]]
-                self.raw.setdefault(str(row["query_id"]), []).extend(hits)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                problems.append(f"{path}:{lineno}: expected {{'query_id', 'hits': [{{'doc_id', 'score', ...}}]}} "
-                                f"({type(exc).__name__}: {exc})")
+                    row = json.loads(line)
+                    hits = [dict(h, score=float(h["score"]), doc_id=str(h["doc_id"]), where=f"{path}:{lineno}")
+                            for h in row["hits"]]
+                    self.raw.setdefault(str(row["query_id"]), []).extend(hits)
+                except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError) as exc:
+                    problems.append(f"{path}:{lineno}: expected {{'query_id', 'hits': [{{'doc_id', 'score', ...}}]}} "
+                                    f"({type(exc).__name__}: {exc})")
         if problems:
             raise RunFileError(f"{path}: {len(problems)} problem(s) in the external run", problems[:50])
 

@@ -1,0 +1,82 @@
+"""What an id may be, and how a line of a TREC file (run or qrels) splits into columns.
+
+Ids travel into run.trec and qrels files, whose columns are separated by whitespace: an id holding whitespace (or an
+empty one) would come back as other columns, so every loader rejects it where it reads it, naming the line. Control
+characters are rejected with it: trec_eval stops an id at a NUL.
+
+TREC lines split as trec_eval 10 splits them: on ASCII whitespace only, lines on "\\n" only; a line whose first
+non-blank character is ``#`` is a comment (trec_eval 10 skips these in runs, and at the start of a line in qrels).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+ASCII_WS = " \t\n\v\f\r"
+_ASCII_SPLIT = re.compile(r"[ \t\n\v\f\r]+")
+# Whitespace to Python but not to C's isspace (NBSP, U+2028, \x1c...), and control characters: what an id cannot hold
+# beyond the ASCII whitespace that already separates columns.
+ODD_CHARS = re.compile(r"[^\S \t\n\v\f\r]|[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_BAD_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+_COMMENT = re.compile(r"^[ \t\v\f\r]*#", re.MULTILINE)
+
+# Grades beyond this are typos or garbage, and would overflow the engine's integers.
+GRADE_LIMIT = 2**31
+
+
+def id_problem(value: object, what: str) -> str | None:
+    """Why ``value`` cannot be an id (``what`` names it, as in "document id"), or None. A string or an integer:
+    a float, bool, list or mapping would be written back differently from how the user wrote it."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return f"{what} must be a string, got {type(value).__name__} {value!r}"
+    text = str(value)
+    if not text:
+        return f"{what} is empty"
+    bad = _BAD_ID.search(text)
+    if bad:
+        return (f"{what} {text!r} contains whitespace or a control character ({bad.group()!r}); TREC run and qrels "
+                f"files cannot hold it")
+    return None
+
+
+def grade_problem(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"'grade' must be a whole number, got {value!r}"
+    if not -GRADE_LIMIT < value < GRADE_LIMIT:
+        return f"grade {value} is out of range (|grade| < 2**31)"
+    return None
+
+
+def has_comment(text: str) -> bool:
+    return _COMMENT.search(text) is not None
+
+
+def split_line(line: str) -> list[str]:
+    """The columns of one line, split on ASCII whitespace (as trec_eval does)."""
+    stripped = line.strip(ASCII_WS)
+    return _ASCII_SPLIT.split(stripped) if stripped else []
+
+
+def data_lines(text: str) -> Iterator[tuple[int, str, list[str]]]:
+    """(line number, line, columns) of every line that is neither blank nor a comment."""
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        fields = split_line(line)
+        if fields and not fields[0].startswith("#"):
+            yield lineno, line, fields
+
+
+def tab_problem(line_fields: list[str], line: str, tab_columns: int, id_columns: tuple[int, ...]) -> str | None:
+    """A tab-separated line with ``tab_columns`` columns, one of whose id columns holds a space, reads as other
+    columns when split on whitespace: a TSV with 'doc 1' in it. Which was meant cannot be told; say so."""
+    if "\t" not in line:
+        return None
+    cells = [c.strip(ASCII_WS) for c in line.split("\t")]
+    cells = [c for c in cells if c]
+    if len(cells) != tab_columns or len(cells) == len(line_fields):
+        return None
+    for i in id_columns:
+        if _ASCII_SPLIT.search(cells[i]):
+            return (f"tab-separated column {i + 1} is {cells[i]!r}: ids cannot contain whitespace (split on "
+                    f"whitespace, the line has {len(line_fields)} columns)")
+    return None
