@@ -19,6 +19,7 @@ import yaml
 from .config import GoldsetConfig
 from .errors import GoldSetError
 from .ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, tab_problem
+from .safeyaml import CheckedLoader, parse_yaml_node
 from .textfile import base_suffix, read_utf8
 from .types import Chunk, Document, GoldSet, Judgment, Query, Span
 
@@ -68,7 +69,7 @@ def _fail(path: Path, problems: list[str]) -> None:
         raise GoldSetError(f"{path}: {len(problems)} problem(s) in the golden set", shown)
 
 
-class _TextKeepingLoader(yaml.SafeLoader):
+class _TextKeepingLoader(CheckedLoader):
     """YAML 1.1 reads ``010`` as 8, ``1.10`` as 1.1 and ``on`` as True: ids, docs and tags would silently change.
     Here a scalar keeps its text unless it is a plain decimal integer (grades, spans) or null."""
 
@@ -90,17 +91,8 @@ _TextKeepingLoader.add_constructor("tag:yaml.org,2002:int", _plain_int)
 def _yaml_queries(path: Path) -> list[tuple[str, object]]:
     """The queries of a YAML golden set, each with ``file:line`` of where it starts."""
     text = read_utf8(path, GoldSetError)
-    try:
-        loader = _TextKeepingLoader(text)  # checks the characters first
-        try:
-            node = loader.get_single_node()
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        raise GoldSetError(f"{path}: not valid YAML: {exc}") from None
-    except RecursionError:
-        raise GoldSetError(f"{path}: not valid YAML: nested too deeply") from None
+    # Bounded alias expansion, no cycles, duplicate keys refused: the same checks as configs.
+    node, data = parse_yaml_node(text, str(path), GoldSetError, _TextKeepingLoader)
     if isinstance(data, dict) and "queries" in data:
         data = data["queries"]
         node = next((v for k, v in node.value if k.value == "queries"), None)

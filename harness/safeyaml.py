@@ -45,7 +45,7 @@ def _children(node: Node) -> list[tuple[str, Node]]:
     return []
 
 
-class _CheckedLoader(yaml.SafeLoader):
+class CheckedLoader(yaml.SafeLoader):
     """SafeLoader (pure Python: its composer honours the recursion limit) that checks the node graph first."""
 
     source = "<yaml>"
@@ -131,11 +131,22 @@ class _CheckedLoader(yaml.SafeLoader):
 def parse_yaml(text: str, source: str, error_cls: type[Exception]) -> Any:
     """Parse YAML text from ``source`` (a file name for messages); any problem raises ``error_cls``, whose
     constructor takes ``(message, problems)`` like ``InputError``."""
+    return parse_yaml_node(text, source, error_cls)[1]
+
+
+def parse_yaml_node(text: str, source: str, error_cls: type[Exception],
+                    loader_cls: type["CheckedLoader"] | None = None) -> tuple[Node | None, Any]:
+    """``parse_yaml`` that also returns the root node (for line numbers). ``loader_cls`` may subclass
+    ``CheckedLoader`` to construct scalars differently; the graph checks stay the same."""
     loader = None
     try:
-        loader = _CheckedLoader(text)  # the reader refuses control characters already here
+        loader = (loader_cls or CheckedLoader)(text)  # the reader refuses control characters already here
         loader.source = source
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        loader._check_graph(node)
+        return node, loader.construct_document(node)
     except _Refused as exc:
         raise error_cls(exc.message, exc.problems) from None
     except yaml.YAMLError as exc:
