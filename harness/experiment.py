@@ -135,6 +135,9 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
     if rules is not None:
         _attempt(lambda: check_rules(rules, config, source), errors)
+    if any(_uses_cache(cfg.retriever) for cfg in configs):
+        from .cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
+        _attempt(lambda: check_cache_folder(BuildContext().cache_dir), errors)
     prepared: dict[str, Prepared] = {}
     for cfg in configs:
         key = json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),
@@ -227,9 +230,19 @@ def check_runnable(prepared: Prepared) -> bool:
     return True
 
 
-def _uses_external(section: dict) -> bool:
+def _sections(section: dict) -> list[dict]:
+    """A retriever section and all its children's, depth first."""
     children = list(section.get("children") or []) + ([section["child"]] if section.get("child") else [])
-    return section.get("kind") == "external" or any(_uses_external(c) for c in children if isinstance(c, dict))
+    return [section] + [s for c in children if isinstance(c, dict) for s in _sections(c)]
+
+
+def _uses_external(section: dict) -> bool:
+    return any(s.get("kind") == "external" for s in _sections(section))
+
+
+def _uses_cache(section: dict) -> bool:
+    return any(s.get("kind") in ("dense", "reranked") and s.get("cache", True) is not False
+               for s in _sections(section))
 
 
 def adopt_foreign_chunks(prepared: Prepared, lists: Sequence[RankedList]) -> list[Chunk]:
