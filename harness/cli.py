@@ -30,35 +30,58 @@ class Format(str, Enum):
 def run(config: Path = typer.Argument(..., help="experiment YAML"),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output, "
                                                                       "else reports/<name>/)"),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines")) -> None:
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines"),
+        force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
+                                                          "or over another run's outputs; files harness did not "
+                                                          "write are never deleted or overwritten")) -> None:
     """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv and report.md.
+
+    harness replaces only files it wrote itself (listed in the folder's .harness-output): it refuses a non-empty
+    folder it did not write unless --force, and keeps every file you add to its folders.
 
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
     """
     from .config import load_config
     from .experiment import run_experiment
+    from .interrupt import MESSAGE, Terminated, exit_code
+    from .outdir import open_output
     from .report import write_outputs
 
     cfg = load_config(config)
     log = (lambda m: None) if quiet else _err
+    target = out or cfg.output_dir()
+    origin = "--out" if out else (f"{config}: output:" if cfg.output else None)
+    try:
+        # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
+        with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
+            if cfg.sweep:
+                from .sweep import run_sweep
+                board = run_sweep(cfg, folder, progress=not quiet, log=log)
+            else:
+                result = run_experiment(cfg, progress=not quiet, log=log)
+                write_outputs(result, folder)
+    except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
+        _err(MESSAGE)
+        raise typer.Exit(exit_code(exc)) from None
     if cfg.sweep:
-        from .sweep import run_sweep
-        target = out or cfg.output_dir()
-        board = run_sweep(cfg, target, progress=not quiet, log=log)
         if not quiet:
             tied = ", ".join(r["run"] for r in board["runs"][1:] if r["tied_with_best"])
             _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
         print(target / "leaderboard.md")
         return
-    result = run_experiment(cfg, progress=not quiet, log=log)
-    target = out or cfg.output_dir()
-    write_outputs(result, target)
     s = result["summary"]
     if not quiet:
         shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s["chunk"].items())[:4] if v is not None)
         _err(f"chunk level: {shown}")
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s["verdicts"]["counts"].items() if n))
     print(target / "report.md")
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM raises like Ctrl-C, so every cleanup path runs before the exit. The CLI only: never at import."""
+    from .interrupt import install
+
+    install()
 
 
 @app.command()
@@ -280,6 +303,7 @@ def cache(action: str = typer.Argument(..., help="info or clear"),
 
 
 def main() -> None:
+    _install_signal_handlers()
     try:
         # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
         code = app(standalone_mode=False)
