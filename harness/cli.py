@@ -47,11 +47,11 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     from .outdir import open_output
     from .report import write_outputs
 
-    cfg = load_config(config)
     log = (lambda m: None) if quiet else _err
-    target = out or cfg.output_dir()
-    origin = "--out" if out else (f"{config}: output:" if cfg.output else None)
     try:
+        cfg = load_config(config)
+        target = out or cfg.output_dir()
+        origin = "--out" if out else (f"{config}: output:" if cfg.output else None)
         # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
         with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
             if cfg.sweep:
