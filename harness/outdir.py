@@ -78,7 +78,8 @@ def read_marker(folder: Path) -> tuple[Marker | None, str | None]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, f"{MARKER} is not a harness marker ({type(exc).__name__})"
     files = data.get("files") if isinstance(data, dict) else None
-    if (not isinstance(data, dict) or data.get("harness_output") != MARKER_FORMAT or not isinstance(data.get("run"), str)
+    if (not isinstance(data, dict) or data.get("harness_output") != MARKER_FORMAT
+            or not isinstance(data.get("run"), str)
             or not isinstance(files, list) or not all(_valid_rel(f) for f in files)):
         return None, f"{MARKER} is not a harness marker (unexpected content)"
     return Marker(data["run"], frozenset(files), str(data.get("written_at", "?")), bool(data.get("complete"))), None
@@ -136,10 +137,10 @@ def _unlock(folder: Path, fd: int) -> None:
         os.close(fd)
 
 
-def _remove_stale_staging(folder: Path, keep: Path | None = None) -> None:
+def _remove_stale_staging(folder: Path) -> None:
     """Only the lock holder stages, so while we hold the lock every other staging folder is a dead run's."""
     for entry in folder.iterdir():
-        if entry.name.startswith(STAGING) and entry != keep:
+        if entry.name.startswith(STAGING):
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
@@ -205,16 +206,19 @@ class OutputFolder:
         """Yield an empty staging folder to write every output into. When the block ends normally, the staged
         files replace the previous run's (files it wrote that this run does not are removed) and the marker is
         rewritten; when it raises, nothing in the output folder has changed. The staging folder is removed."""
-        stage = Path(tempfile.mkdtemp(dir=self.path, prefix=f"{STAGING}{os.getpid()}-"))
+        stage: Path | None = None
         try:
+            with deferred():  # a signal held here is raised inside the try, so the staging folder is removed
+                stage = Path(tempfile.mkdtemp(dir=self.path, prefix=f"{STAGING}{os.getpid()}-"))
             files = stage / "files"
             files.mkdir()
             yield files
             with deferred():  # a few renames: an interruption waits for them, so no mix of two runs is left
                 self._commit(stage, files)
         finally:
-            with deferred():
-                shutil.rmtree(stage, ignore_errors=True)
+            if stage is not None:
+                with deferred():
+                    shutil.rmtree(stage, ignore_errors=True)
 
     def _commit(self, stage: Path, files: Path) -> None:
         new = _walk(files)
@@ -313,22 +317,22 @@ def open_output(path: Path, *, run: str, force: bool = False, origin: str | None
     empty (the run failed or was interrupted) is removed. ``origin`` names where the path came from in messages
     (``--out``, ``cfg.yaml: output``)."""
     where = f"{origin} {path}" if origin else str(path)
-    with deferred():
-        created = _make_folder(path, where)
-        try:
-            fd = _lock(path, where)
-        except BaseException:
-            for folder in created:
-                _rmdir_quietly(folder)
-            raise
+    created: list[Path] = []
+    fd: int | None = None
     try:
+        with deferred():  # a signal held here is raised inside the try, so the cleanup below runs
+            created = _make_folder(path, where)
+            fd = _lock(path, where)
         _remove_stale_staging(path)
         yield OutputFolder(path, run, where, _check_owner(path, run, force, where))
     finally:
         with deferred():
             try:
-                _remove_stale_staging(path)
-                _unlock(path, fd)
+                if fd is not None:
+                    try:
+                        _remove_stale_staging(path)
+                    finally:
+                        _unlock(path, fd)
             finally:
                 for folder in created:
                     if not _rmdir_quietly(folder):
