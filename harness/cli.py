@@ -36,8 +36,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
                                                           "write are never deleted or overwritten")) -> None:
     """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv and report.md.
 
-    harness replaces only files it wrote itself (listed in the folder's .harness-output): it refuses a non-empty
-    folder it did not write unless --force, and keeps every file you add to its folders.
+    Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
 
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
     """
