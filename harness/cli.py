@@ -61,7 +61,8 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
                 write_outputs(result, folder)
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
         _err(MESSAGE)
-        raise typer.Exit(exit_code(exc)) from None
+        # SystemExit, not typer.Exit: it passes through typer and main() untouched, so nothing prints a second line
+        raise SystemExit(exit_code(exc)) from None
     if cfg.sweep:
         if not quiet:
             tied = ", ".join(r["run"] for r in board["runs"][1:] if r["tied_with_best"])
