@@ -42,7 +42,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     """
     from .config import load_config
     from .experiment import run_experiment
-    from .interrupt import MESSAGE, Terminated, exit_code
+    from .interrupt import MESSAGE, Terminated, exit_code, ignore_further
     from .outdir import open_output
     from .report import write_outputs
 
@@ -60,6 +60,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
                 result = run_experiment(cfg, progress=not quiet, log=log)
                 write_outputs(result, folder)
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
+        ignore_further()
         _err(MESSAGE)
         # SystemExit, not typer.Exit: it passes through typer and main() untouched, so nothing prints a second line
         raise SystemExit(exit_code(exc)) from None

@@ -38,6 +38,14 @@ def exit_code(exc: BaseException) -> int:
 _HELD = (signal.SIGINT, signal.SIGTERM)
 
 
+def ignore_further() -> None:
+    """Once the cleanup is done and the process is exiting, a second Ctrl-C or SIGTERM must not turn the exit
+    status into a death by signal or print a traceback from the interpreter's shutdown."""
+    if threading.current_thread() is threading.main_thread():
+        for s in _HELD:
+            signal.signal(s, signal.SIG_IGN)
+
+
 @contextmanager
 def deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM until the block ends, then act on the first one that came, as it would have.
