@@ -1,13 +1,12 @@
-"""Atomic writes: a crash or Ctrl-C never leaves a half-written file or report folder that a later run trusts."""
+"""Atomic writes: a crash or Ctrl-C never leaves a half-written file that a later run trusts.
+
+Whole output folders are handled by ``outdir`` (ownership marker, lock, staging inside the folder)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 def _umask() -> int:
@@ -35,21 +34,15 @@ def write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-@contextmanager
-def staged_dir(target: Path) -> Iterator[Path]:
-    """Yield a staging folder; on success it replaces ``target`` whole, on any error it is removed."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
-    os.chmod(stage, 0o777 & ~_umask())
+def sync_dir(path: Path) -> None:
+    """Flush a folder's entries (renames into it) to disk; best effort where folders cannot be opened."""
     try:
-        yield stage
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    old = None
-    if target.exists():
-        old = target.parent / f".{target.name}.old-{os.getpid()}"
-        os.replace(target, old)
-    os.replace(stage, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -118,38 +118,62 @@ class CacheAction(str, Enum):
 def run(config: Path = typer.Argument(..., help="experiment YAML"),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output, "
                                                                       "else reports/<name>/)"),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines")) -> None:
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines"),
+        force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
+                                                          "or over another run's outputs; files harness did not "
+                                                          "write are never deleted or overwritten")) -> None:
     """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv and report.md.
+
+    Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
 
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
     """
     from .config import load_config
     from .experiment import check_before_retrieval, run_experiment
+    from .interrupt import MESSAGE, Terminated, exit_code, ignore_further
+    from .outdir import open_output
     from .report import write_outputs
 
-    cfg = load_config(config)
     log = (lambda m: None) if quiet else _err
-    checked = check_before_retrieval(cfg, source=str(config), log=log)  # the same checks as validate
-    for warning in checked.warnings:
-        _err(f"warning: {warning}")
-    if cfg.sweep:
-        from .sweep import run_sweep
+    try:
+        cfg = load_config(config)
+        checked = check_before_retrieval(cfg, source=str(config), log=log)  # the same checks as validate
+        for warning in checked.warnings:
+            _err(f"warning: {warning}")
         target = out or cfg.output_dir()
-        board = run_sweep(cfg, target, progress=not quiet, log=log)
+        origin = "--out" if out else (f"{config}: output:" if cfg.output else None)
+        # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
+        with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
+            if cfg.sweep:
+                from .sweep import run_sweep
+                board = run_sweep(cfg, folder, progress=not quiet, log=log)
+            else:
+                result = run_experiment(cfg, progress=not quiet, log=log, prepared=checked.prepared)
+                write_outputs(result, folder)
+    except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
+        ignore_further()
+        _err(MESSAGE)
+        # SystemExit, not typer.Exit: it passes through typer and main() untouched, so nothing prints a second line
+        raise SystemExit(exit_code(exc)) from None
+    if cfg.sweep:
         if not quiet:
             tied = ", ".join(r["run"] for r in board["runs"][1:] if r["tied_with_best"])
             _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
         print(target / "leaderboard.md")
         return
-    result = run_experiment(cfg, progress=not quiet, log=log, prepared=checked.prepared)
-    target = out or cfg.output_dir()
-    write_outputs(result, target)
     s = result["summary"]
     if not quiet:
         shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s["chunk"].items())[:4] if v is not None)
         _err(f"chunk level: {shown}")
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s["verdicts"]["counts"].items() if n))
     print(target / "report.md")
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM raises like Ctrl-C, so every cleanup path runs before the exit. The CLI only: never at import."""
+    from .interrupt import install
+
+    install()
 
 
 @app.command()
@@ -467,6 +491,7 @@ def _click_exceptions() -> tuple[tuple, tuple, tuple]:
 
 
 def main() -> None:
+    _install_signal_handlers()
     try:
         # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
         code = app(prog_name="harness", standalone_mode=False)

@@ -9,8 +9,12 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .atomic import staged_dir, write_text
+from .atomic import write_text
+
+if TYPE_CHECKING:
+    from .outdir import OutputFolder
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -126,18 +130,30 @@ def markdown(result: dict, worst: int = 5) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_outputs(result: dict, out_dir: Path) -> Path:
-    """Write every output into a staging folder that replaces ``out_dir`` whole (no half-written report)."""
+def write_outputs(result: dict, out_dir: Path | OutputFolder, *, force: bool = False) -> Path:
+    """Write every output of a run into ``out_dir`` (see ``outdir``: harness replaces only files it wrote, and the
+    files appear when all are written). A Path is opened (locked, checked) here; the CLI passes a folder it opened
+    before the run, so a folder that cannot be written is refused before minutes of work."""
+    from .outdir import OutputFolder, open_output
+
+    if not isinstance(out_dir, OutputFolder):
+        with open_output(out_dir, run=result["name"], force=force) as folder:
+            return write_outputs(result, folder)
+    with out_dir.publish() as stage:
+        write_run_files(result, stage)
+    return out_dir.path
+
+
+def write_run_files(result: dict, folder: Path) -> None:
+    """The files of one run, written plainly into ``folder`` (a staging folder: ``write_outputs`` or a sweep)."""
     run = result["_run"]
-    with staged_dir(out_dir) as stage:
-        write_text(stage / "results.json", to_json(result))
-        write_text(stage / "run.trec", run.to_trec("doc"))
-        write_text(stage / "run.chunks.trec", run.to_trec("chunk"))
-        write_text(stage / "per_query.csv", per_query_csv(result))
-        write_text(stage / "report.md", markdown(result))
-        from .html_report import render
-        write_text(stage / "report.html", render([result], [result.get("_chunk_text", {})]))
-    return out_dir
+    write_text(folder / "results.json", to_json(result))
+    write_text(folder / "run.trec", run.to_trec("doc"))
+    write_text(folder / "run.chunks.trec", run.to_trec("chunk"))
+    write_text(folder / "per_query.csv", per_query_csv(result))
+    write_text(folder / "report.md", markdown(result))
+    from .html_report import render
+    write_text(folder / "report.html", render([result], [result.get("_chunk_text", {})]))
 
 
 def load_results(path: Path) -> dict:

@@ -11,6 +11,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -18,6 +19,9 @@ from .atomic import write_text
 from .compare import compare_runs, split_metric
 from .config import ExperimentConfig, parse_config
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .outdir import OutputFolder
 
 
 def _set(data: dict, path: str, value) -> None:
@@ -62,17 +66,22 @@ def expand(config: ExperimentConfig) -> list[tuple[ExperimentConfig, dict]]:
     return out
 
 
-def run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool = True, log=None) -> dict:
-    """Every output is written into a staging folder that replaces ``out_dir`` whole when all runs are done."""
-    from .atomic import staged_dir
+def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progress: bool = True, log=None,
+              force: bool = False) -> dict:
+    """Every output is staged inside ``out_dir`` and moved into place when all runs are done (see ``outdir``: the
+    sweep's folder owns its run subfolders; harness replaces only files it wrote). A Path is opened here."""
+    from .outdir import OutputFolder, open_output
 
-    with staged_dir(out_dir) as stage:
+    if not isinstance(out_dir, OutputFolder):
+        with open_output(out_dir, run=config.name, force=force) as folder:
+            return run_sweep(config, folder, progress=progress, log=log)
+    with out_dir.publish() as stage:
         return _run_sweep(config, stage, progress=progress, log=log)
 
 
 def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) -> dict:
     from .experiment import prepare, run_experiment
-    from .report import write_outputs
+    from .report import write_run_files
 
     log = log or (lambda m: print(m, file=sys.stderr))
     points = expand(config)
@@ -86,7 +95,7 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
             loaded[key] = prepare(cfg, log=lambda m: None)
         log(f"sweep {i}/{len(points)}: {cfg.name} {params}" + (" (chunks reused)" if reused else ""))
         result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key])
-        write_outputs(result, out_dir / cfg.name)
+        write_run_files(result, out_dir / cfg.name)
         results.append((cfg, params, result))
     level, primary = split_metric(config.metrics[0])  # canonical name: `NDCG_cut_10` is stored as ndcg@10
     ranked = rank_runs(results, level, primary, config.name, log)

@@ -1,0 +1,80 @@
+"""Interruption: SIGTERM raises like Ctrl-C does, so every ``finally`` and cleanup path runs before the exit, and a
+short critical section (moving finished files into place, removing a staging folder) can hold both signals back
+until it is done. Only the CLI installs the SIGTERM handler; importing the library changes no signal handling."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+MESSAGE = "interrupted: nothing half-written was left behind"
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised in the main thread. A SystemExit (exit status 128 + 15), so no ``except Exception`` swallows
+    it, and a command that does not catch it still exits 143 without a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(128 + signal.SIGTERM)
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def install() -> None:
+    """Make SIGTERM raise ``Terminated`` (the CLI calls this once; a library user keeps their own handling)."""
+    signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The shell's convention: 128 + the signal number (SIGINT 130, SIGTERM 143)."""
+    return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def ignore_further() -> None:
+    """Once the cleanup is done and the process is exiting, a second Ctrl-C or SIGTERM must not turn the exit
+    status into a death by signal or print a traceback from the interpreter's shutdown."""
+    if threading.current_thread() is threading.main_thread():
+        for s in _HELD:
+            signal.signal(s, signal.SIG_IGN)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then act on the first one that came, as it would have.
+
+    Python runs signal handlers only in the main thread, and only there can they be swapped; elsewhere (and when a
+    handler was installed outside Python, which cannot be restored) the block runs unprotected."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in _HELD}
+    if any(h is None for h in previous.values()):
+        yield
+        return
+    caught: list[int] = []
+    for s in _HELD:
+        signal.signal(s, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if caught:
+            _deliver(caught[0], previous[caught[0]])
+
+
+def _deliver(signum: int, handler) -> None:
+    if handler is signal.SIG_IGN:
+        return
+    if handler is signal.SIG_DFL:
+        os.kill(os.getpid(), signum)  # the default action (terminate), now that the block is done
+        return
+    handler(signum, None)  # default_int_handler raises KeyboardInterrupt; ours raises Terminated
