@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.metrics import evaluate  # noqa: E402
-from harness.runtable import ColumnarRun, Qrels, _offsets  # noqa: E402
+from harness.metrics.engine import evaluate  # noqa: E402
+from harness.core.runtable import ColumnarRun, Qrels, _offsets  # noqa: E402
 
 OURS = ["ap", "rr@10", "ndcg@10", "precision@10", "recall@100"]
 TREC = {"map": "ap", "recip_rank": "rr@10", "ndcg_cut_10": "ndcg@10", "P_10": "precision@10", "recall_100": "recall@100"}
@@ -106,7 +106,7 @@ def main() -> None:
                     fh.writelines(f"{q} 0 {d} {g}\n" for d, g in docs.items())
 
             def harness_eval():
-                from harness import fast_trec
+                from harness.io import fast_trec
                 return evaluate(*fast_trec.read_qrels_and_run(qrels_path, run_path), OURS)
 
             _, t_he = timed(harness_eval)

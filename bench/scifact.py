@@ -12,9 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from harness.cache import ArrayCache  # noqa: E402
-from harness.config import load_config  # noqa: E402
-from harness.experiment import run_experiment  # noqa: E402
-from harness.report import write_outputs  # noqa: E402
+from harness.config.schema import load_config  # noqa: E402
+from harness.pipeline.assemble import run_experiment  # noqa: E402
+from harness.render.outputs import write_outputs  # noqa: E402
 
 PUBLISHED = {"bm25": "0.665 (BEIR) / 0.679 (Anserini flat)",
              "dense": "0.6451 (MTEB paper) / 0.674 (MAIR file)",

@@ -15,8 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness.config import parse_config  # noqa: E402
-from harness.experiment import run_experiment  # noqa: E402
+from harness.config.schema import parse_config  # noqa: E402
+from harness.pipeline.assemble import run_experiment  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "datasets"
 BM25 = {"kind": "bm25", "backend": "fast", "k1": 0.9, "b": 0.4, "tokenizer": {"stopwords": "english", "stemmer": "porter"}}

@@ -5,8 +5,8 @@ Only light names are re-exported; heavy libraries load when a retriever that nee
 
 __version__ = "0.1.0"
 
-from .metricspec import MetricSpec, parse_metric  # noqa: E402
-from .metrics import MetricTable, evaluate  # noqa: E402
-from .runtable import ColumnarRun, Qrels  # noqa: E402
+from .metrics.spec import MetricSpec, parse_metric  # noqa: E402
+from .metrics.engine import MetricTable, evaluate  # noqa: E402
+from .core.runtable import ColumnarRun, Qrels  # noqa: E402
 
 __all__ = ["__version__", "MetricSpec", "parse_metric", "MetricTable", "evaluate", "ColumnarRun", "Qrels"]

@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .atomic import write_bytes
-from .errors import InputError
+from .core.files import write_bytes
+from .core.errors import InputError
 
 
 def check_cache_folder(root: Path) -> None:

@@ -9,9 +9,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import ChunkingConfig
+from .config.schema import ChunkingConfig
 from .text import TokenCounter, paragraph_spans, sentence_spans, word_bounds
-from .types import Chunk, Document
+from .core.types import Chunk, Document
 
 
 def _windows(starts: np.ndarray, ends: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]]:

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from .errors import HarnessError
+from .core.errors import HarnessError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Evaluate RAG retrievers: metrics you can trust and a verdict per query.")
@@ -68,8 +68,8 @@ def _output_problems(outputs: dict[str, Optional[Path]], inputs: List[Path]) -> 
 
 
 def _write_output(option: str, path: Path, text: str) -> None:
-    from .atomic import write_text
-    from .errors import InputError
+    from .core.files import write_text
+    from .core.errors import InputError
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,11 +128,11 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
 
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
     """
-    from .config import load_config
-    from .experiment import check_before_retrieval, run_experiment
-    from .interrupt import MESSAGE, Terminated, exit_code, ignore_further
-    from .outdir import open_output
-    from .report import write_outputs
+    from .config.schema import load_config
+    from .pipeline.assemble import check_before_retrieval, run_experiment
+    from .core.interrupt import MESSAGE, Terminated, exit_code, ignore_further
+    from .core.outdir import open_output
+    from .render.outputs import write_outputs
 
     log = (lambda m: None) if quiet else _err
     try:
@@ -145,7 +145,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
         with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
             if cfg.sweep:
-                from .sweep import run_sweep
+                from .pipeline.sweep import run_sweep
                 board = run_sweep(cfg, folder, progress=not quiet, log=log)
             else:
                 result = run_experiment(cfg, progress=not quiet, log=log, prepared=checked.prepared)
@@ -171,7 +171,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
 
 def _install_signal_handlers() -> None:
     """SIGTERM raises like Ctrl-C, so every cleanup path runs before the exit. The CLI only: never at import."""
-    from .interrupt import install
+    from .core.interrupt import install
 
     install()
 
@@ -186,8 +186,8 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
 
     Example: harness validate configs/demo-bm25.yaml --rules configs/gates.yaml
     """
-    from .config import load_config
-    from .experiment import check_before_retrieval
+    from .config.schema import load_config
+    from .pipeline.assemble import check_before_retrieval
 
     cfg = load_config(config)
     checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err)
@@ -203,14 +203,14 @@ NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
 
 
 def _load_qrels(path: Path):
-    from .goldset import read_qrels_file, _read_native
-    from .runtable import Qrels
-    from .textfile import base_suffix
+    from .gold.load import read_qrels_file, _read_native
+    from .core.runtable import Qrels
+    from .core.textfile import base_suffix
 
     if base_suffix(path) in NATIVE_GOLD:
         raw = _read_native(path)
         return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
-    from . import fast_trec
+    from .io import fast_trec
 
     if path.is_file():
         fast = fast_trec.read_qrels(path)
@@ -255,11 +255,11 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
 
     Example: harness eval qrels.txt run.trec -m ndcg@10 -m rr@10 --format json
     """
-    from . import fast_trec
-    from .metrics import evaluate
-    from .metricspec import DEFAULT_METRICS
-    from .runfiles import JSON_RUN, read_run
-    from .textfile import base_suffix
+    from .io import fast_trec
+    from .metrics.engine import evaluate
+    from .metrics.spec import DEFAULT_METRICS
+    from .io.runfiles import JSON_RUN, read_run
+    from .core.textfile import base_suffix
 
     both = None
     if (qrels.is_file() and run_file.is_file() and base_suffix(qrels) not in NATIVE_GOLD
@@ -294,11 +294,11 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
     Example: harness explain reports/demo-bm25/results.json q16
     Example: harness explain configs/demo-bm25.yaml --query "how do I rotate the API key?" --doc api-keys
     """
-    from .errors import InputError
-    from .explain import explain_live, explain_saved, print_rich, to_markdown
+    from .core.errors import InputError
+    from .render.explain import explain_live, explain_saved, print_rich, to_markdown
 
     if source.suffix == ".json":
-        from .report import load_results
+        from .render.outputs import load_results
         if not query_id:
             raise InputError("give a query id after the results.json, e.g. harness explain results.json q17")
         given = [o for o, v in (("--query", query), ("--doc", doc), ("--quote", quote)) if v is not None]
@@ -306,7 +306,7 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
             raise InputError(f"{', '.join(given)}: only with an experiment YAML; with a results.json give a query id")
         ex = explain_saved(load_results(source), query_id)
     else:
-        from .config import load_config
+        from .config.schema import load_config
         if query_id:
             raise InputError(f"query id {query_id!r}: only with a results.json; with a config give --query \"...\"")
         if not query:
@@ -342,8 +342,8 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
 
     Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
     """
-    from .compare import compare_runs, to_markdown
-    from .report import load_results
+    from .stats.compare import compare_runs, to_markdown
+    from .render.outputs import load_results
 
     result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
                           correction=correction.value)
@@ -354,7 +354,7 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
     elif fmt == CompareFormat.md:
         print(to_markdown(result), end="")
     else:
-        from .compare import print_table
+        from .stats.compare import print_table
         print_table(result)
 
 
@@ -371,9 +371,9 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
 
     Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
     """
-    from .errors import InputError
-    from .gates import check_rules, evaluate_gates, junit_xml, summary_markdown
-    from .report import load_results
+    from .core.errors import InputError
+    from .stats.gates import check_rules, evaluate_gates, junit_xml, summary_markdown
+    from .render.outputs import load_results
 
     inputs = [results, rules] + ([baseline] if baseline else [])
     problems = _output_problems({"--summary": summary, "--junit": junit}, inputs)
@@ -403,17 +403,17 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
 
     Example: harness report reports/demo-bm25/results.json -o demo.html
     """
-    from .errors import InputError
-    from .html_report import render
-    from .report import load_results
+    from .core.errors import InputError
+    from .render.html import render
+    from .render.outputs import load_results
 
     problems = _output_problems({"--out": out}, list(results))
     if problems:
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
     if len(loaded) == 1:
-        from .explain import texts_for
-        from .config import parse_config
+        from .render.explain import texts_for
+        from .config.schema import parse_config
         try:
             _, chunks = texts_for(parse_config(loaded[0]["config"], str(results[0])))
             texts = [{c.chunk_id: c.text for c in chunks}]
@@ -422,7 +422,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
             texts = [{}]
         html_text = render(loaded, texts)
     else:
-        from .compare import compare_runs
+        from .stats.compare import compare_runs
         html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
     _write_output("--out", out, html_text)
     print(out)
@@ -448,7 +448,7 @@ def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
     Example: harness cache info
     """
     from .cache import ArrayCache
-    from .errors import InputError
+    from .core.errors import InputError
 
     if cache_dir.exists() and not cache_dir.is_dir():
         raise InputError(f"--dir {cache_dir}: is a file, not a cache folder")

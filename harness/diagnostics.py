@@ -10,10 +10,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from .types import GoldSet, RankedList
+from .core.types import GoldSet, RankedList
 
 if TYPE_CHECKING:
-    from .experiment import Prepared
+    from .pipeline.assemble import Prepared
 
 KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")
 RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "buried_evidence")

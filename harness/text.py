@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from .errors import ConfigError, MissingDependencyError
+from .core.errors import ConfigError, MissingDependencyError
 
 # Lucene's EnglishAnalyzer default stop set (what Anserini's BM25 baselines use).
 LUCENE_ENGLISH_STOPWORDS = frozenset(

@@ -3,7 +3,7 @@ from hypothesis import given, settings, strategies as st
 
 from harness.retrievers import build_retriever
 from harness.retrievers.bm25 import BM25Config, FastBM25, RankBM25
-from harness.types import Chunk, Query
+from harness.core.types import Chunk, Query
 
 words = st.sampled_from([f"w{i}" for i in range(25)])
 corpora = st.lists(st.lists(words, min_size=0, max_size=12), min_size=1, max_size=25).filter(any)

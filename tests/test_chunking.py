@@ -1,9 +1,9 @@
 from hypothesis import given, strategies as st
 
 from harness.chunking import chunk_documents
-from harness.config import ChunkingConfig
+from harness.config.schema import ChunkingConfig
 from harness.text import sentence_spans
-from harness.types import Document
+from harness.core.types import Document
 
 texts = st.lists(st.sampled_from(["Alpha beta.", "Gamma delta epsilon!", "Zeta?", "eta theta", "\n\n", " ", "iota."]),
                  min_size=1, max_size=30).map("".join).filter(lambda t: t.strip())

@@ -4,8 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from harness.compare import (bootstrap_ci, compare_runs, correct, mde, p_value, randomization_p, split_metric)
-from harness.errors import InputError
+from harness.stats.compare import (bootstrap_ci, compare_runs, correct, mde, p_value, randomization_p, split_metric)
+from harness.core.errors import InputError
 
 
 def exact_sign_flip_p(d):

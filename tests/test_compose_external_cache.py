@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from harness.cache import ArrayCache, cache_key
-from harness.errors import RunFileError
+from harness.core.errors import RunFileError
 from harness.retrievers import BuildContext, build_retriever
 from harness.retrievers.compose import fuse, normalise
-from harness.types import Chunk, Hit, Query, RankedList
+from harness.core.types import Chunk, Hit, Query, RankedList
 
 
 def rl(qid, *pairs):
@@ -107,8 +107,8 @@ def test_external_reports_every_hit_it_cannot_place(tmp_path):
 
 
 def test_external_trec_run_through_the_pipeline(tmp_path):
-    from harness.config import parse_config
-    from harness.experiment import run_experiment
+    from harness.config.schema import parse_config
+    from harness.pipeline.assemble import run_experiment
 
     (tmp_path / "c.jsonl").write_text('{"id": "a", "text": "one. two."}\n{"id": "b", "text": "three."}\n')
     (tmp_path / "g.jsonl").write_text('{"id": "q", "query": "x", "relevant": [{"doc": "a", "evidence": '

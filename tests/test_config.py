@@ -2,8 +2,8 @@ import textwrap
 
 import pytest
 
-from harness.config import load_config
-from harness.errors import ConfigError
+from harness.config.schema import load_config
+from harness.core.errors import ConfigError
 
 BASE = """
 name: t
@@ -98,7 +98,7 @@ def test_depth_must_cover_every_cutoff(tmp_path):
 
 
 def test_rank_settings_have_one_documented_upper_bound(tmp_path):
-    from harness.config import MAX_RANK
+    from harness.config.schema import MAX_RANK
 
     msg = problems_of(tmp_path, BASE.replace("kind: bm25", "kind: hybrid, depth: 2000000, children: [{kind: bm25, "
                                              "depth: 2000000}]") + f"depth: {MAX_RANK + 1}\n")

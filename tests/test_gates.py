@@ -2,8 +2,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness.errors import InputError
-from harness.gates import _parse_rule, evaluate_gates, junit_xml, load_rules, summary_markdown
+from harness.core.errors import InputError
+from harness.stats.gates import _parse_rule, evaluate_gates, junit_xml, load_rules, summary_markdown
 
 
 def fake(name, ndcg, kinds, topics, gold="g"):

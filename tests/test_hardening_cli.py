@@ -347,8 +347,8 @@ def test_sweep_ranks_by_a_metric_spelled_the_trec_eval_way(tmp_path):
 
 
 def test_rank_runs_puts_runs_without_a_value_last_with_a_warning():
-    from harness.errors import ConfigError
-    from harness.sweep import rank_runs
+    from harness.core.errors import ConfigError
+    from harness.pipeline.sweep import rank_runs
 
     class Cfg:
         def __init__(self, name):

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clihelp import DEMO, ROOT, Case, demo_config, harness, run_case
-from harness.config import MAX_RANK, ExperimentConfig, load_config
-from harness.errors import ConfigError, HarnessError, InputError
-from harness.safeyaml import MAX_ALIAS_NODES, parse_yaml
+from harness.config.schema import MAX_RANK, ExperimentConfig, load_config
+from harness.core.errors import ConfigError, HarnessError, InputError
+from harness.core.safeyaml import MAX_ALIAS_NODES, parse_yaml
 
 BOMB = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
 BOMB = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + BOMB  # 9^10 values from ~600 bytes
@@ -327,7 +327,7 @@ def test_fuzz_text_edits_of_a_valid_config(tmp_path_factory, edits):
 def test_fuzz_structured_edits_then_the_pre_retrieval_checks(tmp_path_factory, data):
     """Drop a key, give a wrong type, a huge number, a weird string or nested garbage anywhere; load it, and if it
     is a config, run every pre-retrieval check too: a config or a HarnessError, nothing else."""
-    from harness.experiment import check_before_retrieval
+    from harness.pipeline.assemble import check_before_retrieval
 
     doc = json.loads(json.dumps(VALID))
     for _ in range(data.draw(st.integers(1, 3))):

@@ -14,8 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from clihelp import DEMO, ROOT, Case, demo_config, harness, run_case
 from harness.chunking import chunk_documents
-from harness.config import MAX_RANK, ChunkingConfig, CorpusConfig
-from harness.corpus import load_corpus
+from harness.config.schema import MAX_RANK, ChunkingConfig, CorpusConfig
+from harness.io.documents import load_corpus
 from harness.text import SPACE_CODE_POINTS, paragraph_spans, sentence_spans, word_spans
 
 # --------------------------------------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def big_text():
 
 @pytest.mark.parametrize("strategy,size,overlap", [("sentences", 3, 1), ("paragraphs", 2, 0), ("tokens", 200, 50)])
 def test_a_50_mb_document_chunks_in_seconds(big_text, strategy, size, overlap):
-    from harness.types import Document
+    from harness.core.types import Document
 
     cfg = ChunkingConfig(strategy=strategy, size=size, overlap=overlap)
     t0 = time.perf_counter()
@@ -225,8 +225,8 @@ def test_eval_with_a_cutoff_of_a_million_and_of_10_to_the_8(tmp_path):
 def test_a_huge_cutoff_allocates_nothing_of_its_size():
     import tracemalloc
 
-    from harness.metrics import evaluate
-    from harness.runtable import ColumnarRun, Qrels
+    from harness.metrics.engine import evaluate
+    from harness.core.runtable import ColumnarRun, Qrels
 
     qrels = Qrels.from_dict({"q1": {"d1": 1, "d9": 2}, "q2": {"d3": 2}})
     run = ColumnarRun.from_lists({"q1": [("d1", 3.0), ("d5", 2.0)], "q2": [("d3", 1.0)]})
@@ -260,7 +260,7 @@ def _max_rss_mb(args, cwd) -> tuple[int, float, str]:
 
 
 def test_a_run_with_the_largest_depth_and_k_a_config_accepts_is_fast_small_and_exact(tmp_path):
-    """The config caps depth and k at 1,000,000 (harness.config.MAX_RANK); a run at the cap costs no more than one
+    """The config caps depth and k at 1,000,000 (harness.config.schema.MAX_RANK); a run at the cap costs no more than one
     at the corpus size."""
     metrics = f"[precision@{MOST}, recall@{MOST}, ap@{MOST}, rr@{MOST}, hit@{MOST}, ndcg@{MOST}, ndcg@10]"
     cfg = demo_config(tmp_path, cutoff=f"{{k: {MOST}}}", depth=MOST, metrics=metrics)
@@ -315,7 +315,7 @@ def _demo_chunks():
 ], ids=["bm25-fast", "bm25-rank_bm25", "hybrid"])
 def test_lexical_retrievers_asked_for_10_to_the_8_hits_return_every_chunk(section):
     from harness.retrievers import build_retriever
-    from harness.types import Query
+    from harness.core.types import Query
 
     chunks = _demo_chunks()
     r = build_retriever(section)
@@ -328,7 +328,7 @@ def test_lexical_retrievers_asked_for_10_to_the_8_hits_return_every_chunk(sectio
 
 def test_an_external_run_asked_for_10_to_the_8_hits_returns_all_it_has(tmp_path):
     from harness.retrievers import BuildContext, build_retriever
-    from harness.types import Query
+    from harness.core.types import Query
 
     chunks = _demo_chunks()
     docs = sorted({c.doc_id for c in chunks})
@@ -353,7 +353,7 @@ def _dense_or_skip():
 def test_neural_retrievers_asked_for_10_to_the_8_hits_return_every_chunk(section, tmp_path_factory):
     _dense_or_skip()
     from harness.retrievers import BuildContext, build_retriever
-    from harness.types import Query
+    from harness.core.types import Query
 
     chunks = _demo_chunks()
     r = build_retriever(section, BuildContext(cache_dir=tmp_path_factory.getbasetemp() / "cache", progress=False))

@@ -229,8 +229,8 @@ def test_bad_input_is_located_and_nothing_is_touched(case, tmp_path):
 
 def test_yaml_ids_keep_their_text(tmp_path):
     """YAML 1.1 would read 010 as 8, 1.10 as 1.1 and `on` as True; the ids stay as typed, grades stay numbers."""
-    from harness.config import GoldsetConfig
-    from harness.goldset import read_goldset
+    from harness.config.schema import GoldsetConfig
+    from harness.gold.load import read_goldset
 
     path = tmp_path / "gold.yaml"
     path.write_text("queries:\n"
@@ -245,8 +245,8 @@ def test_yaml_ids_keep_their_text(tmp_path):
 
 
 def test_folder_corpus_skips_links_that_leave_the_folder(tmp_path):
-    from harness.config import CorpusConfig
-    from harness.corpus import load_corpus
+    from harness.config.schema import CorpusConfig
+    from harness.io.documents import load_corpus
 
     outside = tmp_path / "secret.txt"
     outside.write_text("root:x:0:0:the secret line")
@@ -382,9 +382,9 @@ def test_eval_is_quiet_when_the_run_covers_the_qrels(tmp_path):
 
 
 def test_a_comment_shaped_like_a_run_line_is_not_read_on_either_path(tmp_path):
-    from harness import fast_trec
-    from harness.goldset import read_qrels_file
-    from harness.runfiles import read_trec_run
+    from harness.io import fast_trec
+    from harness.gold.load import read_qrels_file
+    from harness.io.runfiles import read_trec_run
 
     run = tmp_path / "run.trec"
     run.write_text("# a b 1 2 c\nq1 Q0 d1 1 2.0 t\n")
@@ -396,7 +396,7 @@ def test_a_comment_shaped_like_a_run_line_is_not_read_on_either_path(tmp_path):
 
 
 def test_whole_number_grades_read_as_trec_eval_reads_them(tmp_path):
-    from harness.goldset import read_qrels_file
+    from harness.gold.load import read_qrels_file
 
     path = tmp_path / "qrels.txt"
     path.write_text("q1 0 a 1.0\nq1 0 b -1\nq1 0 c +2\nq1 0 d 007\nq1 0 e 2.\nq1 0 f 2147483647\n")
@@ -464,7 +464,7 @@ def _edit_text(text: str, edits) -> str:
 
 
 def _loads_or_harness_error(fn, *args):
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
 
     try:
         return fn(*args)
@@ -474,10 +474,10 @@ def _loads_or_harness_error(fn, *args):
 
 
 def _native_end_to_end(path: Path):
-    from harness.config import GoldsetConfig
-    from harness.goldset import doc_qrels, read_goldset, resolve_goldset
-    from harness.runtable import Qrels
-    from harness.types import Document
+    from harness.config.schema import GoldsetConfig
+    from harness.gold.load import doc_qrels, read_goldset, resolve_goldset
+    from harness.core.runtable import Qrels
+    from harness.core.types import Document
 
     raw = read_goldset(GoldsetConfig(path=path))
     gold, _ = resolve_goldset(raw, {"install-desktop": Document("install-desktop", "On macOS, open it.")}, "g")
@@ -485,9 +485,9 @@ def _native_end_to_end(path: Path):
 
 
 def _qrels_end_to_end(path: Path):
-    from harness import fast_trec
-    from harness.goldset import read_qrels_file
-    from harness.runtable import Qrels
+    from harness.io import fast_trec
+    from harness.gold.load import read_qrels_file
+    from harness.core.runtable import Qrels
 
     exact = Qrels.from_dict(read_qrels_file(path))
     fast = fast_trec.read_qrels(path)
@@ -497,9 +497,9 @@ def _qrels_end_to_end(path: Path):
 
 
 def _run_end_to_end(path: Path):
-    from harness import fast_trec
+    from harness.io import fast_trec
     from harness.retrievers.external import ExternalConfig, ExternalRetriever
-    from harness.runfiles import read_trec_run
+    from harness.io.runfiles import read_trec_run
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(fast_trec, "read_run", lambda p: None)
@@ -525,8 +525,8 @@ VALID_RUN = "q1 Q0 d1 1 2.5 run\nq1 Q0 d2 2 1.5 run\nq2 Q0 d3 1 0.5 run\n"
 @FUZZ
 @given(st.binary(max_size=200), st.sampled_from(["gold.jsonl", "gold.yaml", "qrels.txt", "run.trec", "corpus.jsonl"]))
 def test_fuzz_random_bytes(tmp_path_factory, blob, name):
-    from harness.config import CorpusConfig
-    from harness.corpus import load_corpus
+    from harness.config.schema import CorpusConfig
+    from harness.io.documents import load_corpus
 
     path = tmp_path_factory.mktemp("fuzz") / name
     path.write_bytes(blob)
@@ -561,8 +561,8 @@ def test_fuzz_golden_set_text_edits(tmp_path_factory, edits, name):
 @FUZZ
 @given(line_edits, st.sampled_from(["trec", "beir"]))
 def test_fuzz_qrels_edits(tmp_path_factory, edits, kind):
-    from harness.config import GoldsetConfig
-    from harness.goldset import read_goldset
+    from harness.config.schema import GoldsetConfig
+    from harness.gold.load import read_goldset
 
     folder = tmp_path_factory.mktemp("qrels")
     if kind == "trec":
@@ -591,8 +591,8 @@ def test_fuzz_run_edits(tmp_path_factory, edits):
 @FUZZ
 @given(json_edits, line_edits)
 def test_fuzz_corpus_jsonl(tmp_path_factory, edits, text_edits):
-    from harness.config import CorpusConfig
-    from harness.corpus import load_corpus
+    from harness.config.schema import CorpusConfig
+    from harness.io.documents import load_corpus
 
     rows = _edit_json_rows(CORPUS_ROWS[:4], edits)
     path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
@@ -608,8 +608,8 @@ file_names = st.text(alphabet=st.sampled_from(list("ab .é\t\u00a0_-#") + ["中"
 @given(st.dictionaries(file_names.map(lambda n: n + ".txt"), st.binary(max_size=30), min_size=1, max_size=4),
        st.booleans())
 def test_fuzz_folder_corpus(tmp_path_factory, files, link_out):
-    from harness.config import CorpusConfig
-    from harness.corpus import load_corpus
+    from harness.config.schema import CorpusConfig
+    from harness.io.documents import load_corpus
 
     root = tmp_path_factory.mktemp("folder")
     folder = root / "docs"
@@ -630,7 +630,7 @@ def test_fuzz_folder_corpus(tmp_path_factory, files, link_out):
 
 def test_a_long_line_and_a_blank_one_are_not_two_lines(tmp_path):
     """Found by the fuzzer: 12 columns on one line plus a blank line add up to two 6-column lines."""
-    from harness.runfiles import read_trec_run
+    from harness.io.runfiles import read_trec_run
 
     path = tmp_path / "run.trec"
     path.write_text("q1 Q0 d1 1 2.5 run q1 Q0 d2 2 1.5 run\n\nq2 Q0 d3 1 0.5 run\n")

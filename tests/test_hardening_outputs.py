@@ -1,6 +1,6 @@
 """Output folders never lose a user's data, and an interrupted run leaves nothing behind.
 
-Rules under test (README, "What a run writes"; harness/outdir.py): harness replaces only files it wrote (listed in
+Rules under test (README, "What a run writes"; harness/core/outdir.py): harness replaces only files it wrote (listed in
 the folder's .harness-output marker), refuses any other non-empty folder unless --force, never overwrites or
 deletes a file it did not write (not even with --force), never writes outside the output folder, allows one run
 per folder at a time, and on SIGINT/SIGTERM exits 130/143 with nothing half-written left behind."""
@@ -311,14 +311,14 @@ def test_killed_run_leftovers_are_removed_by_the_next_run(tmp_path: Path) -> Non
 # --- the pieces, as a library user meets them ------------------------------------------------------------------------
 
 def test_library_import_leaves_signal_handling_alone() -> None:
-    code = ("import signal, harness, harness.cli, harness.outdir, harness.report, harness.sweep; "
+    code = ("import signal, harness, harness.cli, harness.core.outdir, harness.render.outputs, harness.pipeline.sweep; "
             "print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.stdout.strip() == "True", proc.stderr
 
 
 def test_deferred_holds_ctrl_c_until_the_block_is_done() -> None:
-    from harness.interrupt import deferred
+    from harness.core.interrupt import deferred
 
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         pytest.skip("SIGINT is not Python's default handler in this process")
@@ -333,7 +333,7 @@ def test_deferred_holds_ctrl_c_until_the_block_is_done() -> None:
 
 
 def test_open_output_removes_the_folder_it_created_when_the_run_fails(tmp_path: Path) -> None:
-    from harness.outdir import open_output
+    from harness.core.outdir import open_output
 
     with pytest.raises(RuntimeError):
         with open_output(tmp_path / "a" / "b", run="t") as folder:
@@ -344,8 +344,8 @@ def test_open_output_removes_the_folder_it_created_when_the_run_fails(tmp_path: 
 
 
 def test_write_outputs_into_a_foreign_folder_is_refused_as_a_library_call(tmp_path: Path) -> None:
-    from harness.errors import InputError
-    from harness.outdir import open_output
+    from harness.core.errors import InputError
+    from harness.core.outdir import open_output
 
     (tmp_path / "mine.txt").write_text("x")
     with pytest.raises(InputError, match=r"not empty \(mine.txt\) and not written by harness"):

@@ -1,4 +1,4 @@
-"""results.json is read through one strict schema (harness/result.py), and every report escapes what it prints.
+"""results.json is read through one strict schema (harness/core/result.py), and every report escapes what it prints.
 
 Table rows: hostile, hand-made and truncated results.json given to report, compare, explain and gate exit 2 with
 the file and the field path named, never a traceback, and nothing is written. Then: every results.json the demo
@@ -220,7 +220,7 @@ DEMOS = sorted(p.name for p in (ROOT / "configs").glob("demo-*.yaml"))
 
 @pytest.mark.parametrize("config", DEMOS)
 def test_every_demo_results_json_validates_and_round_trips(config, tmp_path):
-    from harness.result import Result, load_result
+    from harness.core.result import Result, load_result
 
     proc = harness("run", ROOT / "configs" / config, "--out", tmp_path / "out", "-q")
     assert proc.returncode == 0, proc.stderr
@@ -235,7 +235,7 @@ def test_every_demo_results_json_validates_and_round_trips(config, tmp_path):
 
 def test_schema_literals_follow_the_diagnostics():
     from harness.diagnostics import FLAGS, KINDS
-    from harness.result import FlagCounts, Kind, KindCounts, KindShares
+    from harness.core.result import FlagCounts, Kind, KindCounts, KindShares
 
     assert typing.get_args(Kind) == KINDS
     assert tuple(KindCounts.model_fields) == KINDS and tuple(KindShares.model_fields) == KINDS
@@ -243,8 +243,8 @@ def test_schema_literals_follow_the_diagnostics():
 
 
 def test_writer_refuses_a_result_the_schema_rejects(demo_run):
-    from harness.errors import HarnessError, InputError
-    from harness.report import to_json
+    from harness.core.errors import HarnessError, InputError
+    from harness.render.outputs import to_json
 
     result = json.loads(demo_run.read_text())
     result["_run"] = object()  # in-memory keys are not written, so they are not checked
@@ -257,7 +257,7 @@ def test_writer_refuses_a_result_the_schema_rejects(demo_run):
 
 
 def test_ints_pass_as_floats_but_nothing_is_coerced(demo_run):
-    from harness.result import schema_problems
+    from harness.core.result import schema_problems
 
     data = json.loads(demo_run.read_text())
     data["queries"][0]["hits"][0]["score"] = 7  # a whole score is still a number
@@ -300,7 +300,7 @@ def live_html(text: str) -> list[str]:
 
 
 def test_leaderboard_cells_escape_pipes_html_and_newlines():
-    from harness.sweep import leaderboard_markdown
+    from harness.pipeline.sweep import leaderboard_markdown
 
     value = "a|b <script>alert(1)</script>\nnext [x](javascript:alert(2))"
     board = {"name": "s", "metric": "doc.ndcg@10", "best": "s-a", "test": "randomization", "correction": "holm",
@@ -319,7 +319,7 @@ def test_leaderboard_cells_escape_pipes_html_and_newlines():
 
 
 def test_report_md_escapes_every_value(demo_run):
-    from harness.report import markdown
+    from harness.render.outputs import markdown
 
     data = json.loads(demo_run.read_text())
     q = next(q for q in data["queries"] if q["verdict"]["kind"] == "wrong_chunk")
@@ -338,7 +338,7 @@ def test_report_md_escapes_every_value(demo_run):
 
 
 def test_md_helpers():
-    from harness.report import md, md_code
+    from harness.render.outputs import md, md_code
 
     assert md("snake_case _em_ *b* a\\b `c` <x> & [l]") == "snake_case \\_em\\_ \\*b\\* a\\\\b \\`c\\` \\<x> \\& \\[l\\]"
     assert md(3) == "3" and md("a\r\nb\nc") == "a b c"
@@ -350,7 +350,7 @@ def test_md_helpers():
 def test_html_module_escapes_every_interpolation():
     """Each f-string placeholder in html_report.py is ``e(...)``, an already-built ``*_html`` fragment, or a module
     constant (CSS, JS); placeholders inside an ``e(...)`` argument build text that ``e`` then escapes."""
-    tree = ast.parse((ROOT / "harness" / "html_report.py").read_text())
+    tree = ast.parse((ROOT / "harness" / "render" / "html.py").read_text())
     inside_e = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "e":
@@ -366,7 +366,7 @@ def test_html_module_escapes_every_interpolation():
 
 
 def test_html_attributes_are_quoted_and_escaped(demo_run):
-    from harness.html_report import render
+    from harness.render.html import render
 
     data = json.loads(demo_run.read_text())
     for q in data["queries"]:
@@ -395,8 +395,8 @@ def poison(data: dict) -> tuple[dict, dict[str, str]]:
     schema's own types, so a string field added later is poisoned too. Returns the copy and original -> poisoned."""
     from pydantic import BaseModel, JsonValue
 
-    from harness.experiment import fingerprint
-    from harness.result import Result
+    from harness.pipeline.assemble import fingerprint
+    from harness.core.result import Result
 
     made: dict[str, str] = {}
 
@@ -448,7 +448,7 @@ def poison(data: dict) -> tuple[dict, dict[str, str]]:
 
 
 def test_poisoned_result_is_valid_and_reaches_every_string(demo_run):
-    from harness.result import schema_problems
+    from harness.core.result import schema_problems
 
     data = json.loads(demo_run.read_text())
     bad, made = poison(data)
@@ -463,8 +463,8 @@ def test_poisoned_result_is_valid_and_reaches_every_string(demo_run):
 
 
 def test_markdown_writers_escape_every_poisoned_string(demo_run):
-    from harness.explain import explain_result, to_markdown
-    from harness.report import markdown
+    from harness.render.explain import explain_result, to_markdown
+    from harness.render.outputs import markdown
 
     bad, _ = poison(json.loads(demo_run.read_text()))
     texts = [markdown(bad)]

@@ -16,9 +16,9 @@ HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2
 
 @pytest.fixture(scope="module")
 def page_html(tmp_path_factory):
-    from harness.config import parse_config
-    from harness.experiment import run_experiment
-    from harness.html_report import render
+    from harness.config.schema import parse_config
+    from harness.pipeline.assemble import run_experiment
+    from harness.render.html import render
 
     tmp = tmp_path_factory.mktemp("html")
     docs = [{"id": "evil", "title": "T", "text": f"Rotate keys here. {HOSTILE} More text."},

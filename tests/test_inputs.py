@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from harness.config import CorpusConfig, GoldsetConfig
-from harness.corpus import load_corpus
-from harness.errors import CorpusError, GoldSetError, RunFileError
-from harness.goldset import read_goldset, read_qrels_file, resolve_goldset
-from harness.runfiles import read_trec_run
-from harness.types import Document
+from harness.config.schema import CorpusConfig, GoldsetConfig
+from harness.io.documents import load_corpus
+from harness.core.errors import CorpusError, GoldSetError, RunFileError
+from harness.gold.load import read_goldset, read_qrels_file, resolve_goldset
+from harness.io.runfiles import read_trec_run
+from harness.core.types import Document
 
 
 def test_corpus_problems_all_listed_with_lines(tmp_path):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from harness.metrics import evaluate
-from harness.runtable import ColumnarRun, Qrels
+from harness.metrics.engine import evaluate
+from harness.core.runtable import ColumnarRun, Qrels
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -167,7 +167,7 @@ def test_repeated_doc_ids_count_once_at_their_best_rank_like_a_deduplicated_run(
 def test_files_read_with_unsorted_vocabulary_break_ties_like_trec_eval(tmp_path):
     # fast_trec keeps doc ids in order of appearance and gives the engine their sorted positions; with scores
     # drawn from four values nearly every row has ties, so the doc-id tie rule decides most ranks.
-    from harness import fast_trec
+    from harness.io import fast_trec
 
     rng = np.random.default_rng(13)
     names = [f"{p}{i}" for p in ("zeta", "Alpha", "beta-", "é", "10") for i in range(8)]

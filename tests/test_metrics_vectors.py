@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from harness.metrics import evaluate
-from harness.runtable import ColumnarRun, Qrels
+from harness.metrics.engine import evaluate
+from harness.core.runtable import ColumnarRun, Qrels
 
 
 def ev(qrels, run, metrics, **kw):

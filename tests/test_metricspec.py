@@ -1,8 +1,8 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from harness.errors import MetricError
-from harness.metricspec import FAMILIES, MetricSpec, parse_metric, parse_metrics
+from harness.core.errors import MetricError
+from harness.metrics.spec import FAMILIES, MetricSpec, parse_metric, parse_metrics
 
 
 @pytest.mark.parametrize("alias,canonical", [

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import fast_trec
-from harness.errors import RunFileError
-from harness.runfiles import read_trec_run
+from harness.io import fast_trec
+from harness.core.errors import RunFileError
+from harness.io.runfiles import read_trec_run
 
 pytest.importorskip("pyarrow")
 
@@ -153,7 +153,7 @@ qrels_rows = st.lists(st.tuples(st.sampled_from(["q1", "q2", "10", "q-é"]), ids
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(qrels_rows)
 def test_fast_qrels_reader_matches_the_line_reader(tmp_path_factory, rows):
-    from harness.goldset import read_qrels_file
+    from harness.gold.load import read_qrels_file
 
     path = tmp_path_factory.mktemp("qrels") / "qrels.txt"
     write_qrels(path, rows)
@@ -166,9 +166,9 @@ def test_fast_qrels_reader_matches_the_line_reader(tmp_path_factory, rows):
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(qrels_rows, lines)
 def test_qrels_and_run_read_together_evaluate_as_read_apart(tmp_path_factory, qrows, rows):
-    from harness.goldset import read_qrels_file
-    from harness.metrics import evaluate
-    from harness.runtable import Qrels
+    from harness.gold.load import read_qrels_file
+    from harness.metrics.engine import evaluate
+    from harness.core.runtable import Qrels
 
     folder = tmp_path_factory.mktemp("pair")
     write_qrels(folder / "qrels.txt", qrows)
@@ -214,9 +214,9 @@ def test_cli_eval_reports_a_duplicate_judgment_by_line(tmp_path):
 
 @pytest.mark.parametrize("kind", ["run", "qrels", "jsonl-run"])
 def test_bytes_that_are_not_utf8_are_named_by_file_and_line(tmp_path, kind):
-    from harness.errors import GoldSetError
-    from harness.goldset import read_qrels_file
-    from harness.runfiles import read_run
+    from harness.core.errors import GoldSetError
+    from harness.gold.load import read_qrels_file
+    from harness.io.runfiles import read_run
 
     line1 = {"run": b"q Q0 d1 1 1.0 t\n", "qrels": b"q 0 d1 1\n", "jsonl-run": b'{"query_id": "q", "hits": []}\n'}[kind]
     line2 = {"run": b"q Q0 caf\xe9 2 0.5 t\n", "qrels": b"q 0 caf\xe9 1\n",
@@ -229,7 +229,7 @@ def test_bytes_that_are_not_utf8_are_named_by_file_and_line(tmp_path, kind):
 
 
 def test_encoding_against_a_large_vocabulary_hashes_in_arrow_and_agrees_with_the_dict_path():
-    from harness.runtable import encode
+    from harness.core.runtable import encode
 
     vocab = np.array(sorted(f"doc{i:06d}" for i in range(120_000)), dtype=object)
     ids = ["doc000007", "nope", "doc119999", "doc000007", "é"]
@@ -240,7 +240,7 @@ def test_encoding_against_a_large_vocabulary_hashes_in_arrow_and_agrees_with_the
 def test_gzipped_runs_and_qrels_read_like_plain_ones(tmp_path):
     import gzip
 
-    from harness.metrics import evaluate
+    from harness.metrics.engine import evaluate
 
     run_text = "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\nq2 Q0 d3 1 1.0 t\n"
     qrels_text = "q1 0 d2 1\nq2 0 d3 2\n"

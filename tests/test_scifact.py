@@ -8,8 +8,8 @@ from conftest import ROOT, shared_dataset
 
 def test_bm25_scifact_meets_the_published_ndcg(tmp_path):
     shared_dataset("scifact")
-    from harness.config import load_config
-    from harness.experiment import run_experiment
+    from harness.config.schema import load_config
+    from harness.pipeline.assemble import run_experiment
 
     result = run_experiment(load_config(ROOT / "configs/scifact-bm25.yaml"), progress=False, log=lambda m: None)
     doc = result["summary"]["doc"]
@@ -30,8 +30,8 @@ MTEB_PAPER = {"ndcg@10": 0.64508, "recall@100": 0.925, "precision@10": 0.08833, 
 
 
 def _run(name):
-    from harness.config import load_config
-    from harness.experiment import run_experiment
+    from harness.config.schema import load_config
+    from harness.pipeline.assemble import run_experiment
 
     return run_experiment(load_config(ROOT / f"configs/{name}.yaml"), progress=False, log=lambda m: None)
 

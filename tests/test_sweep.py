@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from harness.config import load_config, parse_config
-from harness.errors import ConfigError
-from harness.sweep import expand, run_sweep
+from harness.config.schema import load_config, parse_config
+from harness.core.errors import ConfigError
+from harness.pipeline.sweep import expand, run_sweep
 
 from conftest import ROOT
 
@@ -55,7 +55,7 @@ def test_sweep_writes_leaderboard_and_runnable_best_config(tmp_path):
 
 
 def test_sweep_chunks_once_per_distinct_chunking(tmp_path, monkeypatch):
-    import harness.experiment as experiment
+    import harness.pipeline.assemble as experiment
     calls = []
     real = experiment.prepare
     monkeypatch.setattr(experiment, "prepare", lambda cfg, log=None: calls.append(cfg.chunking.size) or real(cfg, log=log))

@@ -12,8 +12,8 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ConfigError
-from ..types import Chunk, Query, RankedList
+from ..core.errors import ConfigError
+from ..core.types import Chunk, Query, RankedList
 
 
 @runtime_checkable
@@ -59,7 +59,7 @@ def kinds() -> list[str]:
 
 def validate_retriever_config(section: dict, prefix: tuple = ("retriever",)) -> list[str]:
     """Every problem of a retriever section (children included), as 'key.path: message' lines."""
-    from ..config import format_validation_error
+    from ..config.schema import format_validation_error
 
     _load_builtin_kinds()
     where = ".".join(str(p) for p in prefix)

@@ -8,9 +8,9 @@ from typing import Literal, Sequence
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..config import Strict
+from ..config.schema import Strict
 from ..text import Analyzer, token_pattern_problem
-from ..types import Chunk, Query, RankedList
+from ..core.types import Chunk, Query, RankedList
 from . import BuildContext, RetrieverKind, register
 from .ranking import ranked_list, top_k
 

@@ -9,8 +9,8 @@ import numpy as np
 from pydantic import Field, ValidationError
 
 from ..cache import ArrayCache, cache_key
-from ..config import MAX_RANK, Strict
-from ..types import Chunk, Hit, Query, RankedList
+from ..config.schema import MAX_RANK, Strict
+from ..core.types import Chunk, Hit, Query, RankedList
 from . import REGISTRY, BuildContext, RetrieverKind, build_retriever, register
 from .dense import BUNDLED, load_sentence_transformer, model_fingerprint, model_folder_problems, model_path
 
@@ -33,7 +33,7 @@ class ChildOptions(Strict):
 
 def child_problems(child: Any, parent_kind: str, prefix: tuple) -> list[str]:
     """Every problem of one child section: its own kind's validation, plus the parent's keys in it."""
-    from ..config import format_validation_error
+    from ..config.schema import format_validation_error
     from . import validate_retriever_config
 
     where = ".".join(str(p) for p in prefix)

@@ -17,9 +17,9 @@ import numpy as np
 from pydantic import Field
 
 from ..cache import ArrayCache, cache_key
-from ..config import Strict
-from ..errors import ConfigError, MissingDependencyError
-from ..types import Chunk, Query, RankedList
+from ..config.schema import Strict
+from ..core.errors import ConfigError, MissingDependencyError
+from ..core.types import Chunk, Query, RankedList
 from . import BuildContext, RetrieverKind, register
 from .ranking import ranked_list
 

@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 from typing import Literal, Sequence
 
-from ..config import Strict
-from ..errors import RunFileError
-from ..ids import data_lines
-from ..runfiles import run_line_problem, score_problem
-from ..textfile import read_utf8
-from ..types import Chunk, Hit, Query, RankedList
+from ..config.schema import Strict
+from ..core.errors import RunFileError
+from ..core.ids import data_lines
+from ..io.runfiles import run_line_problem, score_problem
+from ..core.textfile import read_utf8
+from ..core.types import Chunk, Hit, Query, RankedList
 from . import RetrieverKind, register
 
 

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..types import Chunk, Hit, RankedList
+from ..core.types import Chunk, Hit, RankedList
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

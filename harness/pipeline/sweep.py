@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from .atomic import write_text
-from .compare import compare_runs, split_metric
-from .config import ExperimentConfig, parse_config
-from .errors import ConfigError
+from ..core.files import write_text
+from ..stats.compare import compare_runs, split_metric
+from ..config.schema import ExperimentConfig, parse_config
+from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from .outdir import OutputFolder
+    from ..core.outdir import OutputFolder
 
 
 def _set(data: dict, path: str, value) -> None:
@@ -70,7 +70,7 @@ def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progres
               force: bool = False) -> dict:
     """Every output is staged inside ``out_dir`` and moved into place when all runs are done (see ``outdir``: the
     sweep's folder owns its run subfolders; harness replaces only files it wrote). A Path is opened here."""
-    from .outdir import OutputFolder, open_output
+    from ..core.outdir import OutputFolder, open_output
 
     if not isinstance(out_dir, OutputFolder):
         with open_output(out_dir, run=config.name, force=force) as folder:
@@ -80,8 +80,8 @@ def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progres
 
 
 def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) -> dict:
-    from .experiment import prepare, run_experiment
-    from .report import write_run_files
+    from .assemble import prepare, run_experiment
+    from ..render.outputs import write_run_files
 
     log = log or (lambda m: print(m, file=sys.stderr))
     points = expand(config)
@@ -115,7 +115,7 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
                    "test": "randomization", "best": best[0].name, "runs": board}
     write_text(out_dir / "leaderboard.json", json.dumps(leaderboard, indent=2))
     write_text(out_dir / "leaderboard.md", leaderboard_markdown(leaderboard))
-    from .html_report import render
+    from ..render.html import render
     write_text(out_dir / "leaderboard.html", render([r[2] for r in ranked], comparison=comparison,
                                                     leaderboard=leaderboard) if comparison else
                render([best[2]], [best[2].get("_chunk_text", {})], leaderboard=leaderboard))
@@ -146,7 +146,7 @@ def rank_runs(results: list, level: str, metric: str, name: str, log) -> list:
 
 def leaderboard_markdown(board: dict) -> str:
     """leaderboard.md; sweep values are user strings, so every cell and value goes through report's escaping."""
-    from .report import _table, md
+    from ..render.outputs import _table, md
 
     rows = [[i, r["run"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), f"{r['mean']:.4f}",
              f"{r['delta_vs_best']:+.4f}", "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}",

@@ -7,10 +7,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .metrics import MetricTable, evaluate
-from .metricspec import MetricSpec, parse_metric
-from .runtable import ColumnarRun, Qrels
-from .types import RankedList
+from ..metrics.engine import MetricTable, evaluate
+from ..metrics.spec import MetricSpec, parse_metric
+from ..core.runtable import ColumnarRun, Qrels
+from ..core.types import RankedList
 
 WINDOW_METRICS = ("hit@window", "recall@window", "precision@window", "rr@window")
 

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .config import CorpusConfig
-from .errors import CorpusError
-from .ids import id_problem
-from .types import Document
+from ..config.schema import CorpusConfig
+from ..core.errors import CorpusError
+from ..core.ids import id_problem
+from ..core.types import Document
 
 DOC_SUFFIXES = (".txt", ".md")
 

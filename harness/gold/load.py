@@ -16,12 +16,12 @@ from typing import Mapping, Sequence
 
 import yaml
 
-from .config import GoldsetConfig
-from .errors import GoldSetError
-from .ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, tab_problem
-from .safeyaml import CheckedLoader, parse_yaml_node
-from .textfile import base_suffix, read_utf8
-from .types import Chunk, Document, GoldSet, Judgment, Query, Span
+from ..config.schema import GoldsetConfig
+from ..core.errors import GoldSetError
+from ..core.ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, tab_problem
+from ..core.safeyaml import CheckedLoader, parse_yaml_node
+from ..core.textfile import base_suffix, read_utf8
+from ..core.types import Chunk, Document, GoldSet, Judgment, Query, Span
 
 
 @dataclass

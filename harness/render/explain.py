@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .config import ExperimentConfig, parse_config
-from .errors import InputError
-from .types import GoldSet, Judgment, Query, Span
+from ..config.schema import ExperimentConfig, parse_config
+from ..core.errors import InputError
+from ..core.types import GoldSet, Judgment, Query, Span
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -44,7 +44,7 @@ def explain_result(result: dict, query_id: str, chunk_text: dict[str, str], doc_
 
 def to_markdown(ex: dict) -> str:
     """Markdown for one explained query; every value from the result is escaped (``report.md``/``md_code``)."""
-    from .report import _table, md, md_code
+    from .outputs import _table, md, md_code
 
     v = ex["verdict"]
     out = [f"### {md(ex['query_id'])}: “{md(ex['query'])}”", "", f"**{md(v['kind'])}**: {md(v['reason'])}"
@@ -99,8 +99,8 @@ def print_rich(ex: dict) -> None:
 
 
 def texts_for(config: ExperimentConfig):
-    from .chunking import chunk_documents
-    from .corpus import load_corpus
+    from ..chunking import chunk_documents
+    from ..io.documents import load_corpus
 
     docs = load_corpus(config.corpus)
     chunks = chunk_documents(docs, config.chunking)
@@ -115,7 +115,7 @@ def gold_rows(gold: GoldSet) -> dict[str, list[dict]]:
 
 
 def explain_saved(result: dict, query_id: str) -> dict:
-    from .experiment import prepare
+    from ..pipeline.assemble import prepare
 
     config = parse_config(result["config"], "results.json config")
     prepared = prepare(config, log=lambda m: None)
@@ -126,10 +126,10 @@ def explain_saved(result: dict, query_id: str) -> dict:
 
 def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None) -> dict:
     """Run the config's retriever for one ad-hoc query, judged against ``doc`` (and ``quote``) if given."""
-    from .experiment import build_result, prepare
-    from .goldset import GoldProblem
-    from .retrievers import BuildContext, build_retriever
-    from .runner import retrieve_all
+    from ..pipeline.assemble import build_result, prepare
+    from ..gold.load import GoldProblem
+    from ..retrievers import BuildContext, build_retriever
+    from ..pipeline.execute import retrieve_all
 
     prepared = prepare(config, log=lambda m: None)
     docs = {d.doc_id: d for d in prepared.docs}

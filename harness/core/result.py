@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from .diagnostics import FLAGS, KINDS
+from ..diagnostics import FLAGS, KINDS
 from .errors import HarnessError, InputError
 
 MAX_SHOWN = 20  # problems listed in one error; the rest are counted

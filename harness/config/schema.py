@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import ConfigError, MetricError
-from .metricspec import DEFAULT_METRICS, parse_metrics
+from ..core.errors import ConfigError, MetricError
+from ..metrics.spec import DEFAULT_METRICS, parse_metrics
 
 
 class Strict(BaseModel):
@@ -244,7 +244,7 @@ def _rank_problems(config: ExperimentConfig, specs: list) -> list[str]:
 
 def parse_config(data: Any, source: str = "<config>", base: Path | None = None) -> ExperimentConfig:
     """Validate a config mapping; every problem is reported in one ConfigError."""
-    from .retrievers import validate_retriever_config
+    from ..retrievers import validate_retriever_config
 
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the config must be a mapping of keys, got {type(data).__name__}")
@@ -276,7 +276,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
-    from .safeyaml import load_yaml
+    from ..core.safeyaml import load_yaml
 
     path = Path(path)
     if not path.is_file():

@@ -13,20 +13,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import __version__
-from .chunking import chunk_documents
-from .config import ExperimentConfig
-from .corpus import load_corpus
-from .diagnostics import diagnose, summarize_verdicts
-from .errors import ConfigError, GoldSetError, InputError, MissingDependencyError
-from .evaluation import chunk_lists, doc_lists, evaluate_level, window_means, window_per_query
-from .goldset import GoldProblem, chunk_qrels, doc_qrels, read_goldset, resolve_goldset
-from .metrics import conventions as metric_conventions
-from .metricspec import parse_metrics
-from .retrievers import BuildContext, build_retriever
-from .runner import check_token_budget, empty_window_warning, retrieve_all, window_sizes
-from .text import TokenCounter
-from .types import Chunk, Document, GoldSet, RankedList, Run
+from .. import __version__
+from ..chunking import chunk_documents
+from ..config.schema import ExperimentConfig
+from ..io.documents import load_corpus
+from ..diagnostics import diagnose, summarize_verdicts
+from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError
+from .levels import chunk_lists, doc_lists, evaluate_level, window_means, window_per_query
+from ..gold.load import GoldProblem, chunk_qrels, doc_qrels, read_goldset, resolve_goldset
+from ..metrics.engine import conventions as metric_conventions
+from ..metrics.spec import parse_metrics
+from ..retrievers import BuildContext, build_retriever
+from .execute import check_token_budget, empty_window_warning, retrieve_all, window_sizes
+from ..text import TokenCounter
+from ..core.types import Chunk, Document, GoldSet, RankedList, Run
 
 
 @dataclass
@@ -136,7 +136,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     if rules is not None:
         _attempt(lambda: check_rules(rules, config, source), errors)
     if any(_uses_cache(cfg.retriever) for cfg in configs):
-        from .cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
+        from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
         _attempt(lambda: check_cache_folder(BuildContext().cache_dir), errors)
     prepared: dict[str, Prepared] = {}
     for cfg in configs:
@@ -164,7 +164,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
 
 def _retriever_problems(section: dict, seen: set[str]) -> list[str]:
     """Problems only loading would show (model folders, run files), once per distinct retriever section."""
-    from .retrievers import parse_retriever_config
+    from ..retrievers import parse_retriever_config
 
     key = json.dumps(section, sort_keys=True, default=str)
     if key in seen:
@@ -176,9 +176,9 @@ def _retriever_problems(section: dict, seen: set[str]) -> list[str]:
 
 def check_rules(path: Path, config: ExperimentConfig, source: str) -> None:
     """Gate rules parse, and every metric they name is one this config computes."""
-    from .evaluation import WINDOW_METRICS
-    from .gates import load_rules
-    from .safeyaml import load_yaml
+    from .levels import WINDOW_METRICS
+    from ..stats.gates import load_rules
+    from ..core.safeyaml import load_yaml
 
     load_yaml(path, InputError)  # alias bombs, duplicate keys: before anything walks the data
     computed = {spec.name for spec in parse_metrics(config.metrics)} | set(WINDOW_METRICS)
@@ -248,7 +248,7 @@ def _uses_cache(section: dict) -> bool:
 def adopt_foreign_chunks(prepared: Prepared, lists: Sequence[RankedList]) -> list[Chunk]:
     """Chunks a retriever returned that our chunking did not make (an external run's spans), added so their
     relevance is judged by evidence overlap like any other chunk."""
-    from .chunking import make_chunk
+    from ..chunking import make_chunk
 
     known = {c.chunk_id for c in prepared.chunks}
     docs = {d.doc_id: d for d in prepared.docs}

@@ -18,9 +18,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import MetricError
-from .metricspec import MetricSpec, parse_metrics
-from .runtable import ColumnarRun, Qrels
+from ..core.errors import MetricError
+from .spec import MetricSpec, parse_metrics
+from ..core.runtable import ColumnarRun, Qrels
 
 QUERY_POLICIES = ("exclude", "zero")
 ORDERS = ("score", "rank")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import io
 
-from .report import fmt
+from .outputs import fmt
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;max-width:1200px}

@@ -20,9 +20,9 @@ from pathlib import Path
 
 
 from .compare import compare_runs, split_metric
-from .diagnostics import KINDS
-from .errors import InputError
-from .safeyaml import load_yaml
+from ..diagnostics import KINDS
+from ..core.errors import InputError
+from ..core.safeyaml import load_yaml
 
 _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
                     r"(?P<value>-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*$")

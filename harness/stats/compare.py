@@ -9,8 +9,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from .errors import InputError
-from .metricspec import parse_metric
+from ..core.errors import InputError
+from ..metrics.spec import parse_metric
 
 TESTS = ("randomization", "ttest", "bootstrap", "wilcoxon")
 CORRECTIONS = ("holm", "bonferroni", "none")

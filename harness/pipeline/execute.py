@@ -6,11 +6,11 @@ import sys
 import time
 from typing import Sequence
 
-from .config import CutoffConfig
-from .errors import ConfigError
-from .retrievers import Retriever
-from .text import TokenCounter
-from .types import Chunk, Hit, Query, RankedList
+from ..config.schema import CutoffConfig
+from ..core.errors import ConfigError
+from ..retrievers import Retriever
+from ..text import TokenCounter
+from ..core.types import Chunk, Hit, Query, RankedList
 
 
 def canonical(ranked: RankedList) -> RankedList:

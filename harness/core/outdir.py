@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
-from .atomic import sync_dir, write_text
+from .files import sync_dir, write_text
 from .errors import InputError
 from .interrupt import deferred
 

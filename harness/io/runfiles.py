@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from . import fast_trec
-from .errors import RunFileError
-from .ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
-from .runtable import ColumnarRun, _offsets
-from .textfile import base_suffix, read_utf8
+from ..core.errors import RunFileError
+from ..core.ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
+from ..core.runtable import ColumnarRun, _offsets
+from ..core.textfile import base_suffix, read_utf8
 
 RUN_SHAPE = "6 columns (qid Q0 docno rank score tag)"
 _INT = re.compile(r"[+-]?[0-9]+")

@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .atomic import write_text
+from ..core.files import write_text
 
 if TYPE_CHECKING:
-    from .outdir import OutputFolder
+    from ..core.outdir import OutputFolder
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -26,8 +26,8 @@ def fmt(value, digits: int = 4) -> str:
 
 
 def to_json(result: dict) -> str:
-    """results.json text, checked against the schema (``harness.result``) so nothing unreadable is ever written."""
-    from .result import check_result
+    """results.json text, checked against the schema (``harness.core.result``) so nothing unreadable is ever written."""
+    from ..core.result import check_result
 
     return check_result(result)
 
@@ -134,7 +134,7 @@ def write_outputs(result: dict, out_dir: Path | OutputFolder, *, force: bool = F
     """Write every output of a run into ``out_dir`` (see ``outdir``: harness replaces only files it wrote, and the
     files appear when all are written). A Path is opened (locked, checked) here; the CLI passes a folder it opened
     before the run, so a folder that cannot be written is refused before minutes of work."""
-    from .outdir import OutputFolder, open_output
+    from ..core.outdir import OutputFolder, open_output
 
     if not isinstance(out_dir, OutputFolder):
         with open_output(out_dir, run=result["name"], force=force) as folder:
@@ -152,12 +152,12 @@ def write_run_files(result: dict, folder: Path) -> None:
     write_text(folder / "run.chunks.trec", run.to_trec("chunk"))
     write_text(folder / "per_query.csv", per_query_csv(result))
     write_text(folder / "report.md", markdown(result))
-    from .html_report import render
+    from .html import render
     write_text(folder / "report.html", render([result], [result.get("_chunk_text", {})]))
 
 
 def load_results(path: Path) -> dict:
     """A saved results.json, validated by the schema (every problem located); the plain dict comes back."""
-    from .result import load_result
+    from ..core.result import load_result
 
     return load_result(path)

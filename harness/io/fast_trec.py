@@ -16,9 +16,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .ids import GRADE_LIMIT
-from .runtable import ColumnarRun, Qrels, _offsets
-from .textfile import is_gzip, open_binary
+from ..core.ids import GRADE_LIMIT
+from ..core.runtable import ColumnarRun, Qrels, _offsets
+from ..core.textfile import is_gzip, open_binary
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
