@@ -59,6 +59,9 @@ def _plain(value: Any) -> Any:
 
 def _id(value: Any, what: str, where: str, problems: list[str]) -> str | None:
     value = _plain(value)
+    if value is None or isinstance(value, float) and value != value:  # a DataFrame's empty cell
+        problems.append(f"{where}: {what} is missing ({value})")
+        return None
     problem = id_problem(value, what)
     if problem:
         problems.append(f"{where}: {problem}")
