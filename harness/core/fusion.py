@@ -45,7 +45,12 @@ def ranked_rows(run: ColumnarRun) -> tuple[np.ndarray, np.ndarray]:
     """(rows, ranks): the run's rows in evaluation order (per query: score descending, ties by doc id descending,
     a doc repeated in one list kept at its best rank only, as the metric engine counts it) and each kept row's rank."""
     query_of_row = np.repeat(np.arange(run.n_queries), run.lengths)
-    order = np.lexsort((-_doc_positions(run).astype(np.int64), -run.scores, query_of_row))
+    positions, scores = _doc_positions(run).astype(np.int64), run.scores
+    same_query = query_of_row[1:] == query_of_row[:-1]
+    in_order = ((scores[:-1] > scores[1:]) | ((scores[:-1] == scores[1:]) & (positions[:-1] > positions[1:]))
+                | ~same_query).all()
+    # A run from a file or a retriever is in this order already: only an unordered one pays for the sort.
+    order = np.arange(len(scores)) if in_order else np.lexsort((-positions, -scores, query_of_row))
     q, d = query_of_row[order], run.doc_codes[order]
     # Sorted by query, then best first: the first occurrence of each (query, doc) pair is the one that counts.
     _, first_index = np.unique(q.astype(np.int64) * max(len(run.doc_vocab), 1) + d, return_index=True)
@@ -84,8 +89,11 @@ def fuse_runs(runs: Sequence[ColumnarRun], weights: Sequence[float], how: str, r
     # bincount adds each key's shares in array order (run by run), from 0.0: the order the hybrid retriever adds.
     fused = np.bincount(inverse, weights=np.concatenate(values) if values else None, minlength=len(unique))
     width = max(len(vocab), 1)
+    # unique is sorted by (query, doc): reversed, by query and doc descending, which a stable sort on (query,
+    # fused score descending) keeps for ties; two sort keys instead of three.
+    unique, fused = unique[::-1], fused[::-1]
     q_codes, d_codes = unique // width, unique % width
-    order = np.lexsort((-d_codes, -fused, q_codes))
+    order = np.lexsort((-fused, q_codes))
     q_codes, d_codes, fused = q_codes[order], d_codes[order], fused[order]
     lengths = np.bincount(q_codes, minlength=len(query_ids)).astype(np.int64)
     offsets = _offsets(lengths)

@@ -92,11 +92,13 @@ def score_value(value: Any) -> float | str:
 
 # ---- dict-of-dicts ------------------------------------------------------------------------------------------------
 
-def _nested(data: Mapping, name: str, inner: str, value: Callable[[Any], Any],
+def _nested(data: Mapping, name: str, inner: str, value: Callable[[Any], Any], fast: Callable[[Any], bool],
             hint: Callable[[Any], str]) -> dict[str, dict[str, Any]]:
-    """``{qid: {doc: value}}`` checked entry by entry; ids made strings, collisions (1 and "1") refused."""
+    """``{qid: {doc: value}}`` checked entry by entry; ids made strings, collisions (1 and "1") refused. ``fast``
+    says a value is fine as it is (the usual case, checked without a call to ``value``)."""
     problems: list[str] = []
     out: dict[str, dict[str, Any]] = {}
+    good_docs: set[str] = set()  # string doc ids already checked: a doc recurs across queries
     for raw_q, docs in data.items():
         where = f"{name}[{raw_q!r}]"
         qid = _id(raw_q, "query id", where, problems)
@@ -110,20 +112,32 @@ def _nested(data: Mapping, name: str, inner: str, value: Callable[[Any], Any],
             continue
         hits: dict[str, Any] = {}
         for raw_d, raw_v in docs.items():
-            at = f"{where}[{raw_d!r}]"
-            doc = _id(raw_d, "document id", at, problems)
-            v = value(raw_v)
+            if type(raw_d) is str and raw_d in good_docs:
+                doc: str | None = raw_d
+            else:
+                doc = _id(raw_d, "document id", f"{where}[{raw_d!r}]", problems)
+                if doc is not None and type(raw_d) is str:
+                    good_docs.add(doc)
+            v = raw_v if fast(raw_v) else value(raw_v)
             if isinstance(v, str):
-                problems.append(f"{at}: {v}{hint(raw_v)}")
+                problems.append(f"{where}[{raw_d!r}]: {v}{hint(raw_v)}")
             if doc is None or isinstance(v, str):
                 continue
             if doc in hits:
-                problems.append(f"{at}: document id {doc!r} is given twice (as a string and as a number)")
+                problems.append(f"{where}[{raw_d!r}]: document id {doc!r} is given twice (as a string and as a number)")
                 continue
             hits[doc] = v
         out[qid] = hits
     _raise(name, f"cannot read the dict {inner}", problems)
     return out
+
+
+def _plain_grade(value: Any) -> bool:
+    return type(value) is int and -GRADE_LIMIT < value < GRADE_LIMIT
+
+
+def _plain_score(value: Any) -> bool:
+    return type(value) is float and value == value
 
 
 def _looks_like_scores(value: Any) -> str:
@@ -243,7 +257,8 @@ def as_qrels(value: Any, name: str = "qrels") -> Qrels:
     if isinstance(value, Qrels):
         return value
     if isinstance(value, Mapping):
-        return Qrels.from_dict(_nested(value, name, "{doc_id: grade}", grade_value, _looks_like_scores))
+        return Qrels.from_dict(_nested(value, name, "{doc_id: grade}", grade_value, _plain_grade,
+                                             _looks_like_scores))
     if is_dataframe(value):
         return _qrels_from_frame(value, name)
     path = _path(value)
@@ -258,7 +273,8 @@ def as_run(value: Any, name: str = "run") -> ColumnarRun:
     if isinstance(value, ColumnarRun):
         return value
     if isinstance(value, Mapping):
-        return ColumnarRun.from_dict(_nested(value, name, "{doc_id: score}", score_value, lambda v: ""))
+        return ColumnarRun.from_dict(_nested(value, name, "{doc_id: score}", score_value, _plain_score,
+                                                     lambda v: ""))
     if is_dataframe(value):
         return _run_from_frame(value, name)
     path = _path(value)
