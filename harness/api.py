@@ -103,7 +103,8 @@ def _metric_names(metrics: Any, name: str = "metrics") -> list:
             return names
         if bad:
             raise InputError(f"{name}: expected metric names like 'ndcg@10', got {bad[0]!r}")
-    raise InputError(f"{name}: expected a metric name like 'ndcg@10' or a non-empty list of them, got {metrics!r}"[:300])
+    raise InputError(f"{name}: expected a metric name like 'ndcg@10' or a non-empty list of them, "
+                     f"got {metrics!r}"[:300])
 
 
 def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "exclude",

@@ -371,13 +371,14 @@ def test_register_retriever_runs_a_third_party_kind():
         assert REGISTRY["first-chunks"].summary == "the first chunks, whatever the query"
         result = _quiet(harness.run, config)
         first = [h.chunk_id for h in result.queries[0].hits]
-        assert len(first) == min(100, result.corpus.chunks) and all([h.chunk_id for h in q.hits] == first for q in result.queries)
+        assert len(first) == min(100, result.corpus.chunks)
+        assert all([h.chunk_id for h in q.hits] == first for q in result.queries)
         harness.register_retriever("first-chunks", FirstChunks, Retriever)  # a re-run notebook cell replaces it
     finally:
         del REGISTRY["first-chunks"]
 
 
-# ---- typed errors: one row per bad argument ---------------------------------------------------------------------------
+# ---- typed errors: one row per bad argument --------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Bad:
@@ -424,18 +425,22 @@ BAD = [
         ("unknown query policy 'drop'",), MetricError),
     Bad("trec-compat-text", lambda d: harness.evaluate(QRELS, RUN, trec_compat="yes"),
         ("trec_compat: expected True or False",)),
-    Bad("qrels-path-missing", lambda d: harness.evaluate(d["tmp"] / "nope.txt", RUN), ("nope.txt: qrels file not found",)),
-    Bad("run-path-missing", lambda d: harness.evaluate(QRELS, str(d["tmp"] / "nope.trec")), ("nope.trec: run file not found",)),
+    Bad("qrels-path-missing", lambda d: harness.evaluate(d["tmp"] / "nope.txt", RUN),
+        ("nope.txt: qrels file not found",)),
+    Bad("run-path-missing", lambda d: harness.evaluate(QRELS, str(d["tmp"] / "nope.trec")),
+        ("nope.trec: run file not found",)),
     Bad("fuse-one-run", lambda d: harness.fuse([A]), ("runs: expected a list of two or more runs, got a list of 1",)),
     Bad("fuse-not-a-list", lambda d: harness.fuse(A), ("runs: expected a list of two or more runs, got dict",)),
     Bad("fuse-arguments", lambda d: harness.fuse([A, B], "borda", weights=[1, -1], k=0),
         ("method: expected one of rrf, minmax, zscore, got 'borda'", "weights[1]: expected a number >= 0, got -1")),
-    Bad("fuse-weights-length", lambda d: harness.fuse([A, B], weights=[1.0]), ("weights: expected one number per run (2)",)),
+    Bad("fuse-weights-length", lambda d: harness.fuse([A, B], weights=[1.0]),
+        ("weights: expected one number per run (2)",)),
     Bad("fuse-k-not-rrf", lambda d: harness.fuse([A, B], "minmax", k=10), ("k: only rrf takes k",)),
     Bad("fuse-k-zero", lambda d: harness.fuse([A, B], k=0), ("k: expected a number > 0, got 0",)),
     Bad("fuse-bad-run", lambda d: harness.fuse([A, {"q1": {"a": "high"}}]),
         ("runs[1]['q1']['a']: expected a number as score, got 'high'",)),
-    Bad("compare-one", lambda d: harness.compare([d["result"]]), ("compare needs two or more results or MetricTables, got 1",)),
+    Bad("compare-one", lambda d: harness.compare([d["result"]]),
+        ("compare needs two or more results or MetricTables, got 1",)),
     Bad("compare-not-a-list", lambda d: harness.compare(d["result"]), ("results: expected a list",)),
     Bad("compare-mix", lambda d: harness.compare([d["result"], harness.evaluate(QRELS, RUN)]), ("not a mix",)),
     Bad("compare-other-queries", lambda d: harness.compare([harness.evaluate(QRELS, RUN), harness.evaluate(
@@ -458,12 +463,14 @@ BAD = [
                                                            "doc.ndcg@3 >= 0.5"]),
         ("rules.1: cannot read check 'ndcg@10 = 1'", "rules.2: check: expected a string",
          "rules.3: metric doc.ndcg@3 is not in this run")),
-    Bad("gate-rules-empty", lambda d: harness.gate(d["result"], []), ("rules: expected a rules YAML path or a non-empty list",)),
+    Bad("gate-rules-empty", lambda d: harness.gate(d["result"], []),
+        ("rules: expected a rules YAML path or a non-empty list",)),
     Bad("gate-result-type", lambda d: harness.gate(42, ["doc.ndcg@10 >= 0.8"]), ("result: expected a Result",)),
     Bad("load-config-type", lambda d: harness.load_config(42), ("load_config: expected the path",), ConfigError),
-    Bad("load-config-missing", lambda d: harness.load_config(d["tmp"] / "none.yaml"), ("none.yaml: config file not found",),
+    Bad("load-config-missing", lambda d: harness.load_config(d["tmp"] / "none.yaml"),
+        ("none.yaml: config file not found",), ConfigError),
+    Bad("run-config-type", lambda d: harness.run(42), ("config: expected the path of an experiment YAML",),
         ConfigError),
-    Bad("run-config-type", lambda d: harness.run(42), ("config: expected the path of an experiment YAML",), ConfigError),
     Bad("run-config-mapping", lambda d: harness.run({"name": "x"}), ("config: invalid config", "corpus"), ConfigError),
     Bad("run-sweep", lambda d: harness.run(_sweep_config(d)), ("sweep: harness.run runs one experiment",), ConfigError),
     Bad("register-builtin", lambda d: harness.register_retriever("bm25", NoKind, print), (
@@ -494,7 +501,8 @@ def test_register_retriever_model_needs_a_kind_field():
 
 
 BAD_FRAMES = [
-    ("missing-column", lambda pd: harness.evaluate(pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "grade": [1]}), RUN),
+    ("missing-column",
+     lambda pd: harness.evaluate(pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "grade": [1]}), RUN),
      ("qrels: the DataFrame has no column 'relevance'", "it has query_id, doc_id, grade")),
     ("nan-id-and-score", lambda pd: harness.evaluate(QRELS, pd.DataFrame(
         {"query_id": ["q1", None], "doc_id": ["d1", "d2"], "score": [float("nan"), 1.0]})),

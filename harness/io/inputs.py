@@ -202,7 +202,8 @@ def _grouped(qids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for q in qids:
         first.setdefault(q, len(first))
     codes = np.fromiter((first[q] for q in qids), dtype=np.int64, count=len(qids))
-    return np.array(list(first), dtype=object), np.argsort(codes, kind="stable"), np.bincount(codes, minlength=len(first))
+    lengths = np.bincount(codes, minlength=len(first))
+    return np.array(list(first), dtype=object), np.argsort(codes, kind="stable"), lengths
 
 
 def _qrels_from_frame(frame: Any, name: str) -> Qrels:
