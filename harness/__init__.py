@@ -1,12 +1,53 @@
 """harness: evaluate RAG retrievers with numbers you can trust, and say why they fail.
 
-Only light names are re-exported; heavy libraries load when a retriever that needs them is built.
+The Python API (README, "Python API"): ``load_config``, ``run``, ``evaluate``, ``compare``, ``fuse``, ``gate``,
+``register_retriever`` and the types ``Qrels``, ``Run``, ``Result``, ``MetricTable``, ``HarnessError``.
+``import harness`` loads none of numpy, pydantic, pandas or torch: the types are imported when first named, and
+each function imports what it calls.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-from .metrics.spec import MetricSpec, parse_metric  # noqa: E402
-from .metrics.engine import MetricTable, evaluate  # noqa: E402
-from .core.runtable import ColumnarRun, Qrels  # noqa: E402
+from .api import (Comparison, GateOutcome, compare, evaluate, fuse, gate, load_config,  # noqa: E402
+                  register_retriever, run)
+from .core.errors import HarnessError, InputError  # noqa: E402
 
-__all__ = ["__version__", "MetricSpec", "parse_metric", "MetricTable", "evaluate", "ColumnarRun", "Qrels"]
+# name -> (module, attribute): imported on first use (PEP 562), so `import harness` stays light.
+_LAZY = {
+    "Qrels": ("harness.core.runtable", "Qrels"),
+    "Run": ("harness.core.runtable", "ColumnarRun"),  # the columnar run; ColumnarRun is its older name
+    "ColumnarRun": ("harness.core.runtable", "ColumnarRun"),
+    "Result": ("harness.core.result", "Result"),  # the results.json schema; what run() returns
+    "MetricTable": ("harness.metrics.engine", "MetricTable"),
+    "MetricSpec": ("harness.metrics.spec", "MetricSpec"),
+    "parse_metric": ("harness.metrics.spec", "parse_metric"),
+}
+
+if TYPE_CHECKING:
+    from .core.result import Result
+    from .core.runtable import ColumnarRun, Qrels
+    from .core.runtable import ColumnarRun as Run
+    from .metrics.engine import MetricTable
+    from .metrics.spec import MetricSpec, parse_metric
+
+__all__ = ["__version__", "load_config", "run", "evaluate", "compare", "fuse", "gate", "register_retriever",
+           "Qrels", "Run", "ColumnarRun", "Result", "MetricTable", "Comparison", "GateOutcome", "HarnessError",
+           "InputError", "MetricSpec", "parse_metric"]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # once imported, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -88,6 +88,19 @@ class ColumnarRun:
         """From the dict-of-dicts form pytrec_eval and ranx use."""
         return cls.from_lists({q: list(d.items()) for q, d in run.items()})
 
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{query_id: {doc_id: score}}`` in row order; a doc repeated in one query keeps its highest score (the
+        copy the metric engine counts)."""
+        out: dict[str, dict[str, float]] = {}
+        docs, scores = self.doc_vocab[self.doc_codes].tolist(), self.scores.tolist()
+        for i, q in enumerate(self.query_ids.tolist()):
+            hits: dict[str, float] = {}
+            for d, s in zip(docs[self.offsets[i]:self.offsets[i + 1]], scores[self.offsets[i]:self.offsets[i + 1]]):
+                if d not in hits or s > hits[d]:
+                    hits[str(d)] = float(s)
+            out[str(q)] = hits
+        return out
+
 
 @dataclass(frozen=True)
 class Qrels:

@@ -10,6 +10,7 @@ from pydantic import Field, ValidationError
 
 from ..cache import ArrayCache, cache_key
 from ..config.schema import MAX_RANK, Strict
+from ..core.fusion import contributions, normalise  # noqa: F401  (the one copy of the fusion arithmetic)
 from ..core.types import Chunk, Hit, Query, RankedList
 from . import REGISTRY, BuildContext, RetrieverKind, build_retriever, register
 from .dense import BUNDLED, load_sentence_transformer, model_fingerprint, model_folder_problems, model_path
@@ -69,27 +70,14 @@ class HybridConfig(Strict):
         return [p for i, child in enumerate(self.children) for p in _child_preflight(child, f"{where}.children.{i}")]
 
 
-def normalise(scores: np.ndarray, how: str) -> np.ndarray:
-    """Min-max to [0, 1] or z-score; a list whose scores are all equal maps to 1 (minmax) or 0 (zscore)."""
-    if len(scores) == 0:
-        return scores
-    if how == "minmax":
-        lo, hi = scores.min(), scores.max()
-        return np.ones_like(scores) if hi == lo else (scores - lo) / (hi - lo)
-    std = scores.std()
-    return np.zeros_like(scores) if std == 0 else (scores - scores.mean()) / std
-
-
 def fuse(child_lists: Sequence[RankedList], weights: Sequence[float], how: str, rrf_k: float) -> list[Hit]:
     """Fused hits by descending fused score (ties by chunk id descending), ranks 1..n."""
     fused: dict[str, float] = {}
     meta: dict[str, Hit] = {}
     for ranked, w in zip(child_lists, weights):
-        if how == "rrf":
-            contributions = [w / (rrf_k + h.rank) for h in ranked.hits]
-        else:
-            contributions = (w * normalise(np.array([h.score for h in ranked.hits], dtype=np.float64), how)).tolist()
-        for h, c in zip(ranked.hits, contributions):
+        shares = contributions(np.array([h.rank for h in ranked.hits]), np.array([h.score for h in ranked.hits]),
+                               how, rrf_k, w).tolist()
+        for h, c in zip(ranked.hits, shares):
             fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + c
             meta.setdefault(h.chunk_id, h)
     order = sorted(fused, key=lambda cid: (fused[cid], cid), reverse=True)

@@ -1,0 +1,292 @@
+"""Every form in which a caller hands over judgments or a run, turned into the engine's ``Qrels`` and
+``ColumnarRun``: the objects themselves, dict-of-dicts (``{qid: {doc: grade}}``, ``{qid: {doc: score}}``, as
+pytrec_eval and ranx take them), pandas DataFrames, and paths to TREC / BEIR / JSONL / native files.
+
+In-memory data gets the files' rules: ids are strings (or integers, read as their decimal text) without whitespace;
+a grade is a whole number (``1.0`` is 1, ``1.5`` is an error); a score is a number and not NaN. Every problem is
+reported at once, each located (``qrels['q1']['d3']``, ``run.iloc[7].score``); nothing is dropped or guessed.
+pandas is never imported here: a DataFrame can only exist if its caller imported pandas already.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.ids import GRADE_LIMIT, id_problem
+from ..core.runtable import ColumnarRun, Qrels, _offsets
+
+MAX_SHOWN = 20
+NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
+QRELS_FORMS = ("a Qrels, a dict {query_id: {doc_id: grade}}, a pandas DataFrame with columns query_id, doc_id, "
+               "relevance, or a path to a TREC qrels, BEIR qrels TSV or native golden set file")
+RUN_FORMS = ("a Run, a dict {query_id: {doc_id: score}}, a pandas DataFrame with columns query_id, doc_id, score, "
+             "or a path to a TREC or JSONL run file")
+
+
+def is_dataframe(value: Any) -> bool:
+    pandas = sys.modules.get("pandas")  # not imported by us: if pandas is not loaded, value is no DataFrame
+    return pandas is not None and isinstance(value, pandas.DataFrame)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, ColumnarRun):
+        return "a Run"
+    if isinstance(value, Qrels):
+        return "a Qrels"
+    return type(value).__name__
+
+
+def _raise(name: str, head: str, problems: list[str]) -> None:
+    if problems:
+        shown = problems[:MAX_SHOWN] + ([f"... and {len(problems) - MAX_SHOWN} more"]
+                                        if len(problems) > MAX_SHOWN else [])
+        raise InputError(f"{name}: {head} ({len(problems)} problem(s))", shown)
+
+
+# ---- single values ------------------------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as the Python values they hold (np.int64 is not an int, np.str_ is a str already)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _id(value: Any, what: str, where: str, problems: list[str]) -> str | None:
+    value = _plain(value)
+    if value is None or isinstance(value, float) and value != value:  # a DataFrame's empty cell
+        problems.append(f"{where}: {what} is missing ({value})")
+        return None
+    problem = id_problem(value, what)
+    if problem:
+        problems.append(f"{where}: {problem}")
+        return None
+    return str(value)
+
+
+def grade_value(value: Any) -> int | str:
+    """The grade ``value`` holds, or why it holds none."""
+    value = _plain(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 1.0 is 1, as in a qrels file
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"expected a whole-number grade, got {value!r}"
+    if not -GRADE_LIMIT < value < GRADE_LIMIT:
+        return f"grade {value} is out of range (|grade| < 2**31)"
+    return value
+
+
+def score_value(value: Any) -> float | str:
+    value = _plain(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected a number as score, got {value!r}"
+    if value != value:
+        return "a NaN score has no place in a ranking"
+    return float(value)
+
+
+# ---- dict-of-dicts ------------------------------------------------------------------------------------------------
+
+def _nested(data: Mapping, name: str, inner: str, value: Callable[[Any], Any], fast: Callable[[Any], bool],
+            hint: Callable[[Any], str]) -> dict[str, dict[str, Any]]:
+    """``{qid: {doc: value}}`` checked entry by entry; ids made strings, collisions (1 and "1") refused. ``fast``
+    says a value is fine as it is (the usual case, checked without a call to ``value``)."""
+    problems: list[str] = []
+    out: dict[str, dict[str, Any]] = {}
+    good_docs: set[str] = set()  # string doc ids already checked: a doc recurs across queries
+    for raw_q, docs in data.items():
+        where = f"{name}[{raw_q!r}]"
+        qid = _id(raw_q, "query id", where, problems)
+        if not isinstance(docs, Mapping):
+            problems.append(f"{where}: expected a dict {inner}, got {type(docs).__name__} {docs!r}"[:300])
+            continue
+        if qid is None:
+            continue
+        if qid in out:
+            problems.append(f"{where}: query id {qid!r} is given twice (as a string and as a number)")
+            continue
+        hits: dict[str, Any] = {}
+        for raw_d, raw_v in docs.items():
+            if type(raw_d) is str and raw_d in good_docs:
+                doc: str | None = raw_d
+            else:
+                doc = _id(raw_d, "document id", f"{where}[{raw_d!r}]", problems)
+                if doc is not None and type(raw_d) is str:
+                    good_docs.add(doc)
+            v = raw_v if fast(raw_v) else value(raw_v)
+            if isinstance(v, str):
+                problems.append(f"{where}[{raw_d!r}]: {v}{hint(raw_v)}")
+            if doc is None or isinstance(v, str):
+                continue
+            if doc in hits:
+                problems.append(f"{where}[{raw_d!r}]: document id {doc!r} is given twice (as a string and as a number)")
+                continue
+            hits[doc] = v
+        out[qid] = hits
+    _raise(name, f"cannot read the dict {inner}", problems)
+    return out
+
+
+def _plain_grade(value: Any) -> bool:
+    return type(value) is int and -GRADE_LIMIT < value < GRADE_LIMIT
+
+
+def _plain_score(value: Any) -> bool:
+    return type(value) is float and value == value
+
+
+def _looks_like_scores(value: Any) -> str:
+    value = _plain(value)
+    if isinstance(value, float) and not isinstance(value, bool):
+        return " (a score? the judgments come first: evaluate(qrels, run, metrics))"
+    return ""
+
+
+# ---- DataFrames ---------------------------------------------------------------------------------------------------
+
+def _columns(frame: Any, name: str, wanted: tuple[str, ...]) -> dict[str, list]:
+    have = [str(c) for c in frame.columns]
+    missing = [c for c in wanted if c not in have]
+    if missing:
+        raise InputError(f"{name}: the DataFrame has no column {', '.join(repr(c) for c in missing)}; expected "
+                         f"columns {', '.join(wanted)}, it has {', '.join(have) or 'none'}")
+    dupes = sorted({c for c in have if have.count(c) > 1 and c in wanted})
+    if dupes:
+        raise InputError(f"{name}: the DataFrame has two columns named {', '.join(map(repr, dupes))}")
+    return {c: frame[c].to_numpy().tolist() for c in wanted}
+
+
+def _frame_rows(frame: Any, name: str, value_column: str, value: Callable[[Any], Any]):
+    cols = _columns(frame, name, ("query_id", "doc_id", value_column))
+    problems: list[str] = []
+    qids, docs, values = [], [], []
+    ids: dict[Any, str | None] = {}  # each distinct id checked once
+    for i, (q, d, v) in enumerate(zip(cols["query_id"], cols["doc_id"], cols[value_column])):
+        row = []
+        for raw, what, col in ((q, "query id", "query_id"), (d, "document id", "doc_id")):
+            try:
+                key = (type(raw), raw)
+                known = ids.get(key)
+            except TypeError:  # unhashable (a list in a cell): not an id, whatever it holds
+                row.append(_id(raw, what, f"{name}.iloc[{i}].{col}", problems))
+                continue
+            if known is None:  # unseen, or bad (then named on every row that holds it)
+                known = ids[key] = _id(raw, what, f"{name}.iloc[{i}].{col}", problems)
+            row.append(known)
+        checked = value(v)
+        if isinstance(checked, str):
+            problems.append(f"{name}.iloc[{i}].{value_column}: {checked}")
+        if None in row or isinstance(checked, str):
+            continue
+        qids.append(row[0])
+        docs.append(row[1])
+        values.append(checked)
+    texts: dict[str, set] = {}
+    for (kind, raw), text in ids.items():
+        if text is not None:
+            texts.setdefault(text, set()).add(kind.__name__)
+    clashes = sorted(t for t, kinds in texts.items() if len(kinds) > 1)
+    problems += [f"{name}: id {t!r} is given both as a string and as a number" for t in clashes[:MAX_SHOWN]]
+    _raise(name, "cannot read the DataFrame", problems)
+    return qids, docs, values
+
+
+def _grouped(qids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(query ids in order of first appearance, row order grouping them, rows per query)."""
+    first: dict[str, int] = {}
+    for q in qids:
+        first.setdefault(q, len(first))
+    codes = np.fromiter((first[q] for q in qids), dtype=np.int64, count=len(qids))
+    lengths = np.bincount(codes, minlength=len(first))
+    return np.array(list(first), dtype=object), np.argsort(codes, kind="stable"), lengths
+
+
+def _qrels_from_frame(frame: Any, name: str) -> Qrels:
+    qids, docs, grades = _frame_rows(frame, name, "relevance", grade_value)
+    seen: dict[tuple[str, str], int] = {}
+    problems = []
+    for i, pair in enumerate(zip(qids, docs)):
+        if pair in seen:
+            problems.append(f"{name}: query {pair[0]!r}, doc {pair[1]!r} is judged twice (which grade is meant?)")
+        seen.setdefault(pair, i)
+    _raise(name, "cannot read the DataFrame", problems)
+    query_ids, order, lengths = _grouped(qids)
+    return Qrels(query_ids, _offsets(lengths), np.array(docs, dtype=object)[order],
+                 np.array(grades, dtype=np.int64)[order])
+
+
+def _run_from_frame(frame: Any, name: str) -> ColumnarRun:
+    qids, docs, scores = _frame_rows(frame, name, "score", score_value)
+    query_ids, order, lengths = _grouped(qids)
+    vocab, codes = np.unique(np.array(docs, dtype=object), return_inverse=True) if docs else (
+        np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
+    return ColumnarRun(query_ids, _offsets(lengths), vocab.astype(object), codes.astype(np.int64)[order],
+                       np.array(scores, dtype=np.float64)[order])
+
+
+# ---- paths --------------------------------------------------------------------------------------------------------
+
+def read_qrels(path: Path) -> Qrels:
+    """TREC qrels, BEIR qrels TSV, or a native golden set (its judgments), as ``harness eval`` reads them."""
+    from ..core.textfile import base_suffix
+    from ..gold.load import _read_native, read_qrels_file
+    from . import fast_trec
+
+    if base_suffix(path) in NATIVE_GOLD:
+        raw = _read_native(path)
+        return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
+    if path.is_file():
+        fast = fast_trec.read_qrels(path)
+        if fast is not None:
+            return fast
+    return Qrels.from_dict(read_qrels_file(path))
+
+
+def _path(value: Any) -> Path | None:
+    return Path(value) if isinstance(value, (str, os.PathLike)) else None
+
+
+# ---- the two entry points -----------------------------------------------------------------------------------------
+
+def as_qrels(value: Any, name: str = "qrels") -> Qrels:
+    """``value`` as judgments, or an InputError naming ``name`` and the forms accepted."""
+    if isinstance(value, Qrels):
+        return value
+    if isinstance(value, Mapping):
+        return Qrels.from_dict(_nested(value, name, "{doc_id: grade}", grade_value, _plain_grade,
+                                             _looks_like_scores))
+    if is_dataframe(value):
+        return _qrels_from_frame(value, name)
+    path = _path(value)
+    if path is not None:
+        return read_qrels(path)
+    hint = " (the judgments come first: evaluate(qrels, run, metrics))" if isinstance(value, ColumnarRun) else ""
+    raise InputError(f"{name}: expected {QRELS_FORMS}; got {_kind(value)}{hint}")
+
+
+def as_run(value: Any, name: str = "run") -> ColumnarRun:
+    """``value`` as a columnar run, or an InputError naming ``name`` and the forms accepted."""
+    if isinstance(value, ColumnarRun):
+        return value
+    if isinstance(value, Mapping):
+        return ColumnarRun.from_dict(_nested(value, name, "{doc_id: score}", score_value, _plain_score,
+                                                     lambda v: ""))
+    if is_dataframe(value):
+        return _run_from_frame(value, name)
+    path = _path(value)
+    if path is not None:
+        from .runfiles import read_run
+
+        return read_run(path)
+    hint = " (the run comes second: evaluate(qrels, run, metrics))" if isinstance(value, Qrels) else ""
+    raise InputError(f"{name}: expected {RUN_FORMS}; got {_kind(value)}{hint}")
+
+
+def finite_number(value: Any) -> bool:
+    value = _plain(value)
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
