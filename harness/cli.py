@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Callable, List, NoReturn, Optional
+from typing import Callable, List, Optional
 
 import typer
 
+from .cli_boundary import pipe_boundary, run_app
 from .cli_options import (canonical_format, choices, format_choices, format_option, metric_option, out_option,
-                          registry_help, retriever_kinds, verdict_kinds)
+                          output_problems, registry_help, retriever_kinds, verdict_kinds, write_output)
 from .core.errors import HarnessError
 from .metrics.engine import ORDERS, QUERY_POLICIES
 from .metrics.spec import DEFAULT_METRICS
@@ -29,41 +29,15 @@ def _err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-class _PipeClosed(Exception):
-    """stdout's reader went away. Not an OSError: typer turns an EPIPE OSError into exit 1 before main sees it."""
-
-
 def command(name: Optional[str] = None, *, cls: Optional[type] = None) -> Callable:
     """``app.command`` with the closed-pipe boundary: `harness eval ... | head -1` is how pipes end, not an error."""
     def register(fn: Callable) -> Callable:
         @functools.wraps(fn)  # typer reads the signature, type hints and docstring through __wrapped__
         def guarded(*args, **kwargs):
-            try:
+            with pipe_boundary():
                 return fn(*args, **kwargs)
-            except BrokenPipeError:
-                raise _PipeClosed() from None
-            except SystemExit as exc:
-                # rich handles a closed pipe itself: stdout pointed at devnull, then SystemExit(1). Same event.
-                if exc.code == 1 and _stdout_is_devnull():
-                    raise _PipeClosed() from None
-                raise
         return app.command(name, cls=cls)(guarded)
     return register
-
-
-def _stdout_is_devnull() -> bool:
-    try:
-        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
-    except (OSError, ValueError):  # no real stdout (captured in tests): not rich's redirect
-        return False
-
-
-def _pipe_closed() -> NoReturn:
-    """Exit 0, quietly. stdout is pointed at devnull first so the interpreter's last flush of the buffered output
-    cannot raise again (Python's docs, signal module, "Note on SIGPIPE")."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(0)
 
 
 def _show_version(value: bool) -> None:
@@ -77,50 +51,6 @@ def _show_version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Evaluate RAG retrievers: metrics you can trust and a verdict per query."""
-
-
-def _output_problems(outputs: dict[str, Optional[Path]], inputs: List[Path]) -> list[str]:
-    """One line per output option that cannot be written as given, found before any work is done. A missing parent
-    folder is created when the file is written; a path that is a folder, lies under a file, or is one of the
-    command's own input files (overwriting it would lose the user's data) is refused."""
-    import os
-
-    problems, seen = [], {}
-    input_ids = {p.resolve(): p for p in inputs if p.exists()}
-    for option, path in outputs.items():
-        if path is None:
-            continue
-        where = f"{option} {path}"
-        if path.is_dir():
-            problems.append(f"{where}: is a folder; give a file path")
-            continue
-        ancestor = path.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent
-        if ancestor.exists() and not ancestor.is_dir():
-            problems.append(f"{where}: {ancestor} is a file, not a folder")
-            continue
-        if not os.access(ancestor, os.W_OK | os.X_OK):
-            problems.append(f"{where}: cannot write into {ancestor} (permission denied)")
-            continue
-        resolved = path.resolve()
-        if resolved in input_ids:
-            problems.append(f"{where}: is the input {input_ids[resolved]}; refusing to overwrite it")
-        elif resolved in seen:
-            problems.append(f"{where}: the same file as {seen[resolved]}")
-        seen.setdefault(resolved, option)
-    return problems
-
-
-def _write_output(option: str, path: Path, text: str) -> None:
-    from .core.files import write_text
-    from .core.errors import InputError
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, text)
-    except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
-        raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
 
 
 # Choices are enums so that a typo is a usage error (exit 2) naming the choices, never a silent default; each is
@@ -248,22 +178,6 @@ def _load_qrels(path: Path):
     return Qrels.from_dict(read_qrels_file(path))
 
 
-def _coverage_warnings(counts: dict) -> list[str]:
-    """What a user should know about a run that misses judged queries: the means still follow trec_eval's rules
-    (absent queries score 0), but a run of the wrong topics or with renamed query ids would otherwise pass quietly."""
-    judged, absent = counts["judged_queries"], counts["absent_from_run"]
-    unjudged = counts["unjudged_run_queries"]
-    if judged and absent == judged:
-        return [f"the run and the qrels have no query in common ({plural(judged, 'judged query', 'judged queries')}, "
-                f"{plural(unjudged, 'run query', 'run queries')} with no judgments): every judged query scores 0"]
-    if absent:
-        listed = counts["absent_from_run_query_ids"]
-        shown = ", ".join(listed[:10]) + (f" and {len(listed) - 10} more" if len(listed) > 10 else "")
-        verb = "is absent from the run and scores 0" if absent == 1 else "are absent from the run and score 0"
-        return [f"{absent} of {judged} judged queries {verb}: {shown}"]  # absent < judged here: judged >= 2
-    return []
-
-
 @command("eval")
 def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or a native golden set (.jsonl)"),
           run_file: Path = typer.Argument(..., metavar="RUN", help="TREC run file or JSONL run"),
@@ -303,7 +217,7 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     judgments, run = both if both is not None else (_load_qrels(qrels), read_run(run_file))
     table = evaluate(judgments, run, metric or list(DEFAULT_METRICS),
                      query_policy=query_policy.value, order=order.value, trec_compat=trec_compat)
-    for warning in _coverage_warnings(table.counts):
+    for warning in evaluation.coverage_warnings(table.counts):
         _err(f"warning: {warning}")
     if fmt.value == "table":
         evaluation.print_table(table, per_query)
@@ -408,7 +322,7 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     from .render.outputs import load_results
 
     inputs = [results, rules] + ([baseline] if baseline else [])
-    problems = _output_problems({"--summary": summary, "--junit": junit}, inputs)
+    problems = output_problems({"--summary": summary, "--junit": junit}, inputs)
     if problems:
         raise InputError("cannot write the gate's outputs", problems)
     candidate = load_results(results)
@@ -420,9 +334,9 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     if skipped:
         _err(f"warning: {plural(skipped, 'regression rule')} skipped: no --baseline given")
     if summary:
-        _write_output("--summary", summary, md)
+        write_output("--summary", summary, md)
     if junit:
-        _write_output("--junit", junit, junit_xml(candidate["name"], outcome))
+        write_output("--junit", junit, junit_xml(candidate["name"], outcome))
     if any(r.failed for r in outcome):
         raise typer.Exit(1)
 
@@ -439,7 +353,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     from .render.html import render
     from .render.outputs import load_results
 
-    problems = _output_problems({"--out": out}, list(results))
+    problems = output_problems({"--out": out}, list(results))
     if problems:
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
@@ -456,7 +370,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     else:
         from .stats.compare import compare_runs
         html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
-    _write_output("--out", out, html_text)
+    write_output("--out", out, html_text)
     print(out)
 
 
@@ -503,54 +417,9 @@ def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
         print(f"{cache_dir}: cleared")
 
 
-def _click_exceptions() -> tuple[tuple, tuple, tuple]:
-    """(usage errors, exits, aborts) of every click the installed typer may raise: typer >= 0.29 raises its own
-    bundled copy (typer._click), older typer raises click's. Missing one of them made usage errors tracebacks."""
-    usage, exits, aborts = [], [typer.Exit], [typer.Abort]
-    try:
-        from typer._click import exceptions as bundled
-        usage.append(bundled.ClickException)
-    except ImportError:
-        pass
-    try:
-        import click
-        usage.append(click.ClickException)
-        exits.append(click.exceptions.Exit)
-        aborts.append(click.exceptions.Abort)
-    except ImportError:
-        pass
-    return tuple(usage), tuple(exits), tuple(aborts)
-
-
 def main() -> None:
     _install_signal_handlers()
-    try:
-        # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
-        code = app(prog_name="harness", standalone_mode=False)
-        sys.stdout.flush()  # here, inside the boundary: a closed pipe found at exit would print a traceback-like line
-        if code == 130:  # typer turns Ctrl-C into exit code 130 itself
-            _err("interrupted: nothing half-written was left behind")
-        if isinstance(code, int) and code:
-            sys.exit(code)
-    except (_PipeClosed, BrokenPipeError):
-        _pipe_closed()
-    except HarnessError as exc:
-        _err(f"error: {exc}")
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        _err("interrupted: nothing half-written was left behind")
-        sys.exit(130)
-    except Exception as exc:  # click's usage errors: "Usage: ..." and one "Error: ..." line, exit 2
-        usage, exits, aborts = _click_exceptions()
-        if isinstance(exc, exits):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, usage):
-            if exc.format_message().strip():  # `harness` alone: typer has printed the help already
-                exc.show()
-            sys.exit(2)
-        if isinstance(exc, aborts):
-            sys.exit(130)
-        raise
+    run_app(app)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ harness.diagnostics), never typed into help text, so a new choice shows up in --
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import typer
@@ -102,3 +103,49 @@ def registry_help(*sources: Callable[[], str]) -> type[TyperCommand]:
                 self.help = base
 
     return Command
+
+
+# Output files named by options (-o, --summary, --junit): every problem found before any work is done.
+
+def output_problems(outputs: dict[str, Path | None], inputs: list[Path]) -> list[str]:
+    """One line per output option that cannot be written as given, found before any work is done. A missing parent
+    folder is created when the file is written; a path that is a folder, lies under a file, or is one of the
+    command's own input files (overwriting it would lose the user's data) is refused."""
+    import os
+
+    problems, seen = [], {}
+    input_ids = {p.resolve(): p for p in inputs if p.exists()}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        where = f"{option} {path}"
+        if path.is_dir():
+            problems.append(f"{where}: is a folder; give a file path")
+            continue
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if ancestor.exists() and not ancestor.is_dir():
+            problems.append(f"{where}: {ancestor} is a file, not a folder")
+            continue
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            problems.append(f"{where}: cannot write into {ancestor} (permission denied)")
+            continue
+        resolved = path.resolve()
+        if resolved in input_ids:
+            problems.append(f"{where}: is the input {input_ids[resolved]}; refusing to overwrite it")
+        elif resolved in seen:
+            problems.append(f"{where}: the same file as {seen[resolved]}")
+        seen.setdefault(resolved, option)
+    return problems
+
+
+def write_output(option: str, path: Path, text: str) -> None:
+    from .core.files import write_text
+    from .core.errors import InputError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
+    except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
+        raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None

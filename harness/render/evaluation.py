@@ -76,3 +76,19 @@ def print_table(table: "MetricTable", per_query: bool, file: TextIO | None = Non
         for qid, values in table.per_query().items():
             rows.add_row(Text(qid), *(fixed(v) for v in values.values()))
         console.print(rows)
+
+
+def coverage_warnings(counts: dict) -> list[str]:
+    """What a user should know about a run that misses judged queries: the means still follow trec_eval's rules
+    (absent queries score 0), but a run of the wrong topics or with renamed query ids would otherwise pass quietly."""
+    judged, absent = counts["judged_queries"], counts["absent_from_run"]
+    unjudged = counts["unjudged_run_queries"]
+    if judged and absent == judged:
+        return [f"the run and the qrels have no query in common ({plural(judged, 'judged query', 'judged queries')}, "
+                f"{plural(unjudged, 'run query', 'run queries')} with no judgments): every judged query scores 0"]
+    if absent:
+        listed = counts["absent_from_run_query_ids"]
+        shown = ", ".join(listed[:10]) + (f" and {len(listed) - 10} more" if len(listed) > 10 else "")
+        verb = "is absent from the run and scores 0" if absent == 1 else "are absent from the run and score 0"
+        return [f"{absent} of {judged} judged queries {verb}: {shown}"]  # absent < judged here: judged >= 2
+    return []
