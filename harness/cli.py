@@ -3,16 +3,24 @@ stderr; a HarnessError becomes one line on stderr and its exit code (2 for bad i
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
 
+from .cli_boundary import pipe_boundary, run_app
+from .cli_options import (canonical_format, choices, format_choices, format_option, metric_option, out_option,
+                          output_problems, registry_help, retriever_kinds, verdict_kinds, write_output)
 from .core.errors import HarnessError
+from .metrics.engine import ORDERS, QUERY_POLICIES
+from .metrics.spec import DEFAULT_METRICS
+from .render.fmt import plural
+from .stats.compare import CORRECTIONS, TESTS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Evaluate RAG retrievers: metrics you can trust and a verdict per query.")
@@ -20,6 +28,17 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def _err(msg: str) -> None:
     print(msg, file=sys.stderr)
+
+
+def command(name: Optional[str] = None, *, cls: Optional[type] = None) -> Callable:
+    """``app.command`` with the closed-pipe boundary: `harness eval ... | head -1` is how pipes end, not an error."""
+    def register(fn: Callable) -> Callable:
+        @functools.wraps(fn)  # typer reads the signature, type hints and docstring through __wrapped__
+        def guarded(*args, **kwargs):
+            with pipe_boundary():
+                return fn(*args, **kwargs)
+        return app.command(name, cls=cls)(guarded)
+    return register
 
 
 def _show_version(value: bool) -> None:
@@ -35,79 +54,17 @@ def _root(version: bool = typer.Option(False, "--version", callback=_show_versio
     """Evaluate RAG retrievers: metrics you can trust and a verdict per query."""
 
 
-def _output_problems(outputs: dict[str, Optional[Path]], inputs: List[Path]) -> list[str]:
-    """One line per output option that cannot be written as given, found before any work is done. A missing parent
-    folder is created when the file is written; a path that is a folder, lies under a file, or is one of the
-    command's own input files (overwriting it would lose the user's data) is refused."""
-    import os
-
-    problems, seen = [], {}
-    input_ids = {p.resolve(): p for p in inputs if p.exists()}
-    for option, path in outputs.items():
-        if path is None:
-            continue
-        where = f"{option} {path}"
-        if path.is_dir():
-            problems.append(f"{where}: is a folder; give a file path")
-            continue
-        ancestor = path.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent
-        if ancestor.exists() and not ancestor.is_dir():
-            problems.append(f"{where}: {ancestor} is a file, not a folder")
-            continue
-        if not os.access(ancestor, os.W_OK | os.X_OK):
-            problems.append(f"{where}: cannot write into {ancestor} (permission denied)")
-            continue
-        resolved = path.resolve()
-        if resolved in input_ids:
-            problems.append(f"{where}: is the input {input_ids[resolved]}; refusing to overwrite it")
-        elif resolved in seen:
-            problems.append(f"{where}: the same file as {seen[resolved]}")
-        seen.setdefault(resolved, option)
-    return problems
-
-
-def _write_output(option: str, path: Path, text: str) -> None:
-    from .core.files import write_text
-    from .core.errors import InputError
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, text)
-    except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
-        raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
-
-
-class Format(str, Enum):
-    json = "json"
-    tsv = "tsv"
-
-
-# Choices are enums so that a typo is a usage error (exit 2) naming the choices, never a silent default.
-class ExplainFormat(str, Enum):
-    rich = "rich"
-    json = "json"
-    md = "md"
-
-
-class CompareFormat(str, Enum):
-    table = "table"
-    md = "md"
-    json = "json"
-
-
-class Test(str, Enum):
-    randomization = "randomization"
-    ttest = "ttest"
-    bootstrap = "bootstrap"
-    wilcoxon = "wilcoxon"
-
-
-class Correction(str, Enum):
-    holm = "holm"
-    bonferroni = "bonferroni"
-    none = "none"
+# Choices are enums so that a typo is a usage error (exit 2) naming the choices, never a silent default; each is
+# built from the registry that owns the names.
+EvalFormat = format_choices("EvalFormat", "json", "tsv", "md", "table")
+ExplainFormat = format_choices("ExplainFormat", "table", "json", "md", "rich")
+CompareFormat = format_choices("CompareFormat", "table", "md", "json")
+Order = choices("Order", ORDERS)
+QueryPolicy = choices("QueryPolicy", QUERY_POLICIES)
+Test = choices("Test", TESTS)
+Correction = choices("Correction", CORRECTIONS)
+# stats.compare's default when no -m is given (it lives inside compare_runs, so it is named here for --help).
+COMPARE_DEFAULT_METRICS = "ndcg@10, chunk.recall@window"
 
 
 class CacheAction(str, Enum):
@@ -115,10 +72,9 @@ class CacheAction(str, Enum):
     clear = "clear"
 
 
-@app.command()
+@command(cls=registry_help(retriever_kinds, verdict_kinds))
 def run(config: Path = typer.Argument(..., help="experiment YAML"),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder (default: the config's output, "
-                                                                      "else reports/<name>/)"),
+        out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines"),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
                                                           "or over another run's outputs; files harness did not "
@@ -180,7 +136,7 @@ def _install_signal_handlers() -> None:
     install()
 
 
-@app.command()
+@command(cls=registry_help(retriever_kinds))
 def validate(config: Path = typer.Argument(..., help="experiment YAML"),
              rules: Optional[Path] = typer.Option(None, "--rules", help="also check a gate rules YAML against "
                                                                          "the config's metrics")) -> None:
@@ -198,9 +154,12 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
     for warning in checked.warnings:
         _err(f"warning: {warning}")
     p = checked.prepared
-    sweep = f"{checked.points} sweep points; first: " if cfg.sweep else ""
-    print(f"{config}: ok ({sweep}{len(p.docs)} documents, {len(p.chunks)} chunks, {len(p.gold.queries)} queries"
-          f"{f', {len(checked.warnings)} warning(s)' if checked.warnings else ''})")
+    counted = [plural(len(p.docs), "document"), plural(len(p.chunks), "chunk"),
+               plural(len(p.gold.queries), "query", "queries")]
+    if checked.warnings:
+        counted.append(plural(len(checked.warnings), "warning"))
+    sweep = f"{plural(checked.points, 'sweep point')}; first: " if cfg.sweep else ""
+    print(f"{config}: ok ({sweep}{', '.join(counted)})")
 
 
 NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
@@ -223,34 +182,22 @@ def _load_qrels(path: Path):
     return Qrels.from_dict(read_qrels_file(path))
 
 
-def _coverage_warnings(counts: dict) -> list[str]:
-    """What a user should know about a run that misses judged queries: the means still follow trec_eval's rules
-    (absent queries score 0), but a run of the wrong topics or with renamed query ids would otherwise pass quietly."""
-    judged, absent = counts["judged_queries"], counts["absent_from_run"]
-    unjudged = counts["unjudged_run_queries"]
-    if judged and absent == judged:
-        return [f"the run and the qrels have no query in common ({judged} judged queries, "
-                f"{unjudged} run queries with no judgments): every judged query scores 0"]
-    if absent:
-        listed = counts["absent_from_run_query_ids"]
-        shown = ", ".join(listed[:10]) + (f" and {len(listed) - 10} more" if len(listed) > 10 else "")
-        return [f"{absent} of {judged} judged queries are absent from the run and score 0: {shown}"]
-    return []
-
-
-@app.command("eval")
+@command("eval")
 def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or a native golden set (.jsonl)"),
           run_file: Path = typer.Argument(..., metavar="RUN", help="TREC run file or JSONL run"),
-          metric: List[str] = typer.Option([], "--metric", "-m", help="metric name (repeat); default set if none"),
-          fmt: Format = typer.Option(Format.json, "--format", help="json or tsv"),
-          per_query: bool = typer.Option(False, "--per-query", help="tsv: add a row per query"),
+          metric: List[str] = metric_option(", ".join(DEFAULT_METRICS)),
+          fmt: EvalFormat = format_option(EvalFormat.json),
+          per_query: bool = typer.Option(False, "--per-query", help="also print every query's values (without it: "
+                                                                     "means, conventions and counts only)"),
           trec_compat: bool = typer.Option(False, "--trec-compat",
                                            help="reproduce trec_eval 9.0.8 / pytrec_eval with -c: scores compared "
                                                 "as float32, every judged query in the means. trec_eval 10 compares "
                                                 "scores as doubles: for it, use --query-policy zero"),
-          order: str = typer.Option("score", "--order", help="score (trec_eval order) or rank (trust ranks)"),
-          query_policy: str = typer.Option("exclude", "--query-policy",
-                                           help="queries with no relevant doc: exclude or zero")) -> None:
+          order: Order = typer.Option(Order.score, "--order", help="score: trec_eval's order (score descending, "
+                                                                    "ties by doc id descending); rank: trust the ranks"),
+          query_policy: QueryPolicy = typer.Option(QueryPolicy.exclude, "--query-policy",
+                                                   help="queries with no relevant document: exclude them from the "
+                                                        "means, or count them as 0")) -> None:
     """Evaluate a run produced by any system against judgments.
 
     TREC files are read as trec_eval 10 reads them: '#' lines are skipped, run columns after the tag ignored.
@@ -258,12 +205,14 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     Judged queries the run lacks score 0 (as with trec_eval -c), and a warning on stderr counts them.
 
     Example: harness eval qrels.txt run.trec -m ndcg@10 -m rr@10 --format json
+
+    Example: harness eval qrels.txt run.trec -m P@5 --format tsv --per-query | sort -k3 -n | head
     """
     from .io import fast_trec
     from .metrics.engine import evaluate
-    from .metrics.spec import DEFAULT_METRICS
     from .io.runfiles import JSON_RUN, read_run
     from .core.textfile import base_suffix
+    from .render import evaluation
 
     both = None
     if (qrels.is_file() and run_file.is_file() and base_suffix(qrels) not in NATIVE_GOLD
@@ -271,28 +220,23 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
         both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
     judgments, run = both if both is not None else (_load_qrels(qrels), read_run(run_file))
     table = evaluate(judgments, run, metric or list(DEFAULT_METRICS),
-                     query_policy=query_policy, order=order, trec_compat=trec_compat)
-    for warning in _coverage_warnings(table.counts):
+                     query_policy=query_policy.value, order=order.value, trec_compat=trec_compat)
+    for warning in evaluation.coverage_warnings(table.counts):
         _err(f"warning: {warning}")
-    if fmt == Format.json:
-        print(json.dumps({"mean": table.mean(), "per_query": table.per_query(), "conventions": table.conventions,
-                          "counts": table.counts}, indent=2))
+    if fmt.value == "table":
+        evaluation.print_table(table, per_query)
         return
-    for name, value in table.mean().items():
-        print(f"{name}\tall\t{'n/a' if value is None else f'{value:.6f}'}")
-    if per_query:
-        for qid, values in table.per_query().items():
-            for name, value in values.items():
-                print(f"{name}\t{qid}\t{value:.6f}")
+    render = {"json": evaluation.to_json, "tsv": evaluation.to_tsv, "md": evaluation.to_markdown}[fmt.value]
+    sys.stdout.write(render(table, per_query))
 
 
-@app.command()
+@command(cls=registry_help(verdict_kinds))
 def explain(source: Path = typer.Argument(..., help="a results.json, or an experiment YAML with --query"),
             query_id: Optional[str] = typer.Argument(None, help="query id (with a results.json)"),
             query: Optional[str] = typer.Option(None, "--query", help="ad-hoc query text (with a config)"),
             doc: Optional[str] = typer.Option(None, "--doc", help="the document that should be found"),
             quote: Optional[str] = typer.Option(None, "--quote", help="the evidence text inside --doc"),
-            fmt: ExplainFormat = typer.Option(ExplainFormat.rich, "--format", help="rich, json or md")) -> None:
+            fmt: ExplainFormat = format_option(ExplainFormat.table)) -> None:
     """Explain one query down to the chunk: evidence, window, verdict, BM25 term contributions.
 
     Example: harness explain reports/demo-bm25/results.json q16
@@ -316,9 +260,10 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
         if not query:
             raise InputError("with a config, give --query \"...\" (and optionally --doc and --quote)")
         ex = explain_live(load_config(source), query, doc, quote)
-    if fmt == ExplainFormat.json:
+    shown = canonical_format(fmt, _err)
+    if shown == "json":
         print(json.dumps(ex, indent=2, ensure_ascii=False))
-    elif fmt == ExplainFormat.md:
+    elif shown == "md":
         print(to_markdown(ex), end="")
     else:
         print_rich(ex)
@@ -335,13 +280,14 @@ def _finite(value):
     return value
 
 
-@app.command()
+@command()
 def compare(results: List[Path] = typer.Argument(..., help="two or more results.json files"),
             baseline: Optional[str] = typer.Option(None, "--baseline", help="run name (default: the first)"),
-            metric: List[str] = typer.Option([], "--metric", "-m", help="e.g. ndcg@10, chunk.recall@5 (repeat)"),
-            test: Test = typer.Option(Test.randomization, "--test", help="randomization | ttest | bootstrap | wilcoxon"),
-            correction: Correction = typer.Option(Correction.holm, "--correction", help="holm | bonferroni | none"),
-            fmt: CompareFormat = typer.Option(CompareFormat.table, "--format", help="table (rich), md or json")) -> None:
+            metric: List[str] = metric_option(COMPARE_DEFAULT_METRICS),
+            test: Test = typer.Option(Test.randomization, "--test", help="the paired significance test"),
+            correction: Correction = typer.Option(Correction.holm, "--correction",
+                                                  help="the multiple-comparison correction of the p values"),
+            fmt: CompareFormat = format_option(CompareFormat.table)) -> None:
     """Paired comparison with CIs, corrected p-values, win/tie/loss and verdict transitions.
 
     Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
@@ -353,16 +299,16 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
                           correction=correction.value)
     for w in result["warnings"]:
         _err(f"warning: {w}")
-    if fmt == CompareFormat.json:
+    if fmt.value == "json":
         print(json.dumps(_finite(result), indent=2))
-    elif fmt == CompareFormat.md:
+    elif fmt.value == "md":
         print(to_markdown(result), end="")
     else:
         from .stats.compare import print_table
         print_table(result)
 
 
-@app.command()
+@command(cls=registry_help(verdict_kinds))
 def gate(results: Path = typer.Argument(..., help="the candidate's results.json"),
          rules: Path = typer.Option(..., "--rules", help="rules YAML (see configs/gates.yaml)"),
          baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json to check regressions against"),
@@ -380,7 +326,7 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     from .render.outputs import load_results
 
     inputs = [results, rules] + ([baseline] if baseline else [])
-    problems = _output_problems({"--summary": summary, "--junit": junit}, inputs)
+    problems = output_problems({"--summary": summary, "--junit": junit}, inputs)
     if problems:
         raise InputError("cannot write the gate's outputs", problems)
     candidate = load_results(results)
@@ -390,19 +336,19 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     print(md, end="")
     skipped = sum(r.skipped for r in outcome)
     if skipped:
-        _err(f"warning: {skipped} regression rule{'s' if skipped > 1 else ''} skipped: no --baseline given")
+        _err(f"warning: {plural(skipped, 'regression rule')} skipped: no --baseline given")
     if summary:
-        _write_output("--summary", summary, md)
+        write_output("--summary", summary, md)
     if junit:
-        _write_output("--junit", junit, junit_xml(candidate["name"], outcome))
+        write_output("--junit", junit, junit_xml(candidate["name"], outcome))
     if any(r.failed for r in outcome):
         raise typer.Exit(1)
 
 
-@app.command()
+@command()
 def report(results: List[Path] = typer.Argument(..., help="one results.json, or several for a comparison"),
-           out: Path = typer.Option(..., "--out", "-o", help="the HTML file to write (missing folders are created)"),
-           metric: List[str] = typer.Option([], "--metric", "-m", help="comparison metrics (repeat)")) -> None:
+           out: Path = out_option("the HTML file", required=True),
+           metric: List[str] = metric_option(f"with several results: {COMPARE_DEFAULT_METRICS}")) -> None:
     """Build the self-contained HTML report for one run or a comparison of several.
 
     Example: harness report reports/demo-bm25/results.json -o demo.html
@@ -411,7 +357,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     from .render.html import render
     from .render.outputs import load_results
 
-    problems = _output_problems({"--out": out}, list(results))
+    problems = output_problems({"--out": out}, list(results))
     if problems:
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
@@ -428,7 +374,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     else:
         from .stats.compare import compare_runs
         html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
-    _write_output("--out", out, html_text)
+    write_output("--out", out, html_text)
     print(out)
 
 
@@ -444,7 +390,7 @@ def _not_cache_files(root: Path) -> list[Path]:
         p.parent.parent == root and pattern.match(p.name)))
 
 
-@app.command()
+@command()
 def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
           cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
     """Show or clear the embedding and token-embedding caches.
@@ -462,7 +408,7 @@ def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
         if not info:
             print(f"{cache_dir}: empty")
         for kind, stats in info.items():
-            print(f"{kind}\t{stats['entries']} entries\t{stats['mb']:.1f} MB")
+            print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{stats['mb']:.1f} MB")
     else:
         # clear removes the folder whole: refuse one that holds anything the cache did not write (a --dir typo
         # pointing at a project or home folder must not delete it).
@@ -475,51 +421,9 @@ def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
         print(f"{cache_dir}: cleared")
 
 
-def _click_exceptions() -> tuple[tuple, tuple, tuple]:
-    """(usage errors, exits, aborts) of every click the installed typer may raise: typer >= 0.29 raises its own
-    bundled copy (typer._click), older typer raises click's. Missing one of them made usage errors tracebacks."""
-    usage, exits, aborts = [], [typer.Exit], [typer.Abort]
-    try:
-        from typer._click import exceptions as bundled
-        usage.append(bundled.ClickException)
-    except ImportError:
-        pass
-    try:
-        import click
-        usage.append(click.ClickException)
-        exits.append(click.exceptions.Exit)
-        aborts.append(click.exceptions.Abort)
-    except ImportError:
-        pass
-    return tuple(usage), tuple(exits), tuple(aborts)
-
-
 def main() -> None:
     _install_signal_handlers()
-    try:
-        # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
-        code = app(prog_name="harness", standalone_mode=False)
-        if code == 130:  # typer turns Ctrl-C into exit code 130 itself
-            _err("interrupted: nothing half-written was left behind")
-        if isinstance(code, int) and code:
-            sys.exit(code)
-    except HarnessError as exc:
-        _err(f"error: {exc}")
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        _err("interrupted: nothing half-written was left behind")
-        sys.exit(130)
-    except Exception as exc:  # click's usage errors: "Usage: ..." and one "Error: ..." line, exit 2
-        usage, exits, aborts = _click_exceptions()
-        if isinstance(exc, exits):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, usage):
-            if exc.format_message().strip():  # `harness` alone: typer has printed the help already
-                exc.show()
-            sys.exit(2)
-        if isinstance(exc, aborts):
-            sys.exit(130)
-        raise
+    run_app(app)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,8 @@ def test_eval_command_json_matches_pytrec_eval(demo, tmp_path):
         row = json.loads(line)
         lines += [f"{row['id']} 0 {r['doc']} {r.get('grade', 1)}" for r in row["relevant"]]
     qrels.write_text("\n".join(lines) + "\n")
-    proc = harness("eval", str(qrels), str(out / "run.trec"), "-m", "nDCG@10", "-m", "MRR@10", "--format", "json")
+    proc = harness("eval", str(qrels), str(out / "run.trec"), "-m", "nDCG@10", "-m", "MRR@10", "--format", "json",
+                   "--per-query")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert set(data) == {"mean", "per_query", "conventions", "counts"}
@@ -97,7 +98,8 @@ def test_trec_compat_equals_trec_eval_c(demo, tmp_path):
     out, _ = demo
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q01 0 install-desktop 2\nq01 0 nowhere 1\nqx 0 nothing 1\n")
-    data = json.loads(harness("eval", str(qrels), str(out / "run.trec"), "-m", "map", "--trec-compat").stdout)
+    data = json.loads(harness("eval", str(qrels), str(out / "run.trec"), "-m", "map", "--trec-compat",
+                              "--per-query").stdout)
     assert data["mean"]["ap"] == pytest.approx(data["per_query"]["q01"]["ap"] / 2)  # qx is absent: 0, counted
     assert data["counts"]["unjudged_run_queries"] == 45
 

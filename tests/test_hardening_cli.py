@@ -73,9 +73,9 @@ USAGE_ERRORS = [
     usage("option-without-value", ["gate", "r.json", "--rules"], "Error: Option '--rules' requires an argument"),
     # bad choice
     usage("bad-choice-eval-format", ["eval", "q", "r", "--format", "xml"], "Invalid value for '--format'",
-          "'xml' is not one of 'json', 'tsv'"),
+          "'xml' is not one of 'json', 'tsv', 'md', 'table'"),
     usage("bad-choice-explain-format", ["explain", "r.json", "q1", "--format", "html"],
-          "Invalid value for '--format'", "'rich', 'json', 'md'"),
+          "Invalid value for '--format'", "'table', 'json', 'md', 'rich'"),
     usage("bad-choice-compare-test", ["compare", "a.json", "b.json", "--test", "z-test"],
           "Invalid value for '--test'", "'randomization'"),
     usage("bad-choice-compare-correction", ["compare", "a.json", "b.json", "--correction", "fdr"],
@@ -409,7 +409,7 @@ def test_other_command_problems(case, tmp_path):
 def test_cache_clear_removes_a_real_cache(tmp_path):
     root = cache_like(tmp_path)
     proc = run_harness("cache", "info", "--dir", root, cwd=tmp_path)
-    assert proc.stdout == "embeddings\t1 entries\t0.0 MB\n"
+    assert proc.stdout == "embeddings\t1 entry\t0.0 MB\n"
     proc = run_harness("cache", "clear", "--dir", root, cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"{root}: cleared\n") and not root.exists()
 

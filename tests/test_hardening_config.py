@@ -168,7 +168,7 @@ def test_readme_example_validates_with_the_warnings_run_prints(tmp_path):
     """The demo gold has two deliberate problems that run flags (on_gold_error: flag): warnings in both, exit 0."""
     checked = harness("validate", "configs/demo-bm25.yaml")
     assert checked.returncode == 0, checked.stderr
-    assert checked.stdout.strip() == "configs/demo-bm25.yaml: ok (36 documents, 79 chunks, 46 queries, 2 warning(s))"
+    assert checked.stdout.strip() == "configs/demo-bm25.yaml: ok (36 documents, 79 chunks, 46 queries, 2 warnings)"
     ran = harness("run", "configs/demo-bm25.yaml", "--out", str(tmp_path / "o"), "-q")
     assert ran.returncode == 0, ran.stderr
     warnings = [line for line in checked.stderr.splitlines() if line.startswith("warning: ")]
@@ -216,7 +216,7 @@ def test_validate_accepts_the_shipped_rules_and_a_sweep():
     proc = harness("validate", "configs/demo-sweep.yaml", "--rules", "configs/gates.yaml")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ("configs/demo-sweep.yaml: ok (6 sweep points; first: 36 documents, 145 chunks, "
-                                   "46 queries, 2 warning(s))")
+                                   "46 queries, 2 warnings)")
 
 
 def test_good_model_folders_pass_and_hub_names_are_not_checked(tmp_path):

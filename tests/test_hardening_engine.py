@@ -208,7 +208,8 @@ def test_eval_with_a_cutoff_of_a_million_and_of_10_to_the_8(tmp_path):
     (tmp_path / "run.trec").write_text(RUN)
     metrics = [f"{m}@{k}" for k in (1_000_000, HUGE) for m in ("precision", "recall", "ndcg", "ap", "rr", "hit")]
     t0 = time.perf_counter()
-    proc = harness("eval", "qrels.txt", "run.trec", *[a for m in metrics for a in ("-m", m)], cwd=tmp_path)
+    proc = harness("eval", "qrels.txt", "run.trec", *[a for m in metrics for a in ("-m", m)], "--per-query",
+                   cwd=tmp_path)
     took = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
     per_query = json.loads(proc.stdout)["per_query"]

@@ -292,7 +292,7 @@ def test_run_trec_written_for_accepted_ids_is_read_back_by_eval(tmp_path):
     run_lines = (tmp_path / "out" / "run.trec").read_text(encoding="utf-8").splitlines()
     assert run_lines and all(len(line.split()) == 6 for line in run_lines)
     assert any(line.split()[:3] == ["q-é", "Q0", "Ünïcode-doc_ü#1"] for line in run_lines)
-    ev = harness("eval", gold, tmp_path / "out" / "run.trec", "-m", "hit@1000", cwd=tmp_path)
+    ev = harness("eval", gold, tmp_path / "out" / "run.trec", "-m", "hit@1000", "--per-query", cwd=tmp_path)
     assert (ev.returncode, ev.stderr) == (0, "")
     assert json.loads(ev.stdout)["per_query"] == {"q-é": {"hit@1000": 1.0}}
 
@@ -337,7 +337,7 @@ def test_eval_accepts_comments_and_extra_columns_and_matches_pytrec_eval(tmp_pat
     (tmp_path / "qrels.txt").write_text(_qrels_text(QRELS, comments))
     (tmp_path / "run.trec").write_text(_run_text(RUN, extra, comments))
     proc = harness("eval", "qrels.txt", "run.trec", "-m", "ap", "-m", "ndcg", "-m", "rr", "-m", "precision@2",
-                   "--trec-compat", cwd=tmp_path)
+                   "--trec-compat", "--per-query", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     means, per_query = pytrec_means(QRELS, RUN, ["map", "ndcg", "recip_rank", "P_2"])
@@ -347,7 +347,7 @@ def test_eval_accepts_comments_and_extra_columns_and_matches_pytrec_eval(tmp_pat
         for q in per_query:
             assert out["per_query"][q][name] == pytest.approx(per_query[q][m], abs=1e-12)
     assert per_query["q2"]["recip_rank"] == out["per_query"]["q2"]["rr"] == 1.0  # the float32 tie decided
-    assert proc.stderr.strip() == "warning: 1 of 3 judged queries are absent from the run and score 0: q3"
+    assert proc.stderr.strip() == "warning: 1 of 3 judged queries is absent from the run and scores 0: q3"
 
 
 def test_eval_float32_ties_only_with_trec_compat(tmp_path):

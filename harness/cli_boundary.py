@@ -1,0 +1,100 @@
+"""The command line's one error boundary: what reaches the user when a command does not simply succeed.
+
+A HarnessError becomes `error: <message>` and its exit code (2 for bad input); click's usage errors their
+`Usage:`/`Error:` lines and exit 2; Ctrl-C exit 130; a closed stdout pipe (`harness eval ... | head -1`) a quiet
+exit 0, since that is how pipes end. Never a traceback for any of them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator, NoReturn
+
+import typer
+
+from .core.errors import HarnessError
+
+INTERRUPTED = "interrupted: nothing half-written was left behind"
+
+
+class _PipeClosed(Exception):
+    """stdout's reader went away. Not an OSError: typer turns an EPIPE OSError into exit 1 before run_app sees it."""
+
+
+@contextmanager
+def pipe_boundary() -> Iterator[None]:
+    """Around each command's body: a closed pipe, however it surfaced, leaves as _PipeClosed."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise _PipeClosed() from None
+    except SystemExit as exc:
+        # rich handles a closed pipe itself: stdout pointed at devnull, then SystemExit(1). Same event.
+        if exc.code == 1 and _stdout_is_devnull():
+            raise _PipeClosed() from None
+        raise
+
+
+def _stdout_is_devnull() -> bool:
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError):  # no real stdout (captured in tests): not rich's redirect
+        return False
+
+
+def _pipe_closed() -> NoReturn:
+    """Exit 0, quietly. stdout is pointed at devnull first so the interpreter's last flush of the buffered output
+    cannot raise again (Python's docs, signal module, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
+def _click_exceptions() -> tuple[tuple, tuple, tuple]:
+    """(usage errors, exits, aborts) of every click the installed typer may raise: typer >= 0.29 raises its own
+    bundled copy (typer._click), older typer raises click's. Missing one of them made usage errors tracebacks."""
+    usage, exits, aborts = [], [typer.Exit], [typer.Abort]
+    try:
+        from typer._click import exceptions as bundled
+        usage.append(bundled.ClickException)
+    except ImportError:
+        pass
+    try:
+        import click
+        usage.append(click.ClickException)
+        exits.append(click.exceptions.Exit)
+        aborts.append(click.exceptions.Abort)
+    except ImportError:
+        pass
+    return tuple(usage), tuple(exits), tuple(aborts)
+
+
+def run_app(app: typer.Typer) -> NoReturn:
+    """Run the command line and exit with what the user should see."""
+    try:
+        # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
+        code = app(prog_name="harness", standalone_mode=False)
+        sys.stdout.flush()  # inside the boundary: a closed pipe found by the interpreter's exit flush is noisy
+        if code == 130:  # typer turns Ctrl-C into exit code 130 itself
+            print(INTERRUPTED, file=sys.stderr)
+        sys.exit(code if isinstance(code, int) else 0)
+    except (_PipeClosed, BrokenPipeError):
+        _pipe_closed()
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors: "Usage: ..." and one "Error: ..." line, exit 2
+        usage, exits, aborts = _click_exceptions()
+        if isinstance(exc, exits):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, usage):
+            if exc.format_message().strip():  # `harness` alone: typer has printed the help already
+                exc.show()
+            sys.exit(2)
+        if isinstance(exc, aborts):
+            sys.exit(130)
+        raise

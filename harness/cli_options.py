@@ -1,0 +1,151 @@
+"""The options several commands share, defined once: the same flags, help text and choices wherever they appear.
+
+Choices come from the registries they describe (metric families and aliases from harness.metrics.spec, tests and
+corrections from harness.stats.compare, retriever kinds from harness.retrievers, verdict kinds from
+harness.diagnostics), never typed into help text, so a new choice shows up in --help and in usage errors by itself.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import typer
+from typer.core import TyperCommand
+
+
+def choices(name: str, values: Iterable[str]) -> type[Enum]:
+    """A str Enum over ``values``, in their order: typer makes it a choice, so a typo is a usage error (exit 2)
+    naming every choice, never a silent default."""
+    return Enum(name, [(v, v) for v in values], type=str)  # type: ignore[return-value]
+
+
+# One meaning per format name, whichever command prints it.
+FORMATS = {
+    "table": "aligned columns for a terminal",
+    "json": "one JSON document, for programs",
+    "md": "Markdown",
+    "tsv": "tab-separated lines, for programs",
+}
+# Old names still accepted (with a warning on stderr), so scripts written against them keep working.
+DEPRECATED_FORMATS = {"rich": "table"}
+
+
+def format_choices(name: str, *names: str) -> type[Enum]:
+    unknown = [n for n in names if n not in FORMATS and n not in DEPRECATED_FORMATS]
+    assert not unknown, f"undeclared format names {unknown}: declare them in FORMATS"
+    return choices(name, names)
+
+
+def format_option(default: Enum) -> Any:
+    """``--format``: the choices are the members of ``default``'s enum, each described as in FORMATS."""
+    described = "; ".join(f"{m.value}: {FORMATS[m.value]}" if m.value in FORMATS
+                          else f"{m.value}: deprecated name of {DEPRECATED_FORMATS[m.value]}" for m in type(default))
+    return typer.Option(default, "--format", help=f"output format ({described})")
+
+
+def canonical_format(value: Enum, warn: Callable[[str], None]) -> str:
+    """The format's current name; an old name is accepted with a warning (stderr: stdout stays the output)."""
+    new = DEPRECATED_FORMATS.get(value.value)
+    if new is None:
+        return value.value
+    warn(f"warning: --format {value.value} is deprecated; use --format {new}")
+    return new
+
+
+def _metric_help() -> str:
+    from .metrics.spec import ALIASES, FAMILIES  # light: the declarations only
+
+    aliases = sorted({k for k, family in ALIASES.items() if k != family})
+    # No square brackets: typer's help reads them as rich markup and drops them.
+    return ("metric name, repeat for several: a family with optional (param=value) and @k, e.g. ndcg@10, "
+            "precision(rel=2)@5, ap; "
+            f"families: {', '.join(sorted(FAMILIES))}; aliases accepted (any case): {', '.join(aliases)}, and "
+            "trec_eval's P_5, ndcg_cut_10. A results.json has two levels: chunk.recall@5 (a bare name is doc.)")
+
+
+def metric_option(default_text: str) -> Any:
+    """``-m/--metric``, repeatable; ``default_text`` names what is evaluated when none is given."""
+    return typer.Option([], "--metric", "-m", metavar="METRIC", help=_metric_help(), show_default=default_text)
+
+
+def out_option(what: str, *, required: bool = False, default_text: str | None = None) -> Any:
+    """``-o/--out``: where a command writes; missing parent folders are created."""
+    return typer.Option(... if required else None, "--out", "-o", metavar="PATH",
+                        help=f"where to write: {what} (missing folders are created)",
+                        show_default=default_text or False)
+
+
+def retriever_kinds() -> str:
+    from .retrievers import kinds  # imports every kind's config model: only when --help is shown
+
+    return f"Retriever kinds (retriever.kind): {', '.join(kinds())}."
+
+
+def verdict_kinds() -> str:
+    from .diagnostics import FLAGS, KINDS
+
+    return f"Verdict kinds, in order of precedence: {', '.join(KINDS)}; flags: {', '.join(FLAGS)}."
+
+
+def registry_help(*sources: Callable[[], str]) -> type[TyperCommand]:
+    """A command class whose --help ends with lines read from the registries when help is shown, not at import
+    (the retriever registry loads every kind's module; `harness eval` should not pay for that)."""
+
+    class Command(TyperCommand):
+        def format_help(self, ctx, formatter):  # noqa: ANN001 (click's signature)
+            base = self.help or ""
+            self.help = "\n\n".join([base, *(source() for source in sources)])
+            try:
+                return super().format_help(ctx, formatter)
+            finally:
+                self.help = base
+
+    return Command
+
+
+# Output files named by options (-o, --summary, --junit): every problem found before any work is done.
+
+def output_problems(outputs: dict[str, Path | None], inputs: list[Path]) -> list[str]:
+    """One line per output option that cannot be written as given, found before any work is done. A missing parent
+    folder is created when the file is written; a path that is a folder, lies under a file, or is one of the
+    command's own input files (overwriting it would lose the user's data) is refused."""
+    import os
+
+    problems, seen = [], {}
+    input_ids = {p.resolve(): p for p in inputs if p.exists()}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        where = f"{option} {path}"
+        if path.is_dir():
+            problems.append(f"{where}: is a folder; give a file path")
+            continue
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if ancestor.exists() and not ancestor.is_dir():
+            problems.append(f"{where}: {ancestor} is a file, not a folder")
+            continue
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            problems.append(f"{where}: cannot write into {ancestor} (permission denied)")
+            continue
+        resolved = path.resolve()
+        if resolved in input_ids:
+            problems.append(f"{where}: is the input {input_ids[resolved]}; refusing to overwrite it")
+        elif resolved in seen:
+            problems.append(f"{where}: the same file as {seen[resolved]}")
+        seen.setdefault(resolved, option)
+    return problems
+
+
+def write_output(option: str, path: Path, text: str) -> None:
+    from .core.files import write_text
+    from .core.errors import InputError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
+    except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
+        raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
