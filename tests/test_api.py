@@ -180,7 +180,7 @@ def test_evaluate_every_input_form_gives_the_same_table(tmp_path):
     for qrels, run in forms:
         assert harness.evaluate(qrels, run, metrics).per_query() == expected
     # The same numbers as `harness eval` on the files
-    proc = cli("eval", "qrels.txt", "run.trec", *[a for m in metrics for a in ("-m", m)], cwd=tmp_path)
+    proc = cli("eval", "qrels.txt", "run.trec", *[a for m in metrics for a in ("-m", m)], "--per-query", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["per_query"] == expected
 
