@@ -326,7 +326,8 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     from .render.outputs import load_results
 
     inputs = [results, rules] + ([baseline] if baseline else [])
-    problems = output_problems({"--summary": summary, "--junit": junit}, inputs)
+    problems = output_problems({"--summary": summary, "--junit": junit}, inputs,
+                               kinds={"--summary": "gate-md", "--junit": "junit"})
     if problems:
         raise InputError("cannot write the gate's outputs", problems)
     candidate = load_results(results)
@@ -357,7 +358,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     from .render.html import render
     from .render.outputs import load_results
 
-    problems = output_problems({"--out": out}, list(results))
+    problems = output_problems({"--out": out}, list(results), kinds={"--out": "html"})
     if problems:
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]

@@ -107,10 +107,30 @@ def registry_help(*sources: Callable[[], str]) -> type[TyperCommand]:
 
 # Output files named by options (-o, --summary, --junit): every problem found before any work is done.
 
-def output_problems(outputs: dict[str, Path | None], inputs: list[Path]) -> list[str]:
+# What every file harness writes through an output option starts with (within its first KiB): an existing file
+# without it is someone else's, and is never overwritten.
+SIGNATURES = {
+    "html": b'<meta name="generator" content="harness">',
+    "gate-md": b"## Retrieval gate for `",
+    "junit": b'<testsuite name="harness gate ',
+}
+
+
+def _written_by_harness(path: Path, kind: str) -> bool:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1024)
+    except OSError:
+        return False
+    return SIGNATURES[kind] in head
+
+
+def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
+                    kinds: dict[str, str] | None = None) -> list[str]:
     """One line per output option that cannot be written as given, found before any work is done. A missing parent
-    folder is created when the file is written; a path that is a folder, lies under a file, or is one of the
-    command's own input files (overwriting it would lose the user's data) is refused."""
+    folder is created when the file is written; a path that is a folder, lies under a file, is one of the
+    command's own input files, or is an existing file harness did not write (``kinds``: option -> a SIGNATURES
+    key) is refused: overwriting it would lose the user's data."""
     import os
 
     problems, seen = [], {}
@@ -121,6 +141,11 @@ def output_problems(outputs: dict[str, Path | None], inputs: list[Path]) -> list
         where = f"{option} {path}"
         if path.is_dir():
             problems.append(f"{where}: is a folder; give a file path")
+            continue
+        kind = (kinds or {}).get(option)
+        if kind and path.is_file() and path.resolve() not in input_ids and not _written_by_harness(path, kind):
+            problems.append(f"{where}: exists and was not written by harness; refusing to overwrite it "
+                            f"(remove it or give another path)")
             continue
         ancestor = path.parent
         while not ancestor.exists() and ancestor != ancestor.parent:

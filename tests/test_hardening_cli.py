@@ -433,3 +433,30 @@ def test_compare_runs_without_relevant_gold_prints_n_a(tmp_path):
     data = json.loads(run_harness("compare", *runs, "-m", "ndcg@10", "--format", "json", cwd=tmp_path).stdout)
     row = data["rows"][0]
     assert (row["n"], row["baseline_mean"], row["mean"], row["mde"]) == (0, None, None, None)
+
+
+# --- output files that already exist: harness replaces only what it wrote ----------------------------------------
+
+@pytest.mark.parametrize("option,name", [("--summary", "notes.md"), ("--junit", "ci.xml")])
+def test_gate_never_overwrites_a_file_it_did_not_write(tmp_path, option, name):
+    """The walk found --summary pointed at the golden set replacing it with Markdown (exit 0)."""
+    user = tmp_path / name
+    user.write_text("the user's own file\n")
+    args = ["gate", results_in(tmp_path), "--rules", rules_in(tmp_path, "ndcg@10 >= 0.1"), option, user]
+    proc = run_harness(*args, cwd=tmp_path)
+    assert_input_error(proc, f"{option} {user}: exists and was not written by harness")
+    assert user.read_text() == "the user's own file\n"
+    user.unlink()
+    assert run_harness(*args, cwd=tmp_path).returncode == 0
+    assert run_harness(*args, cwd=tmp_path).returncode == 0, "harness's own file is replaced on a rerun"
+
+
+def test_report_never_overwrites_a_file_it_did_not_write(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text("<html>the user's page</html>\n")
+    args = ["report", results_in(tmp_path), "-o", page]
+    assert_input_error(run_harness(*args, cwd=tmp_path), f"--out {page}: exists and was not written by harness")
+    assert page.read_text() == "<html>the user's page</html>\n"
+    page.unlink()
+    assert run_harness(*args, cwd=tmp_path).returncode == 0
+    assert run_harness(*args, cwd=tmp_path).returncode == 0, "harness's own report is replaced on a rerun"

@@ -245,5 +245,5 @@ def render(results: list[dict], chunk_texts: list[dict[str, str]] | None = None,
         body_html = _leaderboard_section(leaderboard) + body_html
     title = comparison["baseline"] + " comparison" if comparison else results[0]["name"]
     script_html = "" if comparison else JS
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="generator" content="harness"><title>{e(title)}</title>'
             f"<style>{CSS}</style></head><body>{body_html}<script>{script_html}</script></body></html>")
