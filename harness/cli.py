@@ -219,6 +219,9 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
             and base_suffix(run_file) not in JSON_RUN):
         both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
     judgments, run = both if both is not None else (_load_qrels(qrels), read_run(run_file))
+    if judgments.n_queries == 0:  # every mean would be n/a: a broken download must not pass a CI step
+        from .core.errors import GoldSetError
+        raise GoldSetError(f"{qrels}: no judgments in the file; nothing to evaluate against")
     table = evaluate(judgments, run, metric or list(DEFAULT_METRICS),
                      query_policy=query_policy.value, order=order.value, trec_compat=trec_compat)
     for warning in evaluation.coverage_warnings(table.counts):

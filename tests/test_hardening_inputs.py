@@ -636,3 +636,11 @@ def test_a_long_line_and_a_blank_one_are_not_two_lines(tmp_path):
     path.write_text("q1 Q0 d1 1 2.5 run q1 Q0 d2 2 1.5 run\n\nq2 Q0 d3 1 0.5 run\n")
     run = read_trec_run(path)
     assert [run.doc_vocab[c] for c in run.doc_codes] == ["d1", "d3"]  # columns after the tag are ignored
+
+
+def test_eval_on_empty_qrels_is_bad_input(tmp_path):
+    """Every mean would be n/a with exit 0: a truncated download would pass a CI step unnoticed."""
+    (tmp_path / "empty.qrels").write_text("")
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 1.0 t\n")
+    proc = harness("eval", "empty.qrels", "run.trec", cwd=tmp_path)
+    assert_input_error(proc, "empty.qrels: no judgments in the file")
