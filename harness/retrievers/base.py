@@ -3,7 +3,8 @@ registered from code, or from a package entry point), and the two contracts a re
 
 The retriever contract: ``index(chunks)`` once, then ``retrieve(queries, k)`` returns one ``RankedList`` per query
 in input order, at most ``k`` hits each, by score descending with ties by chunk id descending (trec_eval's rule;
-``ranking.rank_hits`` makes such lists), ranks 1..n. ``check_output`` enforces it on every batch.
+``ranking.rank_hits`` makes such lists), ranks 1..n. ``check_output`` enforces it on every batch, ties aside: a
+hit's final chunk id is known only once it is placed, so placement puts ties in order (built-in kinds already are).
 
 The hit contract: every hit names a chunk the run knows: by chunk id, or by doc id + ``[start, end)`` (a span that
 is not one of the corpus's chunks becomes a chunk of that span, judged by evidence overlap like any other), or by
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -118,12 +119,15 @@ def plugin_problems() -> tuple[str, ...]:
     problems = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
         origin = f"entry point {ep.name} = {ep.value}"
+        before = set(REGISTRY)
         try:
             obj = ep.load()
             if isinstance(obj, RetrieverKind):
                 obj = RetrieverKind(obj.name, obj.config_model, obj.factory, obj.summary, origin)
             elif callable(obj):
                 obj = obj()
+                for name in set(REGISTRY) - before:  # errors name the entry point: it says which package
+                    REGISTRY[name] = replace(REGISTRY[name], origin=origin)
             else:
                 problems.append(f"{origin}: expected a RetrieverKind or a callable that registers one, got "
                                 f"{type(obj).__name__}")
@@ -227,8 +231,8 @@ def check_output(kind: str, queries: Sequence[Query], lists: Sequence[RankedList
             prev = h
     if problems:
         shown = problems[:MAX_SHOWN] + ([f"... and more"] if len(problems) > MAX_SHOWN else [])
-        raise RetrieverError(f"retriever.kind {kind!r}: its output breaks the retriever contract (per query at "
-                             f"most k hits, by score descending, ties by chunk id descending, ranks 1..n; "
+        raise RetrieverError(f"retriever.kind {kind!r}: its output breaks the retriever contract (one list per "
+                             f"query in query order, at most k hits each, by score descending, ranks 1..n; "
                              f"ranking.rank_hits makes such lists)", shown)
 
 
@@ -241,9 +245,8 @@ def _hit_violation(h: Hit, i: int, prev: Hit | None) -> str | None:
         return f"rank {h.rank!r} where {i} belongs (ranks are 1..n in list order)"
     if not isinstance(h.chunk_id, str) or not isinstance(h.doc_id, str):
         return f"chunk_id and doc_id must be strings, got {h.chunk_id!r} and {h.doc_id!r}"
-    if prev is not None and (h.score, h.chunk_id) > (prev.score, prev.chunk_id):
-        what = "a higher score" if h.score > prev.score else f"an equal score and a larger chunk id {h.chunk_id!r}"
-        return f"{what} than rank {i - 1} ({prev.score!r}, {prev.chunk_id!r}): not in the contract's order"
+    if prev is not None and h.score > prev.score:
+        return f"score {h.score!r} is higher than rank {i - 1}'s ({prev.score!r}): hits come by score descending"
     return None
 
 
@@ -329,13 +332,16 @@ class HitPlacer:
 
     def place(self, ranked: RankedList) -> tuple[RankedList, list[HitProblem], int]:
         """``ranked`` with every hit on its chunk, the hits that could not be placed (dropped) and how many hits
-        named a chunk an earlier hit already named (dropped: a document's best chunk ranks it once). A list that
-        needed nothing comes back as it was; a changed one is re-ranked by the tie rule over the final ids."""
+        named a chunk an earlier hit already named (dropped: a chunk is ranked once, at its best). A list that
+        needed nothing comes back as it was; a changed one is re-ranked by the tie rule over the final ids (scores
+        are already descending: only ties move)."""
         problems: list[HitProblem] = []
         out: list[Hit] = []
         seen: set[str] = set()
         changed, duplicates = False, 0
         for h in ranked.hits:
+            if out and h.score == out[-1].score and (h.chunk_id > out[-1].chunk_id or not h.chunk_id):
+                changed = True  # a tie out of the rule's order (or not yet named by its id): re-rank below
             c = self.chunk(h)
             if isinstance(c, tuple):
                 problems.append(HitProblem(ranked.query_id, h.rank, *c))
