@@ -99,13 +99,19 @@ class DenseRetriever:
         k = min(k, len(self._chunks))  # asked for more than there are: every chunk, never a k-wide allocation
         if k <= 0:
             return [RankedList(q.query_id, ()) for q in queries]
-        scores, idx = self._index.search(vecs, k)
+        # faiss orders equal scores by position, so the tie rule (chunk id descending) is applied here; a tie across
+        # the k-th place would be cut by position, so the search widens until the k-th score is not tied past it.
+        n, wide = len(self._chunks), k
+        while True:
+            scores, idx = self._index.search(vecs, min(wide + 1, n))
+            if scores.shape[1] <= k or wide + 1 >= n or not (scores[:, k - 1] == scores[:, -1]).any():
+                break
+            wide *= 2
         out = []
         for q, s, i in zip(queries, scores, idx):
-            # faiss orders equal scores by position: the tie rule (chunk id descending) is applied here.
             hits = (Hit(self._chunks[j].chunk_id, self._chunks[j].doc_id, score, 0, self._chunks[j].start,
                         self._chunks[j].end) for j, score in zip(i.tolist(), s.astype(np.float64).tolist()) if j >= 0)
-            out.append(rank_hits(q.query_id, hits))
+            out.append(rank_hits(q.query_id, hits, k))
         return out
 
 
