@@ -71,6 +71,7 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     """Index ``chunks``, retrieve ``queries`` in batches and place their hits. ``unplaceable``: ``fail`` raises
     one error listing every hit that names no chunk; ``skip`` drops them and reports them in ``Retrieved.hits``."""
     timings: dict[str, float] = {}
+    chunks = tuple(chunks)  # what a retriever is handed it cannot change (chunks and documents are frozen too)
     t0 = time.perf_counter()
     _guarded(kind, "index", lambda: retriever.index(chunks))
     timings["index_s"] = time.perf_counter() - t0
