@@ -111,12 +111,19 @@ def test_external_reports_every_hit_it_cannot_place(tmp_path):
     with pytest.raises(RunFileError, match=r"run.jsonl:2: expected"):
         r.index([])
     run.write_text(run.read_text().splitlines()[0] + "\n")
-    with pytest.raises(RetrieverError) as exc:
-        r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs))
+    with pytest.raises(RunFileError) as exc:  # unplaceable: fail (the default): every line, before any query
+        build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs)).index([])
+    assert exc.value.problems == [f"{run}:1: query 'q': document 'ghost' is not in the corpus",
+                                  f"{run}:1: query 'q': hit text 'not in it' not found in document 'd1'"]
+    # skip: the hits are kept as read, and the run drops and counts those of the queries it asks for
+    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs, unplaceable="skip"))
+    got = retrieve_all(r, [], [Query("q", "x")], 10, progress=False, kind="external", documents=docs,
+                       unplaceable="skip")
+    assert got.lists == [RankedList("q", ())] and got.hits.skipped == 2
+    assert dict(got.hits.by_reason) == {"unknown_document": 1, "text_not_found": 1}
+    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs, unplaceable="skip"))
+    with pytest.raises(RetrieverError, match="2 hit\\(s\\) in 1 of 1 queries name no chunk of the corpus"):
         retrieve_all(r, [], [Query("q", "x")], 10, progress=False, kind="external", documents=docs)
-    assert exc.value.problems == ["query 'q', rank 1: document 'ghost' is not in the corpus",
-                                  "query 'q', rank 2: hit text 'not in it' not found in document 'd1'"]
-    assert "2 hit(s) in 1 of 1 queries name no chunk of the corpus" in str(exc.value)
 
 
 def test_external_trec_run_through_the_pipeline(tmp_path):

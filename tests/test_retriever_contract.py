@@ -106,8 +106,8 @@ def scripted(tmp: Path, mode: str, **overrides) -> Path:
     return demo_config(tmp, retriever=f"{{kind: scripted, mode: {mode}}}", **overrides)
 
 
-def run_ok(tmp: Path, config: Path, out: str) -> tuple[dict, str]:
-    proc = harness("run", config, "--out", tmp / out, "--quiet", cwd=tmp)
+def run_ok(tmp: Path, config: Path, out: str, *flags: str) -> tuple[dict, str]:
+    proc = harness("run", config, "--out", tmp / out, *flags, cwd=tmp)
     assert proc.returncode == 0, proc.stderr
     return json.loads((tmp / out / "results.json").read_text()), proc.stderr
 
@@ -115,7 +115,7 @@ def run_ok(tmp: Path, config: Path, out: str) -> tuple[dict, str]:
 @pytest.fixture(scope="module")
 def bm25_result(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("bm25")
-    result, _ = run_ok(tmp, demo_config(tmp, retriever="{kind: bm25}"), "out")
+    result, _ = run_ok(tmp, demo_config(tmp, retriever="{kind: bm25}"), "out", "--quiet")
     return result
 
 
@@ -126,7 +126,7 @@ def ranking(result: dict) -> list[list[tuple]]:
 
 @pytest.mark.parametrize("mode", ["ids", "spans", "text"])
 def test_hits_named_by_id_span_or_text_score_exactly_as_the_builtin(mode, plugins, bm25_result, tmp_path):
-    result, _ = run_ok(tmp_path, scripted(tmp_path, mode), "out")
+    result, _ = run_ok(tmp_path, scripted(tmp_path, mode), "out", "--quiet")
     assert ranking(result) == ranking(bm25_result)
     assert result["summary"]["doc"] == bm25_result["summary"]["doc"]
     assert result["summary"]["chunk"] == bm25_result["summary"]["chunk"]
@@ -134,7 +134,7 @@ def test_hits_named_by_id_span_or_text_score_exactly_as_the_builtin(mode, plugin
 
 
 def test_spans_that_are_not_our_chunks_become_chunks_judged_by_evidence(plugins, bm25_result, tmp_path):
-    result, _ = run_ok(tmp_path, scripted(tmp_path, "foreign-spans"), "out")
+    result, _ = run_ok(tmp_path, scripted(tmp_path, "foreign-spans"), "out", "--quiet")
     ours = {(h[1], h[2], h[3]) for q in ranking(bm25_result) for h in q}
     adopted = {(h["doc_id"], h["start"], h["end"]) for q in result["queries"] for h in q["hits"]}
     assert not adopted & ours and result["corpus"]["chunks"] == 79 + len(adopted)
@@ -202,23 +202,30 @@ def test_contract_breaches_are_located_errors(case, plugins, tmp_path):
     run_case(case, tmp_path)
 
 
-def test_an_external_run_s_unplaceable_hits_fail_or_skip(tmp_path):
+def test_an_external_run_s_unplaceable_hits_fail_by_line_or_skip(tmp_path):
     run = tmp_path / "run.jsonl"
     run.write_text(json.dumps({"query_id": "q01", "hits": [
         {"doc_id": "install-desktop", "score": 3}, {"doc_id": "ghost", "score": 2},
-        {"doc_id": "install-desktop", "text": "not in it", "score": 1}]}) + "\n")
+        {"doc_id": "install-desktop", "text": "not in it", "score": 1}]}) + "\n"
+        + json.dumps({"query_id": "not-asked", "hits": [{"doc_id": "install-desktop", "chunk_id": "v1", "score": 1}]})
+        + "\n")
     cfg = demo_config(tmp_path, retriever=f"{{kind: external, path: {run}}}")
     assert_input_error(harness("run", cfg, "--out", tmp_path / "a", cwd=tmp_path),
-                       "error: retriever.kind 'external': 2 hit(s) in 1 of 46 queries",
-                       "  - query 'q01', rank 2: document 'ghost' is not in the corpus",
-                       "  - query 'q01', rank 3: hit text 'not in it' not found in document 'install-desktop'")
+                       f"error: {run}: 3 hit(s) could not be placed in the corpus (retriever_hits.unplaceable: fail",
+                       f"  - {run}:1: query 'q01': document 'ghost' is not in the corpus",
+                       f"  - {run}:1: query 'q01': hit text 'not in it' not found in document 'install-desktop'",
+                       f"  - {run}:2: query 'not-asked': chunk 'v1' is not a chunk of this corpus and has no span "
+                       f"or text")
+    assert not (tmp_path / "a").exists()
     skip = demo_config(tmp_path, "skip.yaml", retriever=f"{{kind: external, path: {run}}}",
                        retriever_hits="{unplaceable: skip}")
-    result, _ = run_ok(tmp_path, skip, "b")
+    result, stderr = run_ok(tmp_path, skip, "b")
     q01 = result["queries"][0]
-    assert [(h["chunk_id"], h["rank"]) for h in q01["hits"]] == [("install-desktop#0-472", 1)]
+    assert [(h["chunk_id"], h["start"], h["end"], h["rank"]) for h in q01["hits"]] == [("install-desktop#0-472", 0,
+                                                                                         472, 1)]
     assert result["hit_problems"]["skipped"] == 2 and result["hit_problems"]["by_reason"] == \
-        {"unknown_document": 1, "text_not_found": 1}
+        {"unknown_document": 1, "text_not_found": 1}  # the query the run does not ask for is not counted
+    assert "skipped 2 hit(s) in 1 queries" in stderr
 
 
 # ---- the contracts as library calls ---------------------------------------------------------------------------

@@ -203,13 +203,13 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     else:
         prepared = Prepared(config, prepared.docs, prepared.chunks, prepared.gold, prepared.problems)
     check_runnable(prepared)
-    documents = {d.doc_id: d for d in prepared.docs}
-    context = replace(context, documents=documents) if context else BuildContext(progress=progress, documents=documents)
+    documents, unplaceable = {d.doc_id: d for d in prepared.docs}, config.retriever_hits.unplaceable
+    context = replace(context or BuildContext(progress=progress), documents=documents, unplaceable=unplaceable)
     retriever = build_retriever(config.retriever, context)
     kind = config.retriever["kind"]
     retrieved = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth, config.batch_size,
                              progress, kind=kind, documents=context.documents,
-                             unplaceable=config.retriever_hits.unplaceable, include_title=config.chunking.include_title)
+                             unplaceable=unplaceable, include_title=config.chunking.include_title)
     if retrieved.warning(kind):
         log(retrieved.warning(kind))
     lists = retrieved.lists

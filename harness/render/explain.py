@@ -147,7 +147,7 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
         judgments = (Judgment("adhoc", doc, 1, spans),)
     gold = GoldSet("adhoc", (Query("adhoc", query),), judgments)
     prepared = replace(prepared, gold=gold, problems=problems)
-    context = BuildContext(progress=False, documents=docs)
+    context = BuildContext(progress=False, documents=docs, unplaceable=config.retriever_hits.unplaceable)
     retriever = build_retriever(config.retriever, context)
     got = retrieve_all(retriever, prepared.chunks, gold.queries, config.depth, progress=False,
                        kind=config.retriever["kind"], documents=context.documents,

@@ -41,13 +41,15 @@ class Retriever(Protocol):
 
 @dataclass(frozen=True)
 class BuildContext:
-    """What a factory may need beyond its own config: where caches live, whether to show progress, and the
-    corpus's documents by id (read-only: a retriever that places hits in documents reads them, never changes
-    them)."""
+    """What a factory may need beyond its own config: where caches live, whether to show progress, the corpus's
+    documents by id (read-only: a retriever that places hits in documents reads them, never changes them), and
+    what the run does with hits it cannot place."""
 
     cache_dir: Path = Path(".harness-cache")
     progress: bool = True
     documents: Mapping[str, Document] = field(default_factory=lambda: MappingProxyType({}))
+    # The run's ``retriever_hits.unplaceable``: a retriever that reads hits from a file may report them by line.
+    unplaceable: str = "fail"
 
     def __post_init__(self) -> None:
         if not isinstance(self.documents, MappingProxyType):
@@ -390,5 +392,9 @@ class HitReport:
 
 def shown(problems: Sequence[HitProblem]) -> list[str]:
     """At most MAX_SHOWN lines, then how many more."""
-    lines = [p.line() for p in problems[:MAX_SHOWN]]
-    return lines + ([f"... and {len(problems) - MAX_SHOWN} more"] if len(problems) > MAX_SHOWN else [])
+    return shown_lines([p.line() for p in problems[:MAX_SHOWN + 1]], len(problems))
+
+
+def shown_lines(lines: Sequence[str], total: int | None = None) -> list[str]:
+    total = len(lines) if total is None else total
+    return list(lines[:MAX_SHOWN]) + ([f"... and {total - MAX_SHOWN} more"] if total > MAX_SHOWN else [])

@@ -18,7 +18,7 @@ from ..core.ids import data_lines
 from ..io.runfiles import run_line_problem, score_problem
 from ..core.textfile import read_utf8
 from ..core.types import Chunk, Document, Hit, Query, RankedList
-from .base import HitPlacer, RetrieverKind, register
+from .base import HitPlacer, RetrieverKind, register, shown_lines
 from .ranking import rank_hits
 
 
@@ -32,9 +32,11 @@ class ExternalConfig(Strict):
 
 
 class ExternalRetriever:
-    def __init__(self, config: ExternalConfig, documents: Mapping[str, Document] | None = None):
+    def __init__(self, config: ExternalConfig, documents: Mapping[str, Document] | None = None,
+                 unplaceable: str = "fail"):
         self.config = config
         self.documents = documents
+        self.unplaceable = unplaceable
         self.raw: dict[str, list[dict]] = {}
 
     def _read(self) -> None:
@@ -72,13 +74,15 @@ class ExternalRetriever:
             raise RunFileError(f"{path}: {len(problems)} problem(s) in the external run", problems[:50])
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        """Reads the run and places its hits with the run's own placement rules (``base.HitPlacer``), so a hybrid
-        or reranked parent sees chunk ids. A hit that cannot be placed is kept as read: the run reports it (or
-        skips it) with every other retriever's, under ``retriever_hits.unplaceable``."""
+        """Reads the run and places its hits with the run's placement rules (``base.HitPlacer``), so a hybrid or
+        reranked parent sees chunk ids. Hits that cannot be placed, of every query in the file, are one error
+        naming each line (``unplaceable: fail``); with ``skip`` they are kept as read, and the run drops and
+        counts those of the queries it asks for, with every other retriever's."""
         self._read()
         documents = self.documents or _documents_from(chunks)
         placer = HitPlacer(chunks, documents)
         self.resolved: dict[str, list[Hit]] = {}
+        problems = []
         for qid, rows in self.raw.items():
             hits = []
             for row in rows:
@@ -86,8 +90,13 @@ class ExternalRetriever:
                 placed = placer.chunk(hit)
                 if isinstance(placed, Chunk):
                     hit = Hit(placed.chunk_id, placed.doc_id, hit.score, 0, placed.start, placed.end)
+                else:
+                    problems.append(f"{row['where']}: query {qid!r}: {placed[1]}")
                 hits.append(hit)
             self.resolved[qid] = hits
+        if problems and self.unplaceable == "fail":
+            raise RunFileError(f"{self.config.path}: {len(problems)} hit(s) could not be placed in the corpus "
+                               f"(retriever_hits.unplaceable: fail; skip drops them)", shown_lines(problems))
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         return [rank_hits(q.query_id, self.resolved.get(q.query_id, []), k) for q in queries]
@@ -117,5 +126,6 @@ def _documents_from(chunks: Sequence[Chunk]) -> dict[str, Document]:
     return {d: Document(d, t) for d, t in texts.items()}
 
 
-register(RetrieverKind("external", ExternalConfig, lambda c, ctx: ExternalRetriever(c, ctx.documents),
+register(RetrieverKind("external", ExternalConfig,
+                       lambda c, ctx: ExternalRetriever(c, ctx.documents, ctx.unplaceable),
                        "a run produced elsewhere (TREC run or JSONL with chunk hits)"))
