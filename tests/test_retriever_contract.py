@@ -1,4 +1,4 @@
-"""The retriever contract and the hit contract (harness/retrievers/base.py), the one tie rule, and third-party kinds.
+"""The retriever contract and the hit contract (harness/retrievers/contract.py), the one tie rule, and third-party kinds.
 
 A kind registered from outside the package (a tiny package with an entry point, found by importlib.metadata on
 PYTHONPATH) runs through `harness run`. It wraps the built-in BM25 and returns the same hits named in each way the
@@ -383,7 +383,7 @@ def test_retrievers_do_not_import_the_config():
 
     code = textwrap.dedent("""
         import sys
-        import harness.retrievers.base, harness.retrievers.bm25, harness.retrievers.compose
+        import harness.retrievers.base, harness.retrievers.contract, harness.retrievers.bm25, harness.retrievers.compose
         import harness.retrievers.dense, harness.retrievers.external
         print(sorted(m for m in sys.modules if m.startswith("harness.config")))
     """)

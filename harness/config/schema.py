@@ -80,8 +80,8 @@ class DiagnosticsConfig(Strict):
 
 
 class RetrieverHitsConfig(Strict):
-    """What a run does with hits that name no chunk of the corpus (see ``harness.retrievers.base``, the hit
-    contract): ``fail`` lists them and stops; ``skip`` drops them, counts them and lists them in results.json."""
+    """What a run does with hits that name no chunk of the corpus (see ``harness.retrievers.contract``, the
+    hit contract): ``fail`` lists them and stops; ``skip`` drops them, counts them and lists them in results.json."""
 
     unplaceable: Literal["fail", "skip"] = "fail"
 

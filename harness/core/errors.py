@@ -43,7 +43,7 @@ class MetricError(InputError):
 
 
 class RetrieverError(InputError):
-    """A retriever's output breaks the retriever or hit contract (``harness.retrievers.base``); names the kind."""
+    """A retriever's output breaks the retriever or hit contract (``harness.retrievers.contract``); names the kind."""
 
 
 class MissingDependencyError(HarnessError):

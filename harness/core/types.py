@@ -90,7 +90,7 @@ class GoldSet:
 class Hit:
     """One retrieved item. A retriever names its chunk by ``chunk_id``, or by ``doc_id`` + ``[start, end)``, or
     by ``text`` found in document ``doc_id`` (-1 / None: not given); the run places it on a chunk it knows
-    (``harness.retrievers.base``), after which every field but ``text`` is filled in."""
+    (``harness.retrievers.contract``), after which every field but ``text`` is filled in."""
 
     chunk_id: str
     doc_id: str

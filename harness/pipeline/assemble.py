@@ -24,7 +24,7 @@ from ..gold.load import GoldProblem, chunk_qrels, doc_qrels, read_goldset, resol
 from ..metrics.engine import conventions as metric_conventions
 from ..metrics.spec import parse_metrics
 from ..retrievers import BuildContext, build_retriever
-from ..retrievers.base import HitReport
+from ..retrievers.contract import HitReport
 from .execute import check_token_budget, empty_window_warning, retrieve_all, window_sizes
 from ..text import TokenCounter
 from ..core.types import Chunk, Document, GoldSet, RankedList, Run

@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 from ..config.schema import CutoffConfig
 from ..core.errors import ConfigError, HarnessError, RetrieverError
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
-from ..retrievers.base import HitReport, shown
+from ..retrievers.contract import HitReport, shown
 from ..text import TokenCounter
 from ..core.types import Chunk, Document, Query, RankedList
 

@@ -18,7 +18,8 @@ from ..core.ids import data_lines
 from ..io.runfiles import run_line_problem, score_problem
 from ..core.textfile import read_utf8
 from ..core.types import Chunk, Document, Hit, Query, RankedList
-from .base import HitPlacer, RetrieverKind, register, shown_lines
+from .base import RetrieverKind, register
+from .contract import HitPlacer, shown_lines
 from .ranking import rank_hits
 
 
