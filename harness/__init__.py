@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-from .api import (Comparison, GateOutcome, compare, evaluate, fuse, gate, load_config,  # noqa: E402
-                  register_retriever, run)
+from .api import Comparison, GateOutcome, compare, evaluate, fuse, gate, load_config, run  # noqa: E402
 from .core.errors import HarnessError, InputError  # noqa: E402
 
 # name -> (module, attribute): imported on first use (PEP 562), so `import harness` stays light.
 _LAZY = {
+    "register_retriever": ("harness.retrievers.base", "register_retriever"),
     "Qrels": ("harness.core.runtable", "Qrels"),
     "Run": ("harness.core.runtable", "ColumnarRun"),  # the columnar run; ColumnarRun is its older name
     "ColumnarRun": ("harness.core.runtable", "ColumnarRun"),

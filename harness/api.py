@@ -368,30 +368,3 @@ def gate(result: Any, rules: Any, baseline: Any = None) -> GateOutcome:
 
 
 # ---- third-party retrievers --------------------------------------------------------------------------------------
-
-def register_retriever(name: str, config_model: type, factory: Callable, summary: str = "") -> None:
-    """Register a retriever kind: a config with ``retriever: {kind: NAME, ...}`` then builds it with
-    ``factory(config, context)`` (``config``: the section validated by ``config_model``, a pydantic model with a
-    ``kind`` field). ADAPTER over ``harness.retrievers.register`` until the registry's own ``register_retriever``
-    lands; built-in kinds cannot be replaced, a kind registered from outside can (re-running a notebook cell)."""
-    from pydantic import BaseModel
-
-    from .retrievers import REGISTRY, RetrieverKind, kinds, register
-
-    problems = []
-    if not isinstance(name, str) or not name.strip() or name != name.strip():
-        problems.append(f"name: expected a non-empty kind name without surrounding spaces, got {name!r}")
-    elif name in kinds() and REGISTRY[name].factory.__module__.startswith("harness."):
-        problems.append(f"name: {name!r} is a built-in retriever kind; choose another name")
-    if not (isinstance(config_model, type) and issubclass(config_model, BaseModel)):
-        problems.append(f"config_model: expected a pydantic model class, got {config_model!r}")
-    elif "kind" not in config_model.model_fields:
-        problems.append("config_model: needs a 'kind' field (the config section holds it), e.g. "
-                        f"kind: Literal[{name!r}] = {name!r}")
-    if not callable(factory):
-        problems.append(f"factory: expected a callable factory(config, context) -> retriever, got {factory!r}")
-    if not isinstance(summary, str):
-        problems.append(f"summary: expected a string, got {summary!r}")
-    if problems:
-        raise InputError("register_retriever: invalid arguments", problems)
-    register(RetrieverKind(name, config_model, factory, summary))

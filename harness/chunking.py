@@ -50,9 +50,7 @@ def chunk_spans(text: str, cfg: ChunkingConfig, counter: TokenCounter | None = N
 
 
 def make_chunk(doc: Document, start: int, end: int, include_title: bool) -> Chunk:
-    text = doc.text[start:end]
-    index_text = f"{doc.title}\n{text}" if include_title and doc.title else text
-    return Chunk(f"{doc.doc_id}#{start}-{end}", doc.doc_id, start, end, text, index_text)
+    return Chunk.of_span(doc, start, end, include_title)
 
 
 def chunk_documents(docs: Sequence[Document], cfg: ChunkingConfig) -> list[Chunk]:

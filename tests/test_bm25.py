@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from harness.retrievers import build_retriever
@@ -11,21 +12,32 @@ corpora = st.lists(st.lists(words, min_size=0, max_size=12), min_size=1, max_siz
 
 @settings(max_examples=60, deadline=None)
 @given(corpora, st.lists(st.lists(words | st.just("unseen"), min_size=1, max_size=6), min_size=1, max_size=4),
-       st.sampled_from(["okapi", "l", "plus"]), st.floats(0.5, 2.0), st.floats(0.0, 1.0))
+       st.sampled_from(["okapi", "l", "plus"]), st.floats(0.5, 2.0) | st.just(0.0), st.floats(0.0, 1.0) | st.just(1.0))
 def test_fast_backend_scores_equal_rank_bm25(docs, queries, variant, k1, b):
     cfg = BM25Config(variant=variant, k1=k1, b=b)
     fast, ref = FastBM25(docs, cfg), RankBM25(docs, cfg)
     for q in queries:
-        mine = fast.get_scores(q)
-        with np.errstate(invalid="ignore"):
-            theirs = ref.get_scores(q)
-        # rank-bm25 divides 0/0 for an empty chunk when b = 1 (NaN). The fast backend scores it like any chunk
-        # holding none of the query terms: 0 for okapi and l, BM25Plus's delta x idf constant per term for plus.
-        finite = np.isfinite(theirs)
-        assert np.isfinite(mine).all()
-        assert np.allclose(mine[finite], theirs[finite], rtol=0, atol=1e-9)
-        termless = sum(fast.absent[fast.vocab[t]] for t in q if t in fast.vocab)
-        assert np.allclose(mine[~finite], termless, rtol=0, atol=1e-12)
+        mine, theirs = fast.get_scores(q), ref.get_scores(q)
+        # rank-bm25 divides 0/0 for a term a chunk lacks when k1 = 0, and for an empty chunk when b = 1 (NaN, which
+        # no ranking can order). Both backends score such a term as for any chunk lacking it: 0 for okapi and l,
+        # BM25Plus's delta x idf constant for plus.
+        assert np.isfinite(mine).all() and np.isfinite(theirs).all()
+        assert np.allclose(mine, theirs, rtol=0, atol=1e-9)
+
+
+def test_rank_bm25_nan_terms_score_as_absent_and_other_chunks_stay_bit_equal():
+    import rank_bm25
+
+    docs = [["a", "b"], ["b"], [], ["c", "a", "a"]]
+    cfg = BM25Config(variant="plus", k1=1.2, b=1.0)
+    ref = RankBM25(docs, cfg)
+    with np.errstate(invalid="ignore"):
+        raw = rank_bm25.BM25Plus(docs, k1=1.2, b=1.0, delta=1.0).get_scores(["a", "c", "zz"])
+    scores = ref.get_scores(["a", "c", "zz"])
+    assert np.isnan(raw[2]) and not np.isnan(raw[[0, 1, 3]]).any()
+    assert scores[[0, 1, 3]].tolist() == raw[[0, 1, 3]].tolist()  # bit for bit
+    idf = ref.model.idf
+    assert scores[2] == pytest.approx((idf["a"] + idf["c"]) * 1.0)  # delta x idf of each term the chunk lacks
 
 
 def test_okapi_epsilon_floor_for_negative_idf():

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from harness.cache import ArrayCache, cache_key
-from harness.core.errors import RunFileError
+from harness.core.errors import RetrieverError, RunFileError
+from harness.pipeline.execute import retrieve_all
 from harness.retrievers import BuildContext, build_retriever
 from harness.retrievers.compose import fuse, normalise
-from harness.core.types import Chunk, Hit, Query, RankedList
+from harness.core.types import Chunk, Document, Hit, Query, RankedList
 
 
 def rl(qid, *pairs):
@@ -74,8 +75,12 @@ def test_cache_round_trip_and_corruption_rebuilds(tmp_path):
     assert cache_key("model", ["a", "b"]) != cache_key("model", ["a", "c"])
 
 
+def documents(**texts):
+    return {d: Document(d, t) for d, t in texts.items()}
+
+
 def test_external_jsonl_places_hits_by_chunk_span_text_or_document(tmp_path):
-    docs = {"d1": "Alpha beta. Gamma delta.", "d2": "Other text."}
+    docs = documents(d1="Alpha beta. Gamma delta.", d2="Other text.")
     chunks = [Chunk("d1#0-11", "d1", 0, 11, "Alpha beta.", "Alpha beta."),
               Chunk("d1#12-24", "d1", 12, 24, "Gamma delta.", "Gamma delta."),
               Chunk("d2#0-11", "d2", 0, 11, "Other text.", "Other text.")]
@@ -83,11 +88,17 @@ def test_external_jsonl_places_hits_by_chunk_span_text_or_document(tmp_path):
     run.write_text(json.dumps({"query_id": "q", "hits": [
         {"doc_id": "d1", "chunk_id": "d1#12-24", "score": 3}, {"doc_id": "d1", "text": "beta. Gamma", "score": 2},
         {"doc_id": "d2", "start": 0, "end": 5, "score": 1}, {"doc_id": "d2", "score": 0.5}]}) + "\n")
-    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(extras={"documents": docs}))
+    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs))
     r.index(chunks)
     (ranked,) = r.retrieve([Query("q", "x")], 10)
     assert [(h.chunk_id, h.start, h.end) for h in ranked.hits] == [
         ("d1#12-24", 12, 24), ("d1#6-17", 6, 17), ("d2#0-5", 0, 5), ("d2#0-11", 0, 11)]
+    # Through the run: the same placement, and the spans that are not our chunks become the run's chunks.
+    got = retrieve_all(build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs)),
+                       chunks, [Query("q", "x")], 10, progress=False, kind="external", documents=docs)
+    assert got.lists == [ranked]
+    assert [c.chunk_id for c in got.chunks] == ["d1#0-11", "d1#12-24", "d2#0-11", "d1#6-17", "d2#0-5"]
+    assert got.chunks[3].text == "beta. Gamma" and got.hits.skipped == 0
 
 
 def test_external_reports_every_hit_it_cannot_place(tmp_path):
@@ -95,15 +106,24 @@ def test_external_reports_every_hit_it_cannot_place(tmp_path):
     run.write_text(json.dumps({"query_id": "q", "hits": [{"doc_id": "ghost", "score": 1},
                                                          {"doc_id": "d1", "text": "not in it", "score": 1}]}) + "\n"
                    + "{broken\n")
-    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(extras={"documents": {"d1": "hello"}}))
+    docs = documents(d1="hello")
+    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs))
     with pytest.raises(RunFileError, match=r"run.jsonl:2: expected"):
         r.index([])
     run.write_text(run.read_text().splitlines()[0] + "\n")
-    with pytest.raises(RunFileError) as exc:
-        r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(extras={"documents": {"d1": "hello"}}))
-        r.index([])
-    msg = str(exc.value)
-    assert "document 'ghost' is not in the corpus" in msg and "hit text 'not in it' not found in document 'd1'" in msg
+    with pytest.raises(RunFileError) as exc:  # unplaceable: fail (the default): every line, before any query
+        build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs)).index([])
+    assert exc.value.problems == [f"{run}:1: query 'q': document 'ghost' is not in the corpus",
+                                  f"{run}:1: query 'q': hit text 'not in it' not found in document 'd1'"]
+    # skip: the hits are kept as read, and the run drops and counts those of the queries it asks for
+    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs, unplaceable="skip"))
+    got = retrieve_all(r, [], [Query("q", "x")], 10, progress=False, kind="external", documents=docs,
+                       unplaceable="skip")
+    assert got.lists == [RankedList("q", ())] and got.hits.skipped == 2
+    assert dict(got.hits.by_reason) == {"unknown_document": 1, "text_not_found": 1}
+    r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs, unplaceable="skip"))
+    with pytest.raises(RetrieverError, match="2 hit\\(s\\) in 1 of 1 queries name no chunk of the corpus"):
+        retrieve_all(r, [], [Query("q", "x")], 10, progress=False, kind="external", documents=docs)
 
 
 def test_external_trec_run_through_the_pipeline(tmp_path):

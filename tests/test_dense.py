@@ -49,7 +49,7 @@ def test_cross_encoder_code_path_with_a_random_head(ctx):
 
 
 def test_a_warm_run_never_loads_the_model(tmp_path, monkeypatch):
-    from harness.retrievers import dense
+    from harness.retrievers import encoders
 
     ctx = BuildContext(cache_dir=tmp_path, progress=False)
     queries = [Query("q1", "getting my money back for a yearly subscription"), Query("q2", "rotate a key")]
@@ -61,7 +61,7 @@ def test_a_warm_run_never_loads_the_model(tmp_path, monkeypatch):
         def refuse(*args, **kwargs):
             raise AssertionError("the model was loaded although every vector was cached")
         with monkeypatch.context() as m:
-            m.setattr(dense, "load_sentence_transformer", refuse)
+            m.setattr(encoders, "load_sentence_transformer", refuse)
             warm = build_retriever({"kind": "dense", "index": index}, ctx)
             warm.index(CHUNKS)
             assert warm.retrieve(queries, 3) == expected
@@ -88,7 +88,7 @@ def test_a_built_hnsw_index_is_cached_and_efsearch_still_applies(tmp_path, monke
 
 
 def test_a_warm_late_interaction_run_never_loads_the_model(tmp_path, monkeypatch):
-    from harness.retrievers import compose
+    from harness.retrievers import encoders
 
     ctx = BuildContext(cache_dir=tmp_path, progress=False)
     section = {"kind": "reranked", "top_n": 5, "child": {"kind": "bm25"}, "stage": {"type": "late-interaction"}}
@@ -96,14 +96,14 @@ def test_a_warm_late_interaction_run_never_loads_the_model(tmp_path, monkeypatch
     cold = build_retriever(section, ctx)
     cold.index(CHUNKS)
     expected = cold.retrieve(queries, 5)
-    monkeypatch.setattr(compose, "load_sentence_transformer", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(encoders, "load_sentence_transformer", lambda *a, **k: 1 / 0)
     warm = build_retriever(section, ctx)
     warm.index(CHUNKS)
     assert warm.retrieve(queries, 5) == expected
 
 
 def test_model_fingerprint_follows_the_folder_content(tmp_path):
-    from harness.retrievers.dense import model_fingerprint
+    from harness.retrievers.encoders import model_fingerprint
 
     (tmp_path / "config.json").write_text('{"dim": 384}')
     (tmp_path / "weights.bin").write_bytes(bytes(3 << 20))
@@ -116,3 +116,16 @@ def test_model_fingerprint_follows_the_folder_content(tmp_path):
         fh.write(b"\1")
     assert model_fingerprint(str(tmp_path)) != second
     assert model_fingerprint("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_dense_ties_follow_the_chunk_id_rule(ctx):
+    # Equal texts embed equally: faiss returns them by position; the retriever ranks the larger chunk id first.
+    twins = CHUNKS + [Chunk("d10#0-22", "d10", 0, 22, TEXTS[2], TEXTS[2]), Chunk("d9#0-22", "d9", 0, 22, TEXTS[2],
+                                                                                 TEXTS[2])]
+    r = build_retriever({"kind": "dense"}, ctx)
+    r.index(twins)
+    (ranked,) = r.retrieve([Query("q", "a cat on a mat")], 3)
+    assert [h.chunk_id for h in ranked.hits] == ["d9#0-22", "d2#0-22", "d10#0-22"]
+    assert ranked.hits[0].score == ranked.hits[1].score == ranked.hits[2].score
+    (top,) = r.retrieve([Query("q", "a cat on a mat")], 1)  # the tie across the cut goes by id, not position
+    assert [h.chunk_id for h in top.hits] == ["d9#0-22"]

@@ -154,12 +154,12 @@ def test_goldset_error_and_no_gold_come_first(tmp_path):
 
 
 def test_ties_at_the_cutoff_resolve_by_chunk_id(tmp_path):
-    # Equal scores at the cutoff: the runner's canonical order puts the larger chunk id first.
-    from harness.pipeline.execute import canonical
+    # Equal scores at the cutoff: the tie rule every retriever applies puts the larger chunk id first.
+    from harness.retrievers.ranking import rank_hits
     p = setup(tmp_path, [{"id": "q", "query": "rotate", "relevant": [EVIDENCE]}], cutoff="k: 1")
     by_id = {c.chunk_id: c for c in p.chunks}
     tied = RankedList("q", tuple(Hit(c, by_id[c].doc_id, 1.0, i + 1, by_id[c].start, by_id[c].end)
                                  for i, c in enumerate([F0, M2])))
-    result = build_result(p, [canonical(tied)], {})
+    result = build_result(p, [rank_hits("q", tied.hits)], {})
     assert result["queries"][0]["hits"][0]["chunk_id"] == M2  # "manual#..." > "faq#..."
     assert result["queries"][0]["verdict"]["kind"] == "ok"

@@ -6,7 +6,6 @@ Retriever sections are validated by the model their ``kind`` registered (see ``h
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -14,20 +13,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from ..core.errors import ConfigError, MetricError
+from ..core.schema import MAX_RANK, Strict, format_validation_error  # noqa: F401  (re-exported)
 from ..metrics.spec import DEFAULT_METRICS, parse_metrics
-
-
-class Strict(BaseModel):
-    # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan).
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-# The largest rank setting accepted (depth, cutoff.k, metric cutoffs, a hybrid child's depth, reranked top_n): far
-# beyond any corpus a run can rank, and small enough that nothing sized by it overflows or allocates gigabytes.
-MAX_RANK = 1_000_000
 
 
 class CorpusConfig(Strict):
@@ -89,6 +79,13 @@ class DiagnosticsConfig(Strict):
     on_gold_error: Literal["flag", "fail"] = "flag"
 
 
+class RetrieverHitsConfig(Strict):
+    """What a run does with hits that name no chunk of the corpus (see ``harness.retrievers.contract``, the
+    hit contract): ``fail`` lists them and stops; ``skip`` drops them, counts them and lists them in results.json."""
+
+    unplaceable: Literal["fail", "skip"] = "fail"
+
+
 class ExperimentConfig(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     corpus: CorpusConfig
@@ -100,6 +97,7 @@ class ExperimentConfig(Strict):
     metrics: tuple[str, ...] = Field(DEFAULT_METRICS, min_length=1)
     evaluation: EvaluationConfig = EvaluationConfig()
     diagnostics: DiagnosticsConfig = DiagnosticsConfig()
+    retriever_hits: RetrieverHitsConfig = RetrieverHitsConfig()
     output: Path | None = None
     batch_size: int = Field(256, ge=1)
     sweep: dict[str, list[Any]] | None = None
@@ -117,7 +115,6 @@ class ExperimentConfig(Strict):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-_EXPONENT = re.compile(r"^[+-]?[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]+$")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -134,49 +131,6 @@ def _interpolate(node: Any, path: str, problems: list[str]) -> Any:
     if isinstance(node, list):
         return [_interpolate(v, f"{path}.{i}", problems) for i, v in enumerate(node)]
     return node
-
-
-def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model that owns the last key of ``loc`` (for suggesting a near key)."""
-    current: Any = model
-    for part in loc[:-1]:
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return None
-        field = current.model_fields.get(str(part))
-        if field is None:
-            return None
-        current = field.annotation
-        args = getattr(current, "__args__", ())
-        for a in args:
-            if isinstance(a, type) and issubclass(a, BaseModel):
-                current = a
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix: tuple = ()) -> list[str]:
-    problems = []
-    for err in exc.errors():
-        loc = tuple(err["loc"])
-        path = ".".join(str(p) for p in prefix + loc) or "<root>"
-        if err["type"] == "extra_forbidden":
-            owner = _model_at(model, loc)
-            hint = ""
-            if owner is not None:
-                near = difflib.get_close_matches(str(loc[-1]), list(owner.model_fields), n=1, cutoff=0.6)
-                valid = ", ".join(sorted(owner.model_fields))
-                hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {valid}"
-            problems.append(f"{path}: unknown key{hint}")
-            continue
-        msg = err["msg"].removeprefix("Value error, ")  # our validators' own words need no pydantic prefix
-        if err["type"] == "missing":
-            problems.append(f"{path}: required key is missing")
-            continue
-        got = err.get("input")
-        got_text = "" if isinstance(got, dict) else f" (got {got!r})"
-        if err["type"] == "int_parsing" and isinstance(got, str) and _EXPONENT.match(got.strip()):
-            got_text += "; YAML reads a number like 1e8 as text: write it out (100000000)"
-        problems.append(f"{path}: {msg}{got_text}")
-    return problems
 
 
 def _absolute(value: str, base: Path, where: str, problems: list[str]) -> str:

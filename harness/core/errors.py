@@ -42,6 +42,10 @@ class MetricError(InputError):
     pass
 
 
+class RetrieverError(InputError):
+    """A retriever's output breaks the retriever or hit contract (``harness.retrievers.contract``); names the kind."""
+
+
 class MissingDependencyError(HarnessError):
     """An optional dependency is not installed; the message names the install command."""
 

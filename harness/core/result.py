@@ -200,6 +200,24 @@ class GoldsetRecord(Record):
     problems: list[GoldProblemRecord]
 
 
+class HitProblemRecord(Record):
+    query_id: str
+    rank: Annotated[int, Field(ge=0)]
+    reason: str
+    message: str
+
+
+class HitProblemsRecord(Record):
+    """Hits a run dropped because they name no chunk of the corpus (``retriever_hits.unplaceable: skip``)."""
+
+    unplaceable: Literal["fail", "skip"]
+    skipped: Count
+    queries: Count
+    by_reason: dict[str, Count]
+    duplicates: Count
+    examples: list[HitProblemRecord]
+
+
 class RetrieverRecord(Record):
     """Only ``kind`` is read from a saved result; the rest is the retriever's own validated config."""
 
@@ -236,6 +254,7 @@ class Result(Record):
     cutoff: CutoffRecord
     corpus: CorpusRecord
     goldset: GoldsetRecord
+    hit_problems: HitProblemsRecord | None = None  # absent from results written before the hit contract
     summary: Summary
     diagnostics_settings: JsonObject
     timings: Timings

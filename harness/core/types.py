@@ -6,8 +6,7 @@ Character spans are half-open ``[start, end)`` offsets into a document's ``text`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
-
+from typing import Iterable, Literal, Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +42,14 @@ class Chunk:
     @property
     def n_chars(self) -> int:
         return self.end - self.start
+
+    @classmethod
+    def of_span(cls, doc: Document, start: int, end: int, include_title: bool) -> "Chunk":
+        """The chunk of ``doc`` at ``[start, end)``; its id is deterministic (doc id + span), so the same span
+        made by the chunker or placed from a retriever's hit is the same chunk."""
+        text = doc.text[start:end]
+        index_text = f"{doc.title}\n{text}" if include_title and doc.title else text
+        return cls(f"{doc.doc_id}#{start}-{end}", doc.doc_id, start, end, text, index_text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +88,36 @@ class GoldSet:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
+    """One retrieved item. A retriever names its chunk by ``chunk_id``, or by ``doc_id`` + ``[start, end)``, or
+    by ``text`` found in document ``doc_id`` (-1 / None: not given); the run places it on a chunk it knows
+    (``harness.retrievers.contract``), after which every field but ``text`` is filled in."""
+
     chunk_id: str
     doc_id: str
     score: float
     rank: int
     start: int = -1
     end: int = -1
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RankedList:
     query_id: str
     hits: tuple[Hit, ...]
+
+
+def best_hits(hits: Iterable[Hit], level: Literal["doc", "chunk"] = "doc") -> list[Hit]:
+    """Each document's (or chunk's) first hit in rank order, i.e. its best one: how chunk rankings become document
+    rankings (trec_eval rejects duplicate documents in a ranking)."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        item = hit.doc_id if level == "doc" else hit.chunk_id
+        if item not in seen:
+            seen.add(item)
+            out.append(hit)
+    return out
 
 
 @dataclass(frozen=True)
@@ -111,14 +136,8 @@ class Run:
         tag = tag or self.name or "harness"
         lines: list[str] = []
         for ranked in self.lists:
-            seen: set[str] = set()
-            rank = 0
-            for hit in ranked.hits:
+            for rank, hit in enumerate(best_hits(ranked.hits, level), 1):
                 item = hit.doc_id if level == "doc" else hit.chunk_id
-                if item in seen:
-                    continue
-                seen.add(item)
-                rank += 1
                 lines.append(f"{ranked.query_id} Q0 {item} {rank} {hit.score:.10g} {tag}")
         return "\n".join(lines) + ("\n" if lines else "")
 
@@ -126,9 +145,6 @@ class Run:
         """The dict-of-dicts form pytrec_eval, ranx and ir_measures read (best chunk per doc)."""
         out: dict[str, dict[str, float]] = {}
         for ranked in self.lists:
-            scores: dict[str, float] = {}
-            for hit in ranked.hits:
-                item = hit.doc_id if level == "doc" else hit.chunk_id
-                scores.setdefault(item, float(hit.score))
-            out[ranked.query_id] = scores
+            out[ranked.query_id] = {(h.doc_id if level == "doc" else h.chunk_id): float(h.score)
+                                    for h in best_hits(ranked.hits, level)}
         return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
@@ -24,6 +24,7 @@ from ..gold.load import GoldProblem, chunk_qrels, doc_qrels, read_goldset, resol
 from ..metrics.engine import conventions as metric_conventions
 from ..metrics.spec import parse_metrics
 from ..retrievers import BuildContext, build_retriever
+from ..retrievers.contract import HitReport
 from .execute import check_token_budget, empty_window_warning, retrieve_all, window_sizes
 from ..text import TokenCounter
 from ..core.types import Chunk, Document, GoldSet, RankedList, Run
@@ -197,21 +198,22 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
                    context: BuildContext | None = None, prepared: Prepared | None = None) -> dict:
     """``prepared`` (corpus, chunks, gold of an identical corpus/chunking/goldset) skips loading again."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    context = context or BuildContext(progress=progress)
-    # The external retriever reads the documents at index time: hand it the dict now, filled once they are loaded.
-    documents = context.extras.setdefault("documents", {})
-    # Built first: building reads no data, and checks what must hold before any work (the cache folder).
-    retriever = build_retriever(config.retriever, context)
     if prepared is None:
         prepared = prepare(config, log=log)
     else:
         prepared = Prepared(config, prepared.docs, prepared.chunks, prepared.gold, prepared.problems)
-    if not documents:
-        documents.update((d.doc_id, d.text) for d in prepared.docs)
     check_runnable(prepared)
-    lists, timings = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth,
-                                  config.batch_size, progress)
-    result = build_result(prepared, lists, timings)
+    documents, unplaceable = {d.doc_id: d for d in prepared.docs}, config.retriever_hits.unplaceable
+    context = replace(context or BuildContext(progress=progress), documents=documents, unplaceable=unplaceable)
+    retriever = build_retriever(config.retriever, context)
+    kind = config.retriever["kind"]
+    retrieved = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth, config.batch_size,
+                             progress, kind=kind, documents=context.documents,
+                             unplaceable=unplaceable, include_title=config.chunking.include_title)
+    if retrieved.warning(kind):
+        log(retrieved.warning(kind))
+    lists = retrieved.lists
+    result = build_result(replace(prepared, chunks=retrieved.chunks), lists, retrieved.timings, retrieved.hits)
     warning = empty_window_warning(config.cutoff, lists, [q["effective_k"] for q in result["queries"]])
     if warning:
         log(warning)
@@ -245,27 +247,12 @@ def _uses_cache(section: dict) -> bool:
                for s in _sections(section))
 
 
-def adopt_foreign_chunks(prepared: Prepared, lists: Sequence[RankedList]) -> list[Chunk]:
-    """Chunks a retriever returned that our chunking did not make (an external run's spans), added so their
-    relevance is judged by evidence overlap like any other chunk."""
-    from ..chunking import make_chunk
-
-    known = {c.chunk_id for c in prepared.chunks}
-    docs = {d.doc_id: d for d in prepared.docs}
-    extra = []
-    for ranked in lists:
-        for h in ranked.hits:
-            if h.chunk_id not in known and h.doc_id in docs:
-                known.add(h.chunk_id)
-                extra.append(make_chunk(docs[h.doc_id], h.start, h.end, prepared.config.chunking.include_title))
-    return list(prepared.chunks) + extra
-
-
-def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict) -> dict:
+def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict, hits: HitReport | None = None) -> dict:
+    """``lists`` are placed (``execute.retrieve_all``): every hit names one of ``prepared.chunks``."""
     config, gold = prepared.config, prepared.gold
     if not gold.queries:
         raise GoldSetError(f"{config.goldset.path}: the golden set has no queries; nothing to evaluate")
-    chunks = adopt_foreign_chunks(prepared, lists)
+    chunks = prepared.chunks
     specs = parse_metrics(config.metrics)
     chunk_text = {c.chunk_id: c.text for c in chunks}
     window_k = window_sizes(lists, config.cutoff, chunk_text)
@@ -335,6 +322,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict)
                     "has_evidence": gold.has_evidence, "fingerprint": goldset_fingerprint(gold),
                     "query_ids_fingerprint": fingerprint(sorted(q.query_id for q in gold.queries)),
                     "problems": [p.__dict__ for p in prepared.problems]},
+        "hit_problems": (hits or HitReport()).to_dict(config.retriever_hits.unplaceable),
         "summary": {
             "doc": {**doc_level.table.mean(), **window_means(doc_level)},
             "chunk": {**chunk_level.table.mean(), **window_means(chunk_level)},

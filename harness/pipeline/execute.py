@@ -1,23 +1,43 @@
-"""Index once, retrieve every query in batches (progress on stderr), keep ``depth`` hits, apply the cutoff."""
+"""Index once, retrieve every query in batches (progress on stderr), check each batch against the retriever
+contract, place every hit on a chunk (the hit contract), keep ``depth`` hits, apply the cutoff."""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Sequence
+import traceback
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Mapping, Sequence
 
 from ..config.schema import CutoffConfig
-from ..core.errors import ConfigError
-from ..retrievers import Retriever
+from ..core.errors import ConfigError, HarnessError, RetrieverError
+from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
+from ..retrievers.contract import HitReport, shown
 from ..text import TokenCounter
-from ..core.types import Chunk, Hit, Query, RankedList
+from ..core.types import Chunk, Document, Query, RankedList
 
 
-def canonical(ranked: RankedList) -> RankedList:
-    """Hits by score descending, ties by chunk id descending (trec_eval's rule), ranks renumbered 1..n."""
-    hits = sorted(ranked.hits, key=lambda h: (h.score, h.chunk_id), reverse=True)
-    return RankedList(ranked.query_id,
-                      tuple(Hit(h.chunk_id, h.doc_id, h.score, r, h.start, h.end) for r, h in enumerate(hits, 1)))
+@dataclass(frozen=True)
+class Retrieved:
+    """What a retriever produced, placed: one list per query (hits on the run's chunks, contract order), the run's
+    chunks (the corpus's, then those made for hits' own spans), timings, and the hits skipped as unplaceable."""
+
+    lists: list[RankedList]
+    chunks: list[Chunk]
+    timings: dict[str, float]
+    hits: HitReport
+
+    def warning(self, kind: str) -> str | None:
+        """The stderr warning for skipped hits (``retriever_hits.unplaceable: skip``), or None."""
+        r = self.hits
+        if not r.skipped:
+            return None
+        lines = [p.line() for p in r.examples] + ([f"... and {r.skipped - len(r.examples)} more"]
+                                                  if r.skipped > len(r.examples) else [])
+        return (f"warning: retriever.kind {kind!r}: skipped {r.skipped} hit(s) in {r.queries} queries that name no "
+                f"chunk of the corpus (retriever_hits.unplaceable: skip; listed in results.json hit_problems)\n"
+                + "\n".join(f"  - {line}" for line in lines))
 
 
 def _progress(total: int, label: str, enabled: bool):
@@ -28,23 +48,58 @@ def _progress(total: int, label: str, enabled: bool):
                     console=Console(file=sys.stderr), disable=not enabled, transient=True)
 
 
+def _guarded(kind: str, step: str, call: Callable):
+    """Run a retriever's ``step``. A third-party kind's crash becomes one error naming the kind, its origin and
+    where it failed (a built-in kind's crash is a bug of harness: its traceback is kept)."""
+    registered = REGISTRY.get(kind)
+    if registered is None or registered.builtin:
+        return call()
+    try:
+        return call()
+    except (HarnessError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise HarnessError(f"retriever.kind {kind!r} ({registered.origin}) failed in {step}: "
+                           f"{type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})") from exc
+
+
 def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], depth: int,
-                 batch_size: int = 256, progress: bool = True) -> tuple[list[RankedList], dict[str, float]]:
+                 batch_size: int = 256, progress: bool = True, *, kind: str = "retriever",
+                 documents: Mapping[str, Document] = MappingProxyType({}), unplaceable: str = "fail",
+                 include_title: bool = True) -> Retrieved:
+    """Index ``chunks``, retrieve ``queries`` in batches and place their hits. ``unplaceable``: ``fail`` raises
+    one error listing every hit that names no chunk; ``skip`` drops them and reports them in ``Retrieved.hits``."""
     timings: dict[str, float] = {}
+    chunks = tuple(chunks)  # what a retriever is handed it cannot change (chunks and documents are frozen too)
     t0 = time.perf_counter()
-    retriever.index(chunks)
+    _guarded(kind, "index", lambda: retriever.index(chunks))
     timings["index_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    placer = HitPlacer(chunks, documents, include_title)
     out: list[RankedList] = []
+    problems: list[HitProblem] = []
+    duplicates = 0
     with _progress(len(queries), "retrieving", progress and sys.stderr.isatty()) as bar:
         task = bar.add_task("retrieve", total=len(queries))
         for i in range(0, len(queries), batch_size):
             batch = queries[i:i + batch_size]
-            out.extend(canonical(r) for r in retriever.retrieve(batch, depth))
+            lists = _guarded(kind, "retrieve", lambda: retriever.retrieve(batch, depth))
+            check_output(kind, batch, lists, depth)
+            for ranked in lists:
+                placed, dropped, merged = placer.place(ranked)
+                out.append(placed)
+                problems += dropped
+                duplicates += merged
             bar.advance(task, len(batch))
     timings["retrieve_s"] = time.perf_counter() - t0
     timings["queries_per_s"] = len(queries) / timings["retrieve_s"] if timings["retrieve_s"] > 0 else 0.0
-    return out, timings
+    if problems and unplaceable == "fail":
+        n_queries = len({p.query_id for p in problems})
+        raise RetrieverError(f"retriever.kind {kind!r}: {len(problems)} hit(s) in {n_queries} of {len(queries)} "
+                             f"queries name no chunk of the corpus (retriever_hits.unplaceable: fail; set it to "
+                             f"skip to drop them, counted in results.json)", shown(problems))
+    return Retrieved(out, list(chunks) + list(placer.adopted.values()), timings, HitReport.of(problems, duplicates))
 
 
 def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: dict[str, str]) -> list[int]:

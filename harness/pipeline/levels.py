@@ -10,7 +10,7 @@ import numpy as np
 from ..metrics.engine import MetricTable, evaluate
 from ..metrics.spec import MetricSpec, parse_metric
 from ..core.runtable import ColumnarRun, Qrels
-from ..core.types import RankedList
+from ..core.types import RankedList, best_hits
 
 WINDOW_METRICS = ("hit@window", "recall@window", "precision@window", "rr@window")
 
@@ -20,13 +20,7 @@ def doc_lists(lists: Sequence[RankedList], limits: Sequence[int] | None = None) 
     out: dict[str, list[tuple[str, float]]] = {}
     for i, ranked in enumerate(lists):
         hits = ranked.hits if limits is None else ranked.hits[: limits[i]]
-        seen: set[str] = set()
-        docs = []
-        for h in hits:
-            if h.doc_id not in seen:
-                seen.add(h.doc_id)
-                docs.append((h.doc_id, h.score))
-        out[ranked.query_id] = docs
+        out[ranked.query_id] = [(h.doc_id, h.score) for h in best_hits(hits)]
     return out
 
 

@@ -147,10 +147,13 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
         judgments = (Judgment("adhoc", doc, 1, spans),)
     gold = GoldSet("adhoc", (Query("adhoc", query),), judgments)
     prepared = replace(prepared, gold=gold, problems=problems)
-    context = BuildContext(progress=False, extras={"documents": {d.doc_id: d.text for d in prepared.docs}})
+    context = BuildContext(progress=False, documents=docs, unplaceable=config.retriever_hits.unplaceable)
     retriever = build_retriever(config.retriever, context)
-    lists, timings = retrieve_all(retriever, prepared.chunks, gold.queries, config.depth, progress=False)
-    result = build_result(prepared, lists, timings)
+    got = retrieve_all(retriever, prepared.chunks, gold.queries, config.depth, progress=False,
+                       kind=config.retriever["kind"], documents=context.documents,
+                       unplaceable=config.retriever_hits.unplaceable, include_title=config.chunking.include_title)
+    lists = got.lists
+    result = build_result(replace(prepared, chunks=got.chunks), lists, got.timings, got.hits)
     contributions = None
     if hasattr(retriever, "term_contributions"):
         position = {c.chunk_id: i for i, c in enumerate(prepared.chunks)}

@@ -8,11 +8,11 @@ from typing import Literal, Sequence
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..config.schema import Strict
+from ..core.schema import Strict
 from ..text import Analyzer, token_pattern_problem
 from ..core.types import Chunk, Query, RankedList
-from . import BuildContext, RetrieverKind, register
-from .ranking import ranked_list, top_k
+from .base import BuildContext, RetrieverKind, register
+from .ranking import id_order, ranked_list, top_k
 
 
 class AnalyzerConfig(Strict):
@@ -49,10 +49,12 @@ class BM25Retriever:
         self.config = config
         self.analyze = config.tokenizer.build()
         self._chunks: Sequence[Chunk] = ()
+        self._ids = np.zeros(0, dtype=np.int64)
         self._engine = None
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         self._chunks = chunks
+        self._ids = id_order(chunks)
         tokenized = [self.analyze(c.index_text) for c in chunks]
         cls = FastBM25 if self.config.backend == "fast" else RankBM25
         self._engine = cls(tokenized, self.config)
@@ -64,7 +66,7 @@ class BM25Retriever:
         out = []
         for q in queries:
             scores = self.scores(q.text)
-            idx = top_k(scores, k)
+            idx = top_k(scores, k, self._ids)
             out.append(ranked_list(q.query_id, self._chunks, idx, scores[idx]))
         return out
 
@@ -97,9 +99,22 @@ class RankBM25:
         else:
             self.model = rank_bm25.BM25Plus(safe, k1=config.k1, b=config.b, delta=_delta(config))
         self.n = len(tokenized)
+        self.plus_delta = _delta(config) if config.variant == "plus" else 0.0
 
     def get_scores(self, query: list[str]) -> np.ndarray:
-        return np.asarray(self.model.get_scores(query), dtype=np.float64)[: self.n]
+        with np.errstate(invalid="ignore", divide="ignore"):  # the 0/0 below is handled, not warned about
+            scores = np.asarray(self.model.get_scores(query), dtype=np.float64)[: self.n]
+        if np.isnan(scores).any():
+            # rank-bm25 divides 0/0 for a term a chunk lacks when k1 = 0, or for an empty chunk when b = 1. A NaN
+            # cannot be ranked, so such a term adds what it adds to any chunk lacking it (0; BM25Plus: delta x idf),
+            # as the fast backend does; the terms are summed in rank-bm25's order, so other scores stay bit-equal.
+            scores = np.zeros(self.n, dtype=np.float64)
+            for term in query:
+                absent = (self.model.idf.get(term) or 0) * self.plus_delta
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    term_scores = np.asarray(self.model.get_scores([term]), dtype=np.float64)[: self.n]
+                scores += np.nan_to_num(term_scores, nan=absent)
+        return scores
 
 
 class FastBM25:

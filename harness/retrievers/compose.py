@@ -8,12 +8,14 @@ from typing import Any, Literal, Sequence
 import numpy as np
 from pydantic import Field, ValidationError
 
-from ..cache import ArrayCache, cache_key
-from ..config.schema import MAX_RANK, Strict
+from ..cache import ArrayCache
+from ..core.errors import RetrieverError
+from ..core.schema import MAX_RANK, Strict
 from ..core.fusion import contributions, normalise  # noqa: F401  (the one copy of the fusion arithmetic)
 from ..core.types import Chunk, Hit, Query, RankedList
-from . import REGISTRY, BuildContext, RetrieverKind, build_retriever, register
-from .dense import BUNDLED, load_sentence_transformer, model_fingerprint, model_folder_problems, model_path
+from .base import REGISTRY, BuildContext, RetrieverKind, build_retriever, register
+from .ranking import rank_hits
+from .encoders import BUNDLED, Encoder, load_cross_encoder, model_folder_problems
 
 # Keys a parent reads from a child section; the child's own model never sees them.
 CHILD_KEYS = ("weight", "depth")
@@ -34,8 +36,8 @@ class ChildOptions(Strict):
 
 def child_problems(child: Any, parent_kind: str, prefix: tuple) -> list[str]:
     """Every problem of one child section: its own kind's validation, plus the parent's keys in it."""
-    from ..config.schema import format_validation_error
-    from . import validate_retriever_config
+    from ..core.schema import format_validation_error
+    from .base import validate_retriever_config
 
     where = ".".join(str(p) for p in prefix)
     if not isinstance(child, dict):
@@ -80,8 +82,8 @@ def fuse(child_lists: Sequence[RankedList], weights: Sequence[float], how: str, 
         for h, c in zip(ranked.hits, shares):
             fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + c
             meta.setdefault(h.chunk_id, h)
-    order = sorted(fused, key=lambda cid: (fused[cid], cid), reverse=True)
-    return [Hit(cid, meta[cid].doc_id, fused[cid], r, meta[cid].start, meta[cid].end) for r, cid in enumerate(order, 1)]
+    return list(rank_hits("", (Hit(cid, m.doc_id, fused[cid], 0, m.start, m.end, m.text)
+                               for cid, m in meta.items())).hits)
 
 
 class HybridRetriever:
@@ -129,55 +131,24 @@ class LateInteraction:
     """ColBERT-style MaxSim: for each query token, its best cosine with any chunk token, summed."""
 
     def __init__(self, cfg: StageConfig, cache: ArrayCache | None):
-        self.cfg, self.cache = cfg, cache
-        self._model = None
-        self._fingerprint: str | None = None  # of the model folder, read once
+        self.cfg = cfg
+        self.encoder = Encoder(cfg.model, cache, batch_size=cfg.batch_size)  # loaded on a cache miss only
         self.tokens: list[np.ndarray] = []
 
-    @property
-    def model(self):
-        if self._model is None:  # loaded on a cache miss only: a warm run never imports torch
-            self._model = load_sentence_transformer(self.cfg.model)
-        return self._model
-
-    def _token_embeddings(self, texts: list[str]) -> list[np.ndarray]:
-        out = self.model.encode(texts, output_value="token_embeddings", batch_size=self.cfg.batch_size,
-                                convert_to_numpy=False, show_progress_bar=False)
-        mats = []
-        for t in out:
-            m = t.detach().cpu().numpy().astype(np.float32)
-            mats.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
-        return mats
-
-    def _cached_tokens(self, kind: str, texts: list[str]) -> list[np.ndarray]:
-        """Unit-length token embeddings of each text; one cache entry per list of texts, keyed by content."""
-        def build():
-            mats = self._token_embeddings(texts)
-            lengths = np.array([len(m) for m in mats], dtype=np.int64)
-            return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
-        if self._fingerprint is None:
-            self._fingerprint = model_fingerprint(model_path(self.cfg.model))
-        key = cache_key("late-interaction", self._fingerprint, texts)
-        arrays = self.cache.get_or_build(kind, key, build) if self.cache else build()
-        bounds = np.concatenate([[0], np.cumsum(arrays["lengths"])])
-        return [arrays["vectors"][bounds[i]:bounds[i + 1]] for i in range(len(texts))]
-
     def index(self, chunks: Sequence[Chunk]) -> None:
-        self.tokens = self._cached_tokens("token_embeddings", [c.index_text for c in chunks])
+        self.tokens = self.encoder.token_vectors("token_embeddings", [c.index_text for c in chunks])
 
     def score(self, queries: Sequence[str], candidates: Sequence[Sequence[int]],
               chunks: Sequence[Chunk]) -> list[np.ndarray]:
-        query_tokens = self._cached_tokens("query_token_embeddings", list(queries))
+        query_tokens = self.encoder.token_vectors("query_token_embeddings", list(queries))
         return [np.array([float((q @ self.tokens[i].T).max(axis=1).sum()) for i in idx])
                 for q, idx in zip(query_tokens, candidates)]
 
 
 class CrossEncoderStage:
     def __init__(self, cfg: StageConfig, cache):
-        from sentence_transformers import CrossEncoder
-
         self.cfg = cfg
-        self.model = CrossEncoder(model_path(cfg.model), device="cpu")
+        self.model = load_cross_encoder(cfg.model)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         pass
@@ -210,13 +181,18 @@ class RerankedRetriever:
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         child_lists = self.child.retrieve(queries, max(self.config.top_n, k))
         heads = [ranked.hits[: self.config.top_n] for ranked in child_lists]
+        foreign = [(q.query_id, h.chunk_id) for q, head in zip(queries, heads) for h in head
+                   if h.chunk_id not in self.position]
+        if foreign:  # the stage scores the corpus's chunks; a span of the child's own has no text here
+            raise RetrieverError(f"retriever.child (kind {self.config.child.get('kind')!r}): reranked re-scores "
+                                 f"the corpus's chunks, but {len(foreign)} hit(s) name other chunks",
+                                 [f"query {q!r}: chunk {c!r}" for q, c in foreign[:20]])
         all_scores = self.stage.score([q.text for q in queries],
                                       [[self.position[h.chunk_id] for h in head] for head in heads], self.chunks)
         out = []
         for q, ranked, head, scores in zip(queries, child_lists, heads, all_scores):
-            order = sorted(range(len(head)), key=lambda i: (scores[i], head[i].chunk_id), reverse=True)
-            hits = [Hit(head[i].chunk_id, head[i].doc_id, float(scores[i]), r, head[i].start, head[i].end)
-                    for r, i in enumerate(order, 1)]
+            hits = list(rank_hits(q.query_id, (Hit(h.chunk_id, h.doc_id, float(s), 0, h.start, h.end)
+                                               for h, s in zip(head, scores))).hits)
             # Below the reranked head the child's order is kept, scored under the head's lowest score.
             floor = min((h.score for h in hits), default=0.0)
             for h in ranked.hits[self.config.top_n:k]:

@@ -2,21 +2,25 @@
 
 TREC run files name documents: each hit becomes the whole document as one span. JSONL runs may name chunks:
 ``{"query_id": ..., "hits": [{"doc_id": ..., "chunk_id"?, "start"?, "end"?, "text"?, "score": ...}]}``; a hit
-given only by its text is located in its document. Hits that cannot be placed are all reported, never dropped."""
+given only by its text is located in its document (``base.HitPlacer``, the same rules as every retriever's hits).
+Hits that cannot be placed are reported by the run with their query and value, or skipped and counted."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal, Mapping, Sequence
 
-from ..config.schema import Strict
+from ..core.schema import Strict
 from ..core.errors import RunFileError
 from ..core.ids import data_lines
 from ..io.runfiles import run_line_problem, score_problem
 from ..core.textfile import read_utf8
-from ..core.types import Chunk, Hit, Query, RankedList
-from . import RetrieverKind, register
+from ..core.types import Chunk, Document, Hit, Query, RankedList
+from .base import RetrieverKind, register
+from .contract import HitPlacer, shown_lines
+from .ranking import rank_hits
 
 
 class ExternalConfig(Strict):
@@ -29,9 +33,11 @@ class ExternalConfig(Strict):
 
 
 class ExternalRetriever:
-    def __init__(self, config: ExternalConfig, documents: dict[str, str] | None = None):
+    def __init__(self, config: ExternalConfig, documents: Mapping[str, Document] | None = None,
+                 unplaceable: str = "fail"):
         self.config = config
         self.documents = documents
+        self.unplaceable = unplaceable
         self.raw: dict[str, list[dict]] = {}
 
     def _read(self) -> None:
@@ -59,6 +65,8 @@ class ExternalRetriever:
                     row = json.loads(line)
                     hits = [dict(h, score=float(h["score"]), doc_id=str(h["doc_id"]), where=f"{path}:{lineno}")
                             for h in row["hits"]]
+                    if any(math.isnan(h["score"]) for h in hits):
+                        raise ValueError("a score is NaN, which cannot be ranked")
                     self.raw.setdefault(str(row["query_id"]), []).extend(hits)
                 except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError) as exc:
                     problems.append(f"{path}:{lineno}: expected {{'query_id', 'hits': [{{'doc_id', 'score', ...}}]}} "
@@ -67,58 +75,58 @@ class ExternalRetriever:
             raise RunFileError(f"{path}: {len(problems)} problem(s) in the external run", problems[:50])
 
     def index(self, chunks: Sequence[Chunk]) -> None:
+        """Reads the run and places its hits with the run's placement rules (``base.HitPlacer``), so a hybrid or
+        reranked parent sees chunk ids. Hits that cannot be placed, of every query in the file, are one error
+        naming each line (``unplaceable: fail``); with ``skip`` they are kept as read, and the run drops and
+        counts those of the queries it asks for, with every other retriever's."""
         self._read()
-        self.by_id = {c.chunk_id: c for c in chunks}
-        self.doc_text: dict[str, str] = dict(self.documents or {})
-        for c in ([] if self.documents else chunks):  # no documents given: reassemble texts from chunk spans
-            text = self.doc_text.get(c.doc_id, "")
-            if c.end > len(text):
-                text = text.ljust(c.start)[: c.start] + c.text if c.start >= len(text) else text[: c.start] + c.text
-            self.doc_text[c.doc_id] = text
-        problems = []
+        documents = self.documents or _documents_from(chunks)
+        placer = HitPlacer(chunks, documents)
         self.resolved: dict[str, list[Hit]] = {}
-        for qid, hits in self.raw.items():
-            out = []
-            for h in hits:
-                placed = self._place(h)
-                if isinstance(placed, str):
-                    problems.append(f"{h['where']}: query {qid!r}: {placed}")
+        problems = []
+        for qid, rows in self.raw.items():
+            hits = []
+            for row in rows:
+                hit = _hit(row, documents)
+                placed = placer.chunk(hit)
+                if isinstance(placed, Chunk):
+                    hit = Hit(placed.chunk_id, placed.doc_id, hit.score, 0, placed.start, placed.end)
                 else:
-                    out.append(Hit(placed[0], h["doc_id"], h["score"], 0, placed[1], placed[2]))
-            self.resolved[qid] = out
-        if problems:
-            raise RunFileError(f"{self.config.path}: {len(problems)} hit(s) could not be placed in the corpus",
-                               problems[:50])
-
-    def _place(self, h: dict) -> tuple[str, int, int] | str:
-        doc = h["doc_id"]
-        if doc not in self.doc_text:
-            return f"document {doc!r} is not in the corpus"
-        text = self.doc_text[doc]
-        if h.get("chunk_id") in self.by_id:
-            c = self.by_id[h["chunk_id"]]
-            return c.chunk_id, c.start, c.end
-        if isinstance(h.get("start"), int) and isinstance(h.get("end"), int):
-            if not 0 <= h["start"] < h["end"] <= len(text):
-                return f"span {h['start']}..{h['end']} is outside document {doc!r}"
-            return f"{doc}#{h['start']}-{h['end']}", h["start"], h["end"]
-        if isinstance(h.get("text"), str):
-            at = text.find(h["text"])
-            if at < 0:
-                return f"hit text {h['text'][:50]!r} not found in document {doc!r}"
-            return f"{doc}#{at}-{at + len(h['text'])}", at, at + len(h["text"])
-        if h.get("chunk_id"):
-            return f"chunk {h['chunk_id']!r} is not a chunk of this corpus and has no span or text"
-        return f"{doc}#0-{len(text)}", 0, len(text)
+                    problems.append(f"{row['where']}: query {qid!r}: {placed[1]}")
+                hits.append(hit)
+            self.resolved[qid] = hits
+        if problems and self.unplaceable == "fail":
+            raise RunFileError(f"{self.config.path}: {len(problems)} hit(s) could not be placed in the corpus "
+                               f"(retriever_hits.unplaceable: fail; skip drops them)", shown_lines(problems))
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
-        out = []
-        for q in queries:
-            hits = sorted(self.resolved.get(q.query_id, []), key=lambda h: (h.score, h.chunk_id), reverse=True)[:k]
-            out.append(RankedList(q.query_id, tuple(Hit(h.chunk_id, h.doc_id, h.score, r, h.start, h.end)
-                                                    for r, h in enumerate(hits, 1))))
-        return out
+        return [rank_hits(q.query_id, self.resolved.get(q.query_id, []), k) for q in queries]
 
 
-register(RetrieverKind("external", ExternalConfig, lambda c, ctx: ExternalRetriever(c, ctx.extras.get("documents")),
+def _hit(row: dict, documents: Mapping[str, Document]) -> Hit:
+    """A row of the run as a hit: as given (chunk id, span, text), or a document alone as the whole document."""
+    chunk_id = row.get("chunk_id")
+    start, end = row.get("start"), row.get("end")
+    # Given values go to placement as they are: a span that is not two offsets is reported there, never ignored.
+    span = (-1, -1) if start is None and end is None else (-1 if start is None else start, -1 if end is None else end)
+    text = row.get("text")
+    doc = documents.get(row["doc_id"])
+    if not chunk_id and span == (-1, -1) and text is None and doc is not None:
+        span = (0, len(doc.text))  # a TREC line names a document: its whole text is the retrieved span
+    return Hit(str(chunk_id) if chunk_id else "", row["doc_id"], row["score"], 0, span[0], span[1], text)
+
+
+def _documents_from(chunks: Sequence[Chunk]) -> dict[str, Document]:
+    """No documents given (a retriever built outside a run): each document's text as far as its chunks show it."""
+    texts: dict[str, str] = {}
+    for c in chunks:
+        text = texts.get(c.doc_id, "")
+        if c.end > len(text):
+            text = text.ljust(c.start)[: c.start] + c.text if c.start >= len(text) else text[: c.start] + c.text
+        texts[c.doc_id] = text
+    return {d: Document(d, t) for d, t in texts.items()}
+
+
+register(RetrieverKind("external", ExternalConfig,
+                       lambda c, ctx: ExternalRetriever(c, ctx.documents, ctx.unplaceable),
                        "a run produced elsewhere (TREC run or JSONL with chunk hits)"))

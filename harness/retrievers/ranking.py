@@ -1,33 +1,53 @@
-"""Turning a score vector over chunks into a ranked list."""
+"""Making ranked lists, with the one tie rule every retriever uses: score descending, then chunk id descending
+(trec_eval's order, so a run file written from a list and the list itself rank the same way)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..core.types import Chunk, Hit, RankedList
 
 
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores, by score descending then chunk position ascending (deterministic ties)."""
+def id_order(chunks: Sequence[Chunk]) -> np.ndarray:
+    """Each chunk's position in chunk-id order: ``top_k`` compares these integers instead of the id strings."""
+    order = np.empty(len(chunks), dtype=np.int64)
+    order[sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)] = np.arange(len(chunks))
+    return order
+
+
+def top_k(scores: np.ndarray, k: int, ids: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the k best scores, by score descending, ties by chunk id descending (``ids`` from ``id_order``;
+    without it, by position ascending: for callers with no chunk ids, such as benchmarks)."""
     n = len(scores)
     k = min(k, n)
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     if k < n:
-        # argpartition finds the k-th value in O(n); keep every index tied with it so ties resolve by position.
+        # argpartition finds the k-th value in O(n); keep every index tied with it so ties resolve by id.
         kth = np.partition(scores, n - k)[n - k]
         candidates = np.flatnonzero(scores >= kth)
     else:
         candidates = np.arange(n)
-    order = np.lexsort((candidates, -scores[candidates]))
+    tiebreak = -candidates if ids is None else ids[candidates]
+    order = np.lexsort((-tiebreak, -scores[candidates]))
     return candidates[order[:k]]
 
 
 def ranked_list(query_id: str, chunks: Sequence[Chunk], indices: np.ndarray, scores: np.ndarray) -> RankedList:
+    """Hits for ``chunks[indices]``, already in rank order (from ``top_k``)."""
     hits = tuple(
         Hit(chunks[i].chunk_id, chunks[i].doc_id, float(s), rank, chunks[i].start, chunks[i].end)
         for rank, (i, s) in enumerate(zip(indices.tolist(), scores.tolist()), start=1)
     )
     return RankedList(query_id, hits)
+
+
+def rank_hits(query_id: str, hits: Iterable[Hit], k: int | None = None) -> RankedList:
+    """``hits`` in the tie rule's order, cut at ``k``, ranks renumbered 1..n: for retrievers that make hits other
+    than by ``top_k`` (fusion, reranking, runs read from elsewhere, third-party kinds)."""
+    ordered = sorted(hits, key=lambda h: (h.score, h.chunk_id), reverse=True)[:k]
+    return RankedList(query_id, tuple(h if h.rank == r else Hit(h.chunk_id, h.doc_id, h.score, r, h.start, h.end,
+                                                                  h.text)
+                                      for r, h in enumerate(ordered, 1)))

@@ -1,0 +1,67 @@
+"""What every config model shares: the strict pydantic base, the rank ceiling, and pydantic errors as located lines.
+
+Here, not in ``config``, so retriever kinds (built-in or third-party) declare their config models without importing
+the experiment config, which itself validates retriever sections through the registry."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class Strict(BaseModel):
+    # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# The largest rank setting accepted (depth, cutoff.k, metric cutoffs, a hybrid child's depth, reranked top_n): far
+# beyond any corpus a run can rank, and small enough that nothing sized by it overflows or allocates gigabytes.
+MAX_RANK = 1_000_000
+
+_EXPONENT = re.compile(r"^[+-]?[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]+$")
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model that owns the last key of ``loc`` (for suggesting a near key)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return None
+        current = field.annotation
+        args = getattr(current, "__args__", ())
+        for a in args:
+            if isinstance(a, type) and issubclass(a, BaseModel):
+                current = a
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix: tuple = ()) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        path = ".".join(str(p) for p in prefix + loc) or "<root>"
+        if err["type"] == "extra_forbidden":
+            owner = _model_at(model, loc)
+            hint = ""
+            if owner is not None:
+                near = difflib.get_close_matches(str(loc[-1]), list(owner.model_fields), n=1, cutoff=0.6)
+                valid = ", ".join(sorted(owner.model_fields))
+                hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {valid}"
+            problems.append(f"{path}: unknown key{hint}")
+            continue
+        msg = err["msg"].removeprefix("Value error, ")  # our validators' own words need no pydantic prefix
+        if err["type"] == "missing":
+            problems.append(f"{path}: required key is missing")
+            continue
+        got = err.get("input")
+        got_text = "" if isinstance(got, dict) else f" (got {got!r})"
+        if err["type"] == "int_parsing" and isinstance(got, str) and _EXPONENT.match(got.strip()):
+            got_text += "; YAML reads a number like 1e8 as text: write it out (100000000)"
+        problems.append(f"{path}: {msg}{got_text}")
+    return problems

