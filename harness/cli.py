@@ -161,11 +161,11 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
             _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
         print(target / "leaderboard.md")
         return
-    s = result["summary"]
+    s = result.summary
     if not quiet:
-        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s["chunk"].items())[:4] if v is not None)
+        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s.chunk.items())[:4] if v is not None)
         _err(f"chunk level: {shown}")
-        _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s["verdicts"]["counts"].items() if n))
+        _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
     print(target / "report.md")
 
 
@@ -347,10 +347,10 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
 
     result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
                           correction=correction.value)
-    for w in result["warnings"]:
+    for w in result.warnings:
         _err(f"warning: {w}")
     if fmt == CompareFormat.json:
-        print(json.dumps(_finite(result), indent=2))
+        print(json.dumps(_finite(result.to_dict()), indent=2))
     elif fmt == CompareFormat.md:
         print(to_markdown(result), end="")
     else:
@@ -382,7 +382,7 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     candidate = load_results(results)
     base = load_results(baseline) if baseline else None
     outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base)
-    md = summary_markdown(candidate["name"], outcome)
+    md = summary_markdown(candidate.name, outcome)
     print(md, end="")
     skipped = sum(r.skipped for r in outcome)
     if skipped:
@@ -390,7 +390,7 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     if summary:
         _write_output("--summary", summary, md)
     if junit:
-        _write_output("--junit", junit, junit_xml(candidate["name"], outcome))
+        _write_output("--junit", junit, junit_xml(candidate.name, outcome))
     if any(r.failed for r in outcome):
         raise typer.Exit(1)
 
@@ -415,7 +415,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
         from .render.explain import texts_for
         from .config.schema import parse_config
         try:
-            _, chunks = texts_for(parse_config(loaded[0]["config"], str(results[0])))
+            _, chunks = texts_for(parse_config(loaded[0].config.as_dict(), str(results[0])))
             texts = [{c.chunk_id: c.text for c in chunks}]
         except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
             _err(f"warning: chunk texts not loaded ({exc})")

@@ -111,6 +111,10 @@ class ExternalRetriever:
             return f"chunk {h['chunk_id']!r} is not a chunk of this corpus and has no span or text"
         return f"{doc}#0-{len(text)}", 0, len(text)
 
+    def answered_query_ids(self) -> list[str]:
+        """The queries the run file has a ranking for, in file order (after ``index``)."""
+        return list(self.raw)
+
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         out = []
         for q in queries:
