@@ -46,7 +46,7 @@ def run_with(prepared, order):
 
 
 def verdict(prepared, order):
-    result = build_result(prepared, run_with(prepared, order), {})
+    result = build_result(prepared, run_with(prepared, order), {}).to_dict()  # as results.json has it
     return result["queries"][0]["verdict"], result
 
 
@@ -146,7 +146,7 @@ def test_goldset_error_and_no_gold_come_first(tmp_path):
     gold = [{"id": "q", "query": "rotate", "relevant": [{"doc": "ghost"}]},
             {"id": "n", "query": "anything", "relevant": []}]
     p = setup(tmp_path, gold)
-    result = build_result(p, run_with(p, [M2, O0, O1]), {})
+    result = build_result(p, run_with(p, [M2, O0, O1]), {}).to_dict()
     kinds = [q["verdict"]["kind"] for q in result["queries"]]
     assert kinds == ["goldset_error", "no_gold"]
     assert result["summary"]["verdicts"]["counts"]["goldset_error"] == 1
@@ -160,6 +160,6 @@ def test_ties_at_the_cutoff_resolve_by_chunk_id(tmp_path):
     by_id = {c.chunk_id: c for c in p.chunks}
     tied = RankedList("q", tuple(Hit(c, by_id[c].doc_id, 1.0, i + 1, by_id[c].start, by_id[c].end)
                                  for i, c in enumerate([F0, M2])))
-    result = build_result(p, [canonical(tied)], {})
+    result = build_result(p, [canonical(tied)], {}).to_dict()
     assert result["queries"][0]["hits"][0]["chunk_id"] == M2  # "manual#..." > "faq#..."
     assert result["queries"][0]["verdict"]["kind"] == "ok"

@@ -198,7 +198,7 @@ def transitions(a: Result, b: Result) -> dict:
     for q in a.queries:
         before, after = q.verdict.kind, kinds_b.get(q.id)
         if after is not None and before != after:
-            out[f"{before} -> {after}"].append(q["id"])
+            out[f"{before} -> {after}"].append(q.id)
     return dict(sorted(out.items()))
 
 
