@@ -24,7 +24,7 @@ from ..retrievers import BuildContext, build_retriever
 from .execute import empty_window_warning, query_coverage, retrieve_all, window_sizes
 from .levels import Coverage, Levels, evaluate_levels, level_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
-from .prepare import (Checked, Prepared, _uses_external, check_before_retrieval, check_rules,  # noqa: F401
+from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
 
 
