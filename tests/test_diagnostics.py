@@ -163,3 +163,20 @@ def test_ties_at_the_cutoff_resolve_by_chunk_id(tmp_path):
     result = build_result(p, [canonical(tied)], {}).to_dict()
     assert result["queries"][0]["hits"][0]["chunk_id"] == M2  # "manual#..." > "faq#..."
     assert result["queries"][0]["verdict"]["kind"] == "ok"
+
+
+def test_diagnose_reads_plain_data_and_names_a_query_absent_from_the_run(tmp_path):
+    """No pipeline object: the golden set, its problems, the settings, ranked lists and judgments are all it needs.
+    A query the run has no ranking for says so, instead of 'nor in the top 0 retrieved'."""
+    from harness.diagnostics import diagnose
+    from harness.gold.load import chunk_qrels, doc_qrels
+
+    p = setup(tmp_path, [{"id": "q", "query": "rotate", "relevant": [EVIDENCE]},
+                         {"id": "r", "query": "rotate", "relevant": [EVIDENCE]}])
+    lists = [RankedList("q", ()), RankedList("r", ())]
+    dq, cq = doc_qrels(p.gold), chunk_qrels(p.gold, p.chunks)
+    out = diagnose(p.gold, p.problems, p.config.diagnostics, lists, [0, 0], dq, cq, absent={"q"})
+    assert out["q"].kind == "missing_document" and out["q"].detail["where"] == "absent_from_run"
+    assert out["q"].reason == "the run has no ranking for this query (absent from the run): it scores 0"
+    assert out["r"].detail["where"] == "not_retrieved"
+    assert out["r"].reason == "no relevant document in the window, nor in the top 0 retrieved"

@@ -1,13 +1,19 @@
-"""Located messages for a results.json that does not fit its schema (``harness.core.result``): one line per
-problem, naming the key path (``queries.3.hits.0.rank: expected a whole number, got '1'``)."""
+"""Checks of a results.json beyond its types (``consistency_problems``), and located messages for one that does
+not fit its schema (``harness.core.result``): one line per problem, naming the key path
+(``queries.3.hits.0.rank: expected a whole number, got '1'``)."""
 
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import typing
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from .result import Result
 
 MAX_SHOWN = 20  # problems listed in one error; the rest are counted
 
@@ -98,3 +104,46 @@ def shown(where: str, problems: list[str]) -> list[str]:
     if len(problems) > MAX_SHOWN:
         lines.append(f"... and {len(problems) - MAX_SHOWN} more")
     return lines
+
+
+def _ids_fingerprint(ids: list[str]) -> str:
+    # pipeline.prepare.fingerprint(sorted(ids)); not imported, so this module stays light. The round-trip test over
+    # the demo runs fails if the two ever disagree.
+    return hashlib.sha256(json.dumps(sorted(ids), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def consistency_problems(result: "Result") -> list[str]:
+    """What the types cannot say but the readers rely on: unique query ids that match the golden set's count and
+    fingerprint (compare pairs queries by id), every query carrying the summary's metrics (gate and compare read
+    per-query values by the summary's names), and counts that agree with the ``counted`` flags."""
+    problems = []
+    seen: dict[str, int] = {}
+    for i, q in enumerate(result.queries):
+        if q.id in seen:
+            problems.append(f"queries.{i}.id: duplicate query id {q.id!r} (first at queries.{seen[q.id]})")
+        seen.setdefault(q.id, i)
+    if result.goldset.queries != len(result.queries):
+        problems.append(f"goldset.queries: says {result.goldset.queries} queries, but 'queries' has "
+                        f"{len(result.queries)}")
+    elif not problems and result.goldset.query_ids_fingerprint != _ids_fingerprint(list(seen)):
+        problems.append("goldset.query_ids_fingerprint: does not match the ids in 'queries' (edited by hand?)")
+    for level in ("doc", "chunk"):
+        names = set(result.summary.means(level))
+        for i, q in enumerate(result.queries):
+            have = set(getattr(q.metrics, level))
+            if have != names:
+                missing, extra = sorted(names - have), sorted(have - names)
+                problems.append(f"queries.{i}.metrics.{level}: metric names differ from summary.{level}"
+                                + (f"; missing {', '.join(missing)}" if missing else "")
+                                + (f"; not in the summary: {', '.join(extra)}" if extra else ""))
+        counts = result.summary.level_counts(level)
+        uncounted = {q.id for q in result.queries if not q.is_counted(level)}
+        if len(result.queries) - len(uncounted) != counts.evaluated_queries:
+            problems.append(f"summary.counts.{level}.evaluated_queries: says {counts.evaluated_queries}, but "
+                            f"{len(result.queries) - len(uncounted)} queries are counted at {level} level "
+                            f"(queries.N.counted.{level})")
+        errors, no_rel = set(counts.excluded_goldset_error_query_ids), set(counts.no_relevant_query_ids)
+        if not errors <= uncounted or not uncounted <= errors | no_rel:
+            problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not counted "
+                            f"at {level} level (queries.N.counted.{level})")
+    return problems
