@@ -50,9 +50,9 @@ def _v(kind: str, reason: str, detail: dict | None = None, flags: Sequence[str] 
 def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict:
     if problems:
         return _v("goldset_error",
-                       f"the gold cannot be checked: {problems[0].message}"
-                       + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
-                       {"problems": [{"doc_id": p.doc_id, "kind": p.kind, "message": p.message} for p in problems]})
+                  f"the gold cannot be checked: {problems[0].message}"
+                  + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+                  {"problems": [{"doc_id": p.doc_id, "kind": p.kind, "message": p.message} for p in problems]})
     relevant_docs = {d for d, g in dq.items() if g >= 1}
     if not relevant_docs:
         return _v("no_gold", "the golden set lists no relevant document for this query")
@@ -115,8 +115,8 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
                       evidence_chunk_id=evidence_hit.chunk_id if evidence_hit else None, distance_chars=distance)
         where = f"ranked {evidence_hit.rank}" if evidence_hit else f"not in the top {len(ranked.hits)}"
         return _v("wrong_chunk",
-                       f"document {doc!r} is in the window but not the chunk with the evidence ({where}; "
-                       f"{distance} characters away)", detail, flags_t)
+                  f"document {doc!r} is in the window but not the chunk with the evidence ({where}; "
+                  f"{distance} characters away)", detail, flags_t)
 
     first = relevant_in_window[0]
     if k - s.edge < first.rank:
@@ -132,7 +132,7 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
         why = (f"after rank {s.buried_after}" if first.rank > s.buried_after
                else f"in the middle of a {k}-chunk window")
         return _v("buried_evidence",
-                       f"the evidence is in the window but first at rank {first.rank} of {k} ({why})", detail, flags_t)
+                  f"the evidence is in the window but first at rank {first.rank} of {k} ({why})", detail, flags_t)
     return _v("ok", f"the evidence is at rank {first.rank} of {k}", detail, flags_t)
 
 

@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import __version__
+from ..config.schema import ExperimentConfig
 from ..core.result import (KINDS, LEVELS, Counts, GoldRecord, HitRecord, LevelCounts, LevelFlags, QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.types import Chunk, RankedList, Run
@@ -28,8 +29,8 @@ from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  #
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
 
 
-def run_experiment(config, *, progress: bool = True, log=None, context: BuildContext | None = None,
-                   prepared: Prepared | None = None) -> Result:
+def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
+                   context: BuildContext | None = None, prepared: Prepared | None = None) -> Result:
     """``prepared`` (corpus, chunks, gold of an identical corpus/chunking/goldset) skips loading again."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
     context = context or BuildContext(progress=progress)
