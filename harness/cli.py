@@ -121,11 +121,11 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
             _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
         print(target / "leaderboard.md")
         return
-    s = result["summary"]
+    s = result.summary
     if not quiet:
-        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s["chunk"].items())[:4] if v is not None)
+        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s.chunk.items())[:4] if v is not None)
         _err(f"chunk level: {shown}")
-        _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s["verdicts"]["counts"].items() if n))
+        _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
     print(target / "report.md")
 
 
@@ -300,10 +300,10 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
 
     result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
                           correction=correction.value)
-    for w in result["warnings"]:
+    for w in result.warnings:
         _err(f"warning: {w}")
     if fmt.value == "json":
-        print(json.dumps(_finite(result), indent=2))
+        print(json.dumps(_finite(result.to_dict()), indent=2))
     elif fmt.value == "md":
         print(to_markdown(result), end="")
     else:
@@ -336,7 +336,7 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     candidate = load_results(results)
     base = load_results(baseline) if baseline else None
     outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base)
-    md = summary_markdown(candidate["name"], outcome)
+    md = summary_markdown(candidate.name, outcome)
     print(md, end="")
     skipped = sum(r.skipped for r in outcome)
     if skipped:
@@ -344,7 +344,7 @@ def gate(results: Path = typer.Argument(..., help="the candidate's results.json"
     if summary:
         write_output("--summary", summary, md)
     if junit:
-        write_output("--junit", junit, junit_xml(candidate["name"], outcome))
+        write_output("--junit", junit, junit_xml(candidate.name, outcome))
     if any(r.failed for r in outcome):
         raise typer.Exit(1)
 
@@ -369,7 +369,7 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
         from .render.explain import texts_for
         from .config.schema import parse_config
         try:
-            _, chunks = texts_for(parse_config(loaded[0]["config"], str(results[0])))
+            _, chunks = texts_for(parse_config(loaded[0].config.as_dict(), str(results[0])))
             texts = [{c.chunk_id: c.text for c in chunks}]
         except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
             _err(f"warning: chunk texts not loaded ({exc})")

@@ -2,34 +2,22 @@
 
 Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk,
 buried_evidence, ok. Flags (any number): partial, noisy_context, unjudged_in_window.
+
+Diagnosed from the golden set, its problems against the corpus, the diagnostics settings, the ranked lists and the
+judgments at both levels only: no pipeline object, no half-built result.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
+from .core.result import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
 from .core.types import GoldSet, RankedList
 
 if TYPE_CHECKING:
-    from .pipeline.assemble import Prepared
-
-KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")
-RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "buried_evidence")
-FLAGS = ("partial", "noisy_context", "unjudged_in_window")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    query_id: str
-    kind: str
-    reason: str
-    detail: dict = field(default_factory=dict)
-    flags: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "reason": self.reason, "detail": self.detail, "flags": list(self.flags)}
+    from .config.schema import DiagnosticsConfig
+    from .gold.load import GoldProblem
 
 
 def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:
@@ -37,29 +25,41 @@ def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:
     return max(0, max(a[0], b[0]) - min(a[1], b[1]))
 
 
-def diagnose(prepared: "Prepared", lists: Sequence[RankedList], window_k: Sequence[int],
-             doc_qrels: dict[str, dict[str, int]], chunk_qrels: dict[str, dict[str, int]]) -> dict[str, Verdict]:
-    settings = prepared.config.diagnostics
-    problems = defaultdict(list)
-    for p in prepared.problems:
-        problems[p.query_id].append(p)
-    judgments = prepared.gold.judgments_by_query()
+def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "DiagnosticsConfig",
+             lists: Sequence[RankedList], window_k: Sequence[int], doc_qrels: Mapping[str, Mapping[str, int]],
+             chunk_qrels: Mapping[str, Mapping[str, int]], absent: Collection[str] = ()) -> dict[str, Verdict]:
+    """One verdict per golden-set query, keyed by query id. ``absent``: queries the retriever had no answer for at
+    all (an external run that lacks them), told apart from a ranking that found nothing relevant."""
+    by_query = defaultdict(list)
+    for p in problems:
+        by_query[p.query_id].append(p)
+    judgments = gold.judgments_by_query()
+    absent = set(absent)
     out: dict[str, Verdict] = {}
-    for q, ranked, k in zip(prepared.gold.queries, lists, window_k):
-        out[q.query_id] = _verdict(q.query_id, ranked, k, doc_qrels[q.query_id], chunk_qrels[q.query_id],
-                                   judgments.get(q.query_id, []), problems.get(q.query_id, []), settings)
+    for q, ranked, k in zip(gold.queries, lists, window_k):
+        out[q.query_id] = _verdict(ranked, k, doc_qrels[q.query_id], chunk_qrels[q.query_id],
+                                   judgments.get(q.query_id, []), by_query.get(q.query_id, []), settings,
+                                   q.query_id in absent)
     return out
 
 
-def _verdict(qid, ranked, k, dq, cq, judgments, problems, s) -> Verdict:
+def _v(kind: str, reason: str, detail: dict | None = None, flags: Sequence[str] = ()) -> Verdict:
+    return Verdict(kind=kind, reason=reason, detail=detail or {}, flags=list(flags))
+
+
+def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict:
     if problems:
-        return Verdict(qid, "goldset_error",
-                       f"the gold cannot be checked: {problems[0].message}"
-                       + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
-                       {"problems": [{"doc_id": p.doc_id, "kind": p.kind, "message": p.message} for p in problems]})
+        return _v("goldset_error",
+                  f"the gold cannot be checked: {problems[0].message}"
+                  + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+                  {"problems": [{"doc_id": p.doc_id, "kind": p.kind, "message": p.message} for p in problems]})
     relevant_docs = {d for d, g in dq.items() if g >= 1}
     if not relevant_docs:
-        return Verdict(qid, "no_gold", "the golden set lists no relevant document for this query")
+        return _v("no_gold", "the golden set lists no relevant document for this query")
+    if absent:
+        return _v("missing_document", "the run has no ranking for this query (absent from the run): it scores 0",
+                  {"window": k, "where": "absent_from_run", "first_rank": None, "near": False,
+                   "best_rank": {d: None for d in sorted(relevant_docs)}})
 
     window, beyond = ranked.hits[:k], ranked.hits[k:]
     flags, detail = [], {"window": k}
@@ -99,7 +99,7 @@ def _verdict(qid, ranked, k, dq, cq, judgments, problems, s) -> Verdict:
         else:
             detail.update(where="not_retrieved", first_rank=None, near=False)
             reason = (f"no relevant document in the window, nor in the top {len(ranked.hits)} retrieved")
-        return Verdict(qid, "missing_document", reason, detail, flags_t)
+        return _v("missing_document", reason, detail, flags_t)
 
     relevant_in_window = [h for h in window if cq.get(h.chunk_id, 0) >= 1]
     if not relevant_in_window:
@@ -114,9 +114,9 @@ def _verdict(qid, ranked, k, dq, cq, judgments, problems, s) -> Verdict:
                       evidence_rank=evidence_hit.rank if evidence_hit else None,
                       evidence_chunk_id=evidence_hit.chunk_id if evidence_hit else None, distance_chars=distance)
         where = f"ranked {evidence_hit.rank}" if evidence_hit else f"not in the top {len(ranked.hits)}"
-        return Verdict(qid, "wrong_chunk",
-                       f"document {doc!r} is in the window but not the chunk with the evidence ({where}; "
-                       f"{distance} characters away)", detail, flags_t)
+        return _v("wrong_chunk",
+                  f"document {doc!r} is in the window but not the chunk with the evidence ({where}; "
+                  f"{distance} characters away)", detail, flags_t)
 
     first = relevant_in_window[0]
     if k - s.edge < first.rank:
@@ -131,47 +131,42 @@ def _verdict(qid, ranked, k, dq, cq, judgments, problems, s) -> Verdict:
     if first.rank > s.buried_after or in_middle:
         why = (f"after rank {s.buried_after}" if first.rank > s.buried_after
                else f"in the middle of a {k}-chunk window")
-        return Verdict(qid, "buried_evidence",
-                       f"the evidence is in the window but first at rank {first.rank} of {k} ({why})", detail, flags_t)
-    return Verdict(qid, "ok", f"the evidence is at rank {first.rank} of {k}", detail, flags_t)
+        return _v("buried_evidence",
+                  f"the evidence is in the window but first at rank {first.rank} of {k} ({why})", detail, flags_t)
+    return _v("ok", f"the evidence is at rank {first.rank} of {k}", detail, flags_t)
 
 
 def _share(n: int, total: int) -> float:
     return n / total if total else 0.0
 
 
-def summarize_verdicts(verdicts: dict[str, Verdict], gold: GoldSet, queries: list[dict]) -> dict:
-    """Counts and shares (of all queries), per slice and per ``detail.where``, metric means, and advice."""
+def summarize_verdicts(verdicts: dict[str, Verdict], gold: GoldSet,
+                       metric_means: Mapping[str, Mapping[str, float]]) -> VerdictSummary:
+    """Counts and shares (of all queries), per slice and per ``detail.where``, and advice. ``metric_means`` (kind
+    -> "level.metric" -> mean over the kind's counted queries) come from the metric tables, not from here."""
     total = len(verdicts)
     counts = Counter(v.kind for v in verdicts.values())
     flag_counts = Counter(f for v in verdicts.values() for f in v.flags)
-    by_slice: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(Counter))
+    by_slice: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     for q in gold.queries:
         for tag, value in q.tags.items():
             by_slice[tag][value][verdicts[q.query_id].kind] += 1
     missing = [v for v in verdicts.values() if v.kind == "missing_document"]
     where = Counter(v.detail["where"] for v in missing)
     near = sum(1 for v in missing if v.detail.get("near"))
-    means: dict[str, dict[str, float]] = {}
-    for kind in KINDS:
-        rows = [q for q in queries if q["verdict"]["kind"] == kind]
-        if rows:
-            means[kind] = {f"{level}.{m}": sum(r["metrics"][level][m] for r in rows) / len(rows)
-                           for level in ("doc", "chunk") for m in ("ndcg@10", "recall@window", "rr@window")
-                           if m in rows[0]["metrics"][level]}
-    return {
-        "total": total,
-        "counts": {k: counts.get(k, 0) for k in KINDS},
-        "shares": {k: _share(counts.get(k, 0), total) for k in KINDS},
-        "flags": {f: flag_counts.get(f, 0) for f in FLAGS},
-        "by_slice": {tag: {value: {k: c.get(k, 0) for k in KINDS} for value, c in values.items()}
-                     for tag, values in by_slice.items()},
-        "by_where": {"beyond_cutoff": where.get("beyond_cutoff", 0), "not_retrieved": where.get("not_retrieved", 0),
-                     "near_cutoff": near},
-        "metric_means": means,
-        "wrong_chunk_possible": gold.has_evidence,
-        "advice": advice(verdicts, gold),
-    }
+    kind_counts = lambda c: KindCounts(**{k: c.get(k, 0) for k in KINDS})
+    return VerdictSummary(
+        total=total,
+        counts=kind_counts(counts),
+        shares={k: _share(counts.get(k, 0), total) for k in KINDS},
+        flags={f: flag_counts.get(f, 0) for f in FLAGS},
+        by_slice={tag: {value: kind_counts(c) for value, c in values.items()} for tag, values in by_slice.items()},
+        by_where={"beyond_cutoff": where.get("beyond_cutoff", 0), "not_retrieved": where.get("not_retrieved", 0),
+                  "near_cutoff": near, "absent_from_run": where.get("absent_from_run", 0)},
+        metric_means={k: dict(m) for k, m in metric_means.items()},
+        wrong_chunk_possible=gold.has_evidence,
+        advice=advice(verdicts, gold),
+    )
 
 
 def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
@@ -186,10 +181,15 @@ def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
             out.append(f"{len(near) / len(missing):.0%} of missing documents ({len(near)} of {len(missing)}) were found "
                        f"just past the cutoff (ranks {ranks[0]}–{ranks[-1]}): a reranker or a larger window would "
                        f"bring them in")
-        never = [v for v in missing if v.detail["where"] == "not_retrieved"]
+        absent = [v for v in missing if v.detail["where"] == "absent_from_run"]
+        if absent:
+            out.append(f"{len(absent)} quer{'y is' if len(absent) == 1 else 'ies are'} absent from the run (no "
+                       f"ranking at all; scored 0): check that the run covers every query of the golden set")
+        never = [qid for qid, v in verdicts.items() if v.kind == "missing_document"
+                 and v.detail["where"] == "not_retrieved"]
         if never:
             tags_of = {q.query_id: q.tags for q in gold.queries}
-            tags = Counter(f"{t}={val}" for v in never for t, val in tags_of[v.query_id].items())
+            tags = Counter(f"{t}={val}" for qid in never for t, val in tags_of[qid].items())
             where = f", mostly in slice {tags.most_common(1)[0][0]}" if tags else ""
             out.append(f"{len(never)} quer{'y' if len(never) == 1 else 'ies'} found no relevant document in the "
                        f"whole ranking{where}: vocabulary mismatch or coverage; try dense or hybrid retrieval, or "

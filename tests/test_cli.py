@@ -49,7 +49,12 @@ def test_demo_numbers_match_trec_eval_on_the_written_run(demo):
         q, _, d, _, s, _ = line.split()
         run.setdefault(q, {})[d] = float(s)
     ref = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "recall_5", "ndcg_cut_10", "map", "Rprec"}).evaluate(run)
-    with_rel = [q for q in ref if any(g > 0 for g in qrels[q].values())]
+    # The counted rule: no relevant document (q46), or a golden-set entry that cannot be checked (q44 names a
+    # document not in the corpus, q45 a quote not in its document): not in the means.
+    errors = {p["query_id"] for p in result["goldset"]["problems"]}
+    assert errors == {"q44", "q45"}
+    with_rel = [q for q in ref if any(g > 0 for g in qrels[q].values()) and q not in errors]
+    assert [q["id"] for q in result["queries"] if q["counted"]["doc"]] == with_rel
     mean = lambda m: sum(ref[q][m] for q in with_rel) / len(with_rel)
     s = result["summary"]["doc"]
     assert s["precision@5"] == pytest.approx(mean("P_5"), abs=1e-9)
@@ -58,6 +63,8 @@ def test_demo_numbers_match_trec_eval_on_the_written_run(demo):
     assert s["ap"] == pytest.approx(mean("map"), abs=1e-9)
     assert s["rprec"] == pytest.approx(mean("Rprec"), abs=1e-9)
     assert result["summary"]["counts"]["doc"]["no_relevant_query_ids"] == ["q46"]
+    assert result["summary"]["counts"]["doc"]["excluded_goldset_error_query_ids"] == ["q44", "q45"]
+    assert result["summary"]["counts"]["doc"]["evaluated_queries"] == len(with_rel) == 43
 
 
 def test_verdicts_agree_with_window_metrics(demo):

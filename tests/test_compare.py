@@ -1,4 +1,3 @@
-import copy
 import itertools
 
 import numpy as np
@@ -6,6 +5,7 @@ import pytest
 
 from harness.stats.compare import (bootstrap_ci, compare_runs, correct, mde, p_value, randomization_p, split_metric)
 from harness.core.errors import InputError
+from resultfactory import fake_result
 
 
 def exact_sign_flip_p(d):
@@ -57,29 +57,39 @@ def test_metric_names_split_by_level():
     assert split_metric("chunk.recall@window") == ("chunk", "recall@window")
 
 
-def fake(name, values, kinds, gold="g1"):
-    return {"name": name, "goldset": {"fingerprint": gold, "query_ids_fingerprint": "ids"},
-            "cutoff": {"describe": "k=5"},
-            "queries": [{"id": f"q{i}", "tags": {"topic": "a" if i % 2 else "b"}, "n_relevant": {"doc": 1, "chunk": 1},
-                         "verdict": {"kind": k}, "metrics": {"doc": {"ndcg@10": v}, "chunk": {"ndcg@10": v}}}
-                        for i, (v, k) in enumerate(zip(values, kinds))]}
+def fake(name, values, kinds, gold="g1", counted=None, describe="k=5"):
+    return fake_result(name, values, kinds, gold=gold, counted=counted, describe=describe)
 
 
 def test_compare_rows_and_transitions():
     a = fake("a", [0.5, 0.2, 1.0, 0.0], ["ok", "buried_evidence", "ok", "missing_document"])
     b = fake("b", [0.7, 0.2, 0.9, 0.4], ["ok", "ok", "ok", "ok"])
     c = compare_runs([a, b], ["ndcg@10"])
-    row = c["rows"][0]
-    assert row["delta"] == pytest.approx((0.2 + 0 - 0.1 + 0.4) / 4)
-    assert (row["wins"], row["ties"], row["losses"]) == (2, 1, 1)
-    assert c["transitions"]["b"] == {"buried_evidence -> ok": ["q1"], "missing_document -> ok": ["q3"]}
-    assert row["slices"]["topic=a"]["delta"] == pytest.approx((0 + 0.4) / 2)
+    row = c.rows[0]
+    assert row.delta == pytest.approx((0.2 + 0 - 0.1 + 0.4) / 4)
+    assert (row.wins, row.ties, row.losses) == (2, 1, 1)
+    assert c.transitions["b"] == {"buried_evidence -> ok": ["q1"], "missing_document -> ok": ["q3"]}
+    assert row.slices["topic=a"]["delta"] == pytest.approx((0 + 0.4) / 2)
+    assert c.to_dict()["rows"][0]["ci95"] == list(row.ci95)
+
+
+def test_compare_pairs_only_the_counted_queries():
+    """The baseline mean is the run's summary mean: queries a run does not count are not paired, whatever their
+    verdict kind or relevant counts say; a query counted by one run only is left out, with a warning."""
+    a = fake("a", [0.5, 0.9, 1.0, 0.0], ["ok"] * 4, counted=[True, False, True, True])
+    b = fake("b", [0.7, 0.1, 0.9, 0.4], ["ok"] * 4, counted=[True, False, True, False])
+    c = compare_runs([a, b], ["ndcg@10"])
+    row = c.rows[0]
+    assert row.n == 2 and row.baseline_mean == pytest.approx((0.5 + 1.0) / 2) and row.mean == pytest.approx(0.8)
+    assert c.warnings == ["a and b count different queries at doc level; 1 left out of the pairing: q3"]
+    same = compare_runs([a, fake("c", [0.1, 0.2, 0.3, 0.4], ["ok"] * 4, counted=[True, False, True, True])],
+                        ["ndcg@10"])
+    assert same.rows[0].baseline_mean == a.summary.doc["ndcg@10"] and same.rows[0].n == 3 and not same.warnings
 
 
 def test_compare_refuses_different_golden_sets_and_warns_on_cutoffs():
     a = fake("a", [0.5], ["ok"])
     with pytest.raises(InputError, match="different golden sets"):
         compare_runs([a, fake("b", [0.5], ["ok"], gold="g2")], ["ndcg@10"])
-    b = copy.deepcopy(a)
-    b["name"], b["cutoff"]["describe"] = "b", "k=10"
-    assert compare_runs([a, b], ["ndcg@10"])["warnings"] == ["cutoffs differ: a k=5, b k=10"]
+    b = fake("b", [0.5], ["ok"], describe="k=10")
+    assert compare_runs([a, b], ["ndcg@10"]).warnings == ["cutoffs differ: a k=5, b k=10"]

@@ -137,5 +137,5 @@ def test_external_trec_run_through_the_pipeline(tmp_path):
     cfg = parse_config({"name": "ext", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
                         "retriever": {"kind": "external", "path": "run.trec"}, "cutoff": {"k": 2}}, "t", tmp_path)
     result = run_experiment(cfg, progress=False, log=lambda m: None)
-    assert result["summary"]["doc"]["rr@10"] == 0.5
-    assert result["queries"][0]["verdict"]["kind"] == "ok"  # whole document "a" overlaps the evidence
+    assert result.summary.doc["rr@10"] == 0.5
+    assert result.queries[0].verdict.kind == "ok"  # whole document "a" overlaps the evidence

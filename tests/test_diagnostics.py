@@ -46,7 +46,7 @@ def run_with(prepared, order):
 
 
 def verdict(prepared, order):
-    result = build_result(prepared, run_with(prepared, order), {})
+    result = build_result(prepared, run_with(prepared, order), {}).to_dict()  # as results.json has it
     return result["queries"][0]["verdict"], result
 
 
@@ -146,7 +146,7 @@ def test_goldset_error_and_no_gold_come_first(tmp_path):
     gold = [{"id": "q", "query": "rotate", "relevant": [{"doc": "ghost"}]},
             {"id": "n", "query": "anything", "relevant": []}]
     p = setup(tmp_path, gold)
-    result = build_result(p, run_with(p, [M2, O0, O1]), {})
+    result = build_result(p, run_with(p, [M2, O0, O1]), {}).to_dict()
     kinds = [q["verdict"]["kind"] for q in result["queries"]]
     assert kinds == ["goldset_error", "no_gold"]
     assert result["summary"]["verdicts"]["counts"]["goldset_error"] == 1
@@ -160,6 +160,23 @@ def test_ties_at_the_cutoff_resolve_by_chunk_id(tmp_path):
     by_id = {c.chunk_id: c for c in p.chunks}
     tied = RankedList("q", tuple(Hit(c, by_id[c].doc_id, 1.0, i + 1, by_id[c].start, by_id[c].end)
                                  for i, c in enumerate([F0, M2])))
-    result = build_result(p, [rank_hits("q", tied.hits)], {})
+    result = build_result(p, [rank_hits("q", tied.hits)], {}).to_dict()
     assert result["queries"][0]["hits"][0]["chunk_id"] == M2  # "manual#..." > "faq#..."
     assert result["queries"][0]["verdict"]["kind"] == "ok"
+
+
+def test_diagnose_reads_plain_data_and_names_a_query_absent_from_the_run(tmp_path):
+    """No pipeline object: the golden set, its problems, the settings, ranked lists and judgments are all it needs.
+    A query the run has no ranking for says so, instead of 'nor in the top 0 retrieved'."""
+    from harness.diagnostics import diagnose
+    from harness.gold.load import chunk_qrels, doc_qrels
+
+    p = setup(tmp_path, [{"id": "q", "query": "rotate", "relevant": [EVIDENCE]},
+                         {"id": "r", "query": "rotate", "relevant": [EVIDENCE]}])
+    lists = [RankedList("q", ()), RankedList("r", ())]
+    dq, cq = doc_qrels(p.gold), chunk_qrels(p.gold, p.chunks)
+    out = diagnose(p.gold, p.problems, p.config.diagnostics, lists, [0, 0], dq, cq, absent={"q"})
+    assert out["q"].kind == "missing_document" and out["q"].detail["where"] == "absent_from_run"
+    assert out["q"].reason == "the run has no ranking for this query (absent from the run): it scores 0"
+    assert out["r"].detail["where"] == "not_retrieved"
+    assert out["r"].reason == "no relevant document in the window, nor in the top 0 retrieved"

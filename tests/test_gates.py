@@ -4,20 +4,11 @@ import pytest
 
 from harness.core.errors import InputError
 from harness.stats.gates import _parse_rule, evaluate_gates, junit_xml, load_rules, summary_markdown
+from resultfactory import fake_result
 
 
-def fake(name, ndcg, kinds, topics, gold="g"):
-    queries = [{"id": f"q{i}", "tags": {"topic": t}, "n_relevant": {"doc": 1, "chunk": 1}, "verdict": {"kind": k},
-                "metrics": {"doc": {"ndcg@10": v}, "chunk": {"ndcg@10": v}}}
-               for i, (v, k, t) in enumerate(zip(ndcg, kinds, topics))]
-    n = len(queries)
-    shares = {k: sum(1 for q in queries if q["verdict"]["kind"] == k) / n
-              for k in ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")}
-    return {"name": name, "goldset": {"fingerprint": gold, "query_ids_fingerprint": "i"}, "cutoff": {"describe": "k=5"},
-            "queries": queries,
-            "summary": {"doc": {"ndcg@10": sum(ndcg) / n}, "chunk": {"ndcg@10": sum(ndcg) / n},
-                        "counts": {"doc": {"evaluated_queries": n}, "chunk": {"evaluated_queries": n}},
-                        "verdicts": {"shares": shares, "counts": {k: round(v * n) for k, v in shares.items()}}}}
+def fake(name, ndcg, kinds, topics, gold="g", counted=None):
+    return fake_result(name, ndcg, kinds, [{"topic": t} for t in topics], gold=gold, counted=counted)
 
 
 RUN = fake("cand", [0.9, 0.5, 0.7, 0.3], ["ok", "ok", "buried_evidence", "missing_document"], ["a", "a", "b", "b"])
@@ -29,6 +20,19 @@ def test_thresholds_slices_and_verdict_shares():
     res = evaluate_gates(RUN, rules)
     assert [r.passed for r in res] == [True, False, True, False]
     assert res[0].observed == pytest.approx(0.6) and res[1].observed == pytest.approx(0.5)
+
+
+def test_metric_rules_observe_the_counted_queries_only():
+    """A query the run does not count (its flag, not its verdict kind) is in no rule's value, sliced or not."""
+    run = fake("cand", [0.9, 0.0, 0.7, 0.3], ["ok", "ok", "ok", "ok"], ["a", "a", "b", "b"],
+               counted=[True, False, True, True])
+    res = evaluate_gates(run, [_parse_rule("ndcg@10 >= 0.5"), _parse_rule({"check": "ndcg@10 >= 0.5",
+                                                                           "slice": {"topic": "a"}})])
+    assert res[0].observed == pytest.approx((0.9 + 0.7 + 0.3) / 3) == run.summary.doc["ndcg@10"] and res[0].n == 3
+    assert res[1].observed == pytest.approx(0.9) and res[1].n == 1
+    none = fake("none", [0.2, 0.4], ["ok", "ok"], ["a", "b"], counted=[False, True])
+    sliced = evaluate_gates(none, [_parse_rule({"check": "ndcg@10 >= 0.1", "slice": {"topic": "a"}})])[0]
+    assert sliced.failed and sliced.observed is None and "no query is counted in this slice" in sliced.message
 
 
 def test_regression_fails_only_when_large_and_significant():

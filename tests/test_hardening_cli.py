@@ -315,7 +315,7 @@ def test_slice_with_numeric_tag_value_matches(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(data))
     rules = rules_in(tmp_path, {"check": "ndcg@10 >= 0.0", "slice": {"level": 2}})
     proc = run_harness("gate", tmp_path / "results.json", "--rules", rules, cwd=tmp_path)
-    n = sum(1 for i, q in enumerate(data["queries"]) if i % 3 == 2 and q["n_relevant"]["doc"] > 0)
+    n = sum(1 for i, q in enumerate(data["queries"]) if i % 3 == 2 and q["counted"]["doc"])
     assert proc.returncode == 0, proc.stderr
     assert "on level=2 | doc.ndcg@10 is " in proc.stdout and f"over {n} queries" in proc.stdout
 
@@ -349,18 +349,15 @@ def test_sweep_ranks_by_a_metric_spelled_the_trec_eval_way(tmp_path):
 def test_rank_runs_puts_runs_without_a_value_last_with_a_warning():
     from harness.core.errors import ConfigError
     from harness.pipeline.sweep import rank_runs
+    from resultfactory import fake_result
 
-    class Cfg:
-        def __init__(self, name):
-            self.name = name
-
-    def run(name, value):
-        return Cfg(name), {}, {"summary": {"doc": {"ndcg@10": value}}}
+    def run(name, value):  # a run whose only query is not counted has no mean
+        return name, {}, fake_result(name, [value or 0.0], ["ok"], counted=[value is not None])
 
     logged = []
     ranked = rank_runs([run("a", None), run("b", 0.4), run("c", 0.7), run("d", 0.4)], "doc", "ndcg@10", "s",
                        logged.append)
-    assert [r[0].name for r in ranked] == ["c", "b", "d", "a"]  # ties keep grid order
+    assert [r[0] for r in ranked] == ["c", "b", "d", "a"]  # ties keep grid order
     assert logged == ["warning: 1 run(s) have no doc.ndcg@10 (no query with relevant gold); ranked last: a"]
     with pytest.raises(ConfigError, match="cannot rank the runs by doc.ndcg@10"):
         rank_runs([run("a", None)], "doc", "ndcg@10", "s", logged.append)

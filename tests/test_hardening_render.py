@@ -228,9 +228,14 @@ def test_every_demo_results_json_validates_and_round_trips(config, tmp_path):
     assert len(files) == (6 if config == "demo-sweep.yaml" else 1)
     for path in files:
         data = json.loads(path.read_text())
-        assert load_result(path) == data
+        result = load_result(path)
         # Nothing in the file is dropped or reshaped by the models: dumping them gives the file back.
+        assert result.to_dict() == data and json.loads(result.to_json()) == data
         assert Result.model_validate(data).model_dump(mode="json") == data
+        # Over the same counted queries, a relevant chunk in the top k puts its document in the top k.
+        s = result.summary
+        for name in [m for m in s.doc if m.startswith("hit@")]:
+            assert s.chunk[name] <= s.doc[name], (path, name)
 
 
 def test_schema_literals_follow_the_diagnostics():
@@ -243,15 +248,20 @@ def test_schema_literals_follow_the_diagnostics():
 
 
 def test_writer_refuses_a_result_the_schema_rejects(demo_run):
-    from harness.core.errors import HarnessError, InputError
-    from harness.render.outputs import to_json
+    import warnings
 
-    result = json.loads(demo_run.read_text())
-    result["_run"] = object()  # in-memory keys are not written, so they are not checked
-    assert json.loads(to_json(result)) == json.loads(demo_run.read_text())
-    result["queries"][2]["hits"][0]["rank"] = "1"
-    with pytest.raises(HarnessError) as exc:
-        to_json(result)
+    from harness.core.errors import HarnessError, InputError
+    from harness.core.result import load_result
+
+    result = load_result(demo_run).with_memory(run=object(), chunk_text={"c": "t"})  # in-memory parts: not written
+    assert json.loads(result.to_json()) == json.loads(demo_run.read_text())
+    # model_copy skips validation: the writer's own check is the last line of defence
+    q = result.queries[2]
+    bad_q = q.model_copy(update={"hits": [q.hits[0].model_copy(update={"rank": "1"})] + q.hits[1:]})
+    bad = result.model_copy(update={"queries": result.queries[:2] + [bad_q] + result.queries[3:]})
+    with pytest.raises(HarnessError) as exc, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic warns while dumping the str it did not expect
+        bad.to_json()
     assert not isinstance(exc.value, InputError) and exc.value.exit_code == 1
     assert "results.json: queries.2.hits.0.rank: expected a whole number, got '1'" in str(exc.value)
 
@@ -305,16 +315,16 @@ def test_leaderboard_cells_escape_pipes_html_and_newlines():
     value = "a|b <script>alert(1)</script>\nnext [x](javascript:alert(2))"
     board = {"name": "s", "metric": "doc.ndcg@10", "best": "s-a", "test": "randomization", "correction": "holm",
              "runs": [{"run": "s-a", "params": {"retriever.prompt": value, "chunking.size": 2}, "mean": 0.5,
-                       "delta_vs_best": 0.0, "p_corrected": None, "tied_with_best": True},
+                       "queries": 43, "delta_vs_best": 0.0, "p_corrected": None, "tied_with_best": True},
                       {"run": "s-b", "params": {"retriever.prompt": "plain", "chunking.size": 2}, "mean": 0.25,
-                       "delta_vs_best": -0.25, "p_corrected": 0.0123, "tied_with_best": False}]}
+                       "queries": 43, "delta_vs_best": -0.25, "p_corrected": 0.0123, "tied_with_best": False}]}
     lines = leaderboard_markdown(board).splitlines()
     rows = [line for line in lines if line.startswith("| ")]
     assert rows[1] == ("| 1 | s-a | retriever.prompt=a\\|b \\<script>alert(1)\\</script> next \\[x\\](javascript:alert(2)), "
-                       "chunking.size=2 | 0.5000 | +0.0000 |  | yes |")
-    assert rows[2] == "| 2 | s-b | retriever.prompt=plain, chunking.size=2 | 0.2500 | -0.2500 | 0.0123 | no |"
-    # every row has exactly the table's 7 cells: 8 unescaped pipes
-    assert all(len(_unescaped(r, "|")) == 8 for r in rows)
+                       "chunking.size=2 | 0.5000 | 43 | +0.0000 |  | yes |")
+    assert rows[2] == "| 2 | s-b | retriever.prompt=plain, chunking.size=2 | 0.2500 | 43 | -0.2500 | 0.0123 | no |"
+    # every row has exactly the table's 8 cells: 9 unescaped pipes
+    assert all(len(_unescaped(r, "|")) == 9 for r in rows)
     assert len(lines) == 8 and not live_html("\n".join(lines))
 
 

@@ -34,7 +34,7 @@ def page_html(tmp_path_factory):
                         "cutoff": {"k": 1}, "depth": 100}, "t", tmp)
     result = run_experiment(cfg, progress=False, log=lambda m: None)
     path = tmp / "report.html"
-    path.write_text(render([result], [result["_chunk_text"]]))
+    path.write_text(render([result], [result.chunk_text]))
     return path, result
 
 
@@ -78,7 +78,7 @@ def test_user_text_renders_as_text(page_html):
 
 def test_filters_and_row_expansion_work(page_html):
     path, result = page_html
-    kinds = {q["id"]: q["verdict"]["kind"] for q in result["queries"]}
+    kinds = {q.id: q.verdict.kind for q in result.queries}
 
     def drive(page):
         out = {"all": page.locator("tr.q:visible").count()}

@@ -1,5 +1,7 @@
-"""The schema of ``results.json``: typed pydantic models of exactly what ``harness run`` writes, and the loader
-that every command reading a saved result goes through.
+"""The Result of a run: typed pydantic models of exactly what ``harness run`` writes to ``results.json``.
+
+``pipeline.assemble`` builds one ``Result``; ``results.json`` is ``result.to_json()``; ``load_result(path)`` gives
+the same object back, and compare, gate, report, explain and sweep read its attributes, never raw dicts.
 
 Strict on purpose: a number must be a number (no "3" -> 3), a string a string, unknown and missing fields are
 errors. A results.json is rendered into HTML and Markdown and fed to statistics, so a hand-made or truncated file
@@ -10,31 +12,36 @@ is refused with one located line per problem instead of reaching a renderer. The
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import json
-import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
-from ..diagnostics import FLAGS, KINDS
 from .errors import HarnessError, InputError
+from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
+from .result_check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
 
-MAX_SHOWN = 20  # problems listed in one error; the rest are counted
+# The verdict kinds in order of precedence and the flags: decided by ``harness.diagnostics``, named here so the
+# schema and the diagnosis share one list.
+KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")
+RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "buried_evidence")
+FLAGS = ("partial", "noisy_context", "unjudged_in_window")
+LEVELS = ("doc", "chunk")
 
-Kind = Literal[KINDS]  # type: ignore[valid-type]  # the verdict kinds, from the code that decides them
+Kind = Literal[KINDS]  # type: ignore[valid-type]
 Flag = Literal[FLAGS]  # type: ignore[valid-type]
+Level = Literal[LEVELS]  # type: ignore[valid-type]
 Count = Annotated[int, Field(ge=0)]
 Span = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]  # [start, end)
 JsonObject = dict[str, JsonValue]
 
 
 class Record(BaseModel):
-    """Base of every results.json model: unknown keys are errors and nothing is coerced (ints pass as floats)."""
+    """Base of every results.json model: unknown keys are errors, nothing is coerced (ints pass as floats), and a
+    built record is not changed afterwards (``model_copy(update=...)`` makes a changed copy)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 # ---- one query -------------------------------------------------------------------------------------------------
@@ -58,13 +65,19 @@ class GoldRecord(Record):
     evidence: list[Span]
 
 
-class VerdictRecord(Record):
-    """The JSON form of ``diagnostics.Verdict`` (``Verdict.to_dict``)."""
+class Verdict(Record):
+    """One query's diagnosis (``harness.diagnostics``): exactly one kind, its reason, the evidence, any flags."""
 
     kind: Kind
     reason: str
     detail: JsonObject
     flags: list[Flag]
+
+    def to_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+VerdictRecord = Verdict  # the name this model had while it only validated loaded files
 
 
 class QueryMetrics(Record):
@@ -77,27 +90,45 @@ class LevelCounts(Record):
     chunk: Count
 
 
+class LevelFlags(Record):
+    doc: bool
+    chunk: bool
+
+
 class QueryResult(Record):
     id: str
     text: str
     tags: dict[str, str]
     metrics: QueryMetrics
     n_relevant: LevelCounts
+    # Whether this query enters the means at each level: ``harness.metrics.table.included`` decided it once, and
+    # every reader (summary, per_query.csv, compare, gate, HTML, leaderboard) uses this flag.
+    counted: LevelFlags
     effective_k: Count
     gold: list[GoldRecord]
-    verdict: VerdictRecord
+    verdict: Verdict
     hits: list[HitRecord]
+
+    def value(self, level: str, metric: str) -> float:
+        return getattr(self.metrics, level)[metric]
+
+    def is_counted(self, level: str) -> bool:
+        return getattr(self.counted, level)
 
 
 # ---- the summary -----------------------------------------------------------------------------------------------
 
 class Counts(Record):
-    """``MetricTable.counts`` of one level plus the window's ``nothing_found_in_window``."""
+    """``MetricTable.counts`` of one level plus the window's ``nothing_found_in_window``. Every judged query is
+    either counted (``evaluated_queries``) or listed once under the reason it is not: a golden-set error, or no
+    relevant item at this level (listed but counted as 0 under ``query_policy: zero``)."""
 
     judged_queries: Count
     evaluated_queries: Count
     no_relevant_queries: Count
     no_relevant_query_ids: list[str]
+    excluded_goldset_error: Count
+    excluded_goldset_error_query_ids: list[str]
     absent_from_run: Count
     absent_from_run_query_ids: list[str]
     unjudged_run_queries: Count
@@ -111,7 +142,7 @@ class SummaryCounts(Record):
 
 
 class KindCounts(Record):
-    """One count per verdict kind (fields = ``diagnostics.KINDS``, checked by a test)."""
+    """One count per verdict kind (fields = ``KINDS``, checked by a test)."""
 
     goldset_error: Count
     no_gold: Count
@@ -140,6 +171,7 @@ class WhereCounts(Record):
     beyond_cutoff: Count
     not_retrieved: Count
     near_cutoff: Count
+    absent_from_run: Count  # the run has no ranking for the query at all (an external run that lacks it)
 
 
 class VerdictSummary(Record):
@@ -151,7 +183,8 @@ class VerdictSummary(Record):
     flags: FlagCounts
     by_slice: dict[str, dict[str, KindCounts]]  # tag -> value -> counts
     by_where: WhereCounts
-    metric_means: dict[Kind, dict[str, float]]  # kind -> "level.metric" -> mean
+    # kind -> "level.metric" -> mean over the kind's queries counted at that level (absent when none is)
+    metric_means: dict[Kind, dict[str, float]]
     wrong_chunk_possible: bool
     advice: list[str]
 
@@ -161,6 +194,12 @@ class Summary(Record):
     chunk: dict[str, float | None]
     counts: SummaryCounts
     verdicts: VerdictSummary
+
+    def means(self, level: str) -> dict[str, float | None]:
+        return getattr(self, level)
+
+    def level_counts(self, level: str) -> Counts:
+        return getattr(self.counts, level)
 
 
 # ---- the run's context -----------------------------------------------------------------------------------------
@@ -182,7 +221,7 @@ class CorpusRecord(Record):
 
 
 class GoldProblemRecord(Record):
-    """``goldset.GoldProblem``; its kinds are open-ended, so ``kind`` is any string."""
+    """``gold.load.GoldProblem``; its kinds are open-ended, so ``kind`` is any string."""
 
     query_id: str
     doc_id: str
@@ -235,6 +274,9 @@ class ConfigRecord(Record):
     name: str
     retriever: RetrieverRecord
 
+    def as_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
 
 class Timings(Record):
     index_s: float
@@ -243,7 +285,8 @@ class Timings(Record):
 
 
 class Result(Record):
-    """A whole results.json (``experiment.build_result`` without its in-memory ``_`` keys)."""
+    """A whole results.json, and, for a run made in this process, the in-memory run (for the TREC writers) and
+    chunk texts (for the HTML report's snippets), which are not written."""
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]  # a config name
     config: ConfigRecord
@@ -260,144 +303,72 @@ class Result(Record):
     timings: Timings
     queries: list[QueryResult]
 
+    _run: Any = PrivateAttr(default=None)
+    _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    # ---- reading ----
+
+    def query(self, query_id: str) -> QueryResult | None:
+        return next((q for q in self.queries if q.id == query_id), None)
+
+    def counted(self, level: str) -> list[QueryResult]:
+        """The queries that enter the means at ``level`` (their ``counted`` flag), in golden-set order."""
+        return [q for q in self.queries if q.is_counted(level)]
+
+    @property
+    def run(self):
+        """The ``core.types.Run`` this result was built from; None for a loaded results.json."""
+        return self._run
+
+    @property
+    def chunk_text(self) -> dict[str, str]:
+        return self._chunk_text
+
+    def with_memory(self, run=None, chunk_text: dict[str, str] | None = None) -> "Result":
+        """Attach the in-memory parts (kept by ``model_copy`` too)."""
+        self._run = run
+        self._chunk_text = dict(chunk_text or {})
+        return self
+
+    # ---- writing and reading back ----
+
+    def to_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """results.json text, checked against the schema before anything is written. A failure here is a bug in
+        the writer (a record built around validation), not bad input."""
+        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+        problems = schema_problems(json.loads(text))
+        if problems:
+            raise HarnessError(f"internal error: the result of run {self.name!r} does not match the results.json "
+                               "schema (please report this)\n" + "\n".join(shown("results.json", problems)))
+        return text
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "results.json") -> "Result":
+        """A parsed results.json as a Result; every problem is reported, located, in one InputError."""
+        problems = schema_problems(data)
+        if problems:
+            raise InputError(f"{where}: not a valid results.json ({len(problems)} problem(s))", shown(where, problems))
+        return cls.model_validate(data)
+
 
 # ---- checks across fields --------------------------------------------------------------------------------------
-
-def _ids_fingerprint(ids: list[str]) -> str:
-    # experiment.fingerprint(sorted(ids)); not imported, so this module stays light. The round-trip test over the
-    # demo runs fails if the two ever disagree.
-    return hashlib.sha256(json.dumps(sorted(ids), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
-
-
-def consistency_problems(result: Result) -> list[str]:
-    """What the types cannot say but the readers rely on: unique query ids that match the golden set's count and
-    fingerprint (compare pairs queries by id), and every query carrying the summary's metrics (gate and compare
-    read per-query values by the summary's names)."""
-    problems = []
-    seen: dict[str, int] = {}
-    for i, q in enumerate(result.queries):
-        if q.id in seen:
-            problems.append(f"queries.{i}.id: duplicate query id {q.id!r} (first at queries.{seen[q.id]})")
-        seen.setdefault(q.id, i)
-    if result.goldset.queries != len(result.queries):
-        problems.append(f"goldset.queries: says {result.goldset.queries} queries, but 'queries' has "
-                        f"{len(result.queries)}")
-    elif not problems and result.goldset.query_ids_fingerprint != _ids_fingerprint(list(seen)):
-        problems.append("goldset.query_ids_fingerprint: does not match the ids in 'queries' (edited by hand?)")
-    for level in ("doc", "chunk"):
-        names = set(getattr(result.summary, level))
-        for i, q in enumerate(result.queries):
-            have = set(getattr(q.metrics, level))
-            if have != names:
-                missing, extra = sorted(names - have), sorted(have - names)
-                problems.append(f"queries.{i}.metrics.{level}: metric names differ from summary.{level}"
-                                + (f"; missing {', '.join(missing)}" if missing else "")
-                                + (f"; not in the summary: {', '.join(extra)}" if extra else ""))
-    return problems
-
-
-# ---- messages --------------------------------------------------------------------------------------------------
-
-def _got(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _field_type(annotation: Any, key: Any) -> Any:
-    """The type one step of a location down from ``annotation`` (a model field, list item or dict value)."""
-    while typing.get_origin(annotation) is Annotated:
-        annotation = typing.get_args(annotation)[0]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        field = annotation.model_fields.get(key)
-        return field.annotation if field else None
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is list and isinstance(key, int):
-        return args[0]
-    if origin is dict:
-        return args[1]
-    if args:  # X | None: follow the non-null member
-        inner = [a for a in args if a is not type(None)]
-        return _field_type(inner[0], key) if len(inner) == 1 else None
-    return None
-
-
-def _unknown_field(loc: tuple) -> str:
-    owner: Any = Result
-    for key in loc[:-1]:
-        owner = _field_type(owner, key)
-    while typing.get_origin(owner) is Annotated:
-        owner = typing.get_args(owner)[0]
-    if isinstance(owner, type) and issubclass(owner, BaseModel):
-        fields = list(owner.model_fields)
-        near = difflib.get_close_matches(str(loc[-1]), fields, n=1, cutoff=0.6)
-        return "unknown field" + (f"; did you mean {near[0]!r}?" if near else f"; expected {', '.join(fields)}")
-    return "unknown field"
-
-
-_EXPECTED = {"int_type": "a whole number", "int_parsing": "a whole number", "int_from_float": "a whole number",
-             "float_type": "a number", "float_parsing": "a number", "string_type": "a string",
-             "bool_type": "true or false", "dict_type": "an object", "model_type": "an object",
-             "model_attributes_type": "an object", "list_type": "a list"}
-
-
-def _message(err: dict) -> str:
-    kind, got = err["type"], err.get("input")
-    ctx = err.get("ctx") or {}
-    if kind == "missing":
-        return "required field is missing"
-    if kind == "extra_forbidden":
-        return _unknown_field(tuple(err["loc"]))
-    if kind in _EXPECTED:
-        return f"expected {_EXPECTED[kind]}, got {_got(got)}"
-    if kind == "literal_error":
-        return f"expected one of {ctx.get('expected')}, got {_got(got)}"
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        bound = next(iter(ctx.values()), "?")
-        words = {"greater_than_equal": "at least", "greater_than": "more than",
-                 "less_than_equal": "at most", "less_than": "less than"}[kind]
-        return f"must be {words} {bound}, got {_got(got)}"
-    if kind in ("too_short", "too_long") and ctx.get("min_length") == 2 == ctx.get("max_length", 2):
-        return f"expected a [start, end] pair, got {_got(got)}"
-    if kind == "string_pattern_mismatch":
-        return f"expected a run name (letters, digits, '_', '.', '-'), got {_got(got)}"
-    return f"{err['msg']}, got {_got(got)}"
-
 
 def schema_problems(data: Any) -> list[str]:
     """Every problem of ``data`` (a parsed results.json) as ``key.path: message`` lines; empty when it is valid."""
     if not isinstance(data, dict):
-        return [f"<root>: expected a JSON object, got {_got(data)}"]
+        return [f"<root>: expected a JSON object, got {got(data)}"]
     try:
         model = Result.model_validate(data)
     except ValidationError as exc:
-        return [_located(err) for err in exc.errors()]
+        return [located(Result, err) for err in exc.errors()]
     return consistency_problems(model)
 
 
-def _located(err: dict) -> str:
-    loc, key = tuple(err["loc"]), ""
-    if len(loc) >= 2 and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
-        loc, key = loc[:-2], f"key {loc[-2]!r}: "
-    return f"{'.'.join(str(p) for p in loc) or '<root>'}: {key}{_message(err)}"
-
-
-def _shown(where: str, problems: list[str]) -> list[str]:
-    lines = [f"{where}: {p}" for p in problems[:MAX_SHOWN]]
-    if len(problems) > MAX_SHOWN:
-        lines.append(f"... and {len(problems) - MAX_SHOWN} more")
-    return lines
-
-
-def load_result(path: Path) -> dict:
-    """Read and validate a results.json; the plain dict comes back (what today's readers index into)."""
+def load_result(path: Path) -> Result:
+    """Read and validate a results.json."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: results file not found")
@@ -412,19 +383,9 @@ def load_result(path: Path) -> dict:
                          f"hand-edited results.json?") from None
     except RecursionError:
         raise InputError(f"{path}: JSON nested too deeply: not a results.json written by harness run") from None
-    problems = schema_problems(data)
-    if problems:
-        raise InputError(f"{path}: not a valid results.json ({len(problems)} problem(s))", _shown(str(path), problems))
-    return data
+    return Result.from_dict(data, str(path))
 
 
-def check_result(result: dict) -> str:
-    """The results.json text for an in-memory result, checked against the schema before anything is written.
-
-    A failure here is a bug in the writer (the schema and ``build_result`` disagree), not bad input."""
-    text = json.dumps({k: v for k, v in result.items() if not k.startswith("_")}, indent=2, ensure_ascii=False)
-    problems = schema_problems(json.loads(text))
-    if problems:
-        raise HarnessError(f"internal error: the result of run {result.get('name')!r} does not match the results.json "
-                           "schema (please report this)\n" + "\n".join(_shown("results.json", problems)))
-    return text
+def as_result(value: Result | dict, where: str = "results.json") -> Result:
+    """A Result as it is; a plain dict (a results.json parsed by the caller) validated into one."""
+    return value if isinstance(value, Result) else Result.from_dict(value, where)

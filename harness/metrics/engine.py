@@ -8,22 +8,40 @@ Conventions (trec_eval's unless an option says otherwise; every result echoes th
 - nDCG discounts by 1/log2(rank + 1); its ideal is built from every judged document (``ideal=retrieved``: from the
   retrieved labels re-sorted); linear gain = grade, ``gain=exp`` = 2^grade - 1;
 - judged queries absent from the run score 0; run queries with no judgments are ignored and counted;
-- judged queries with no relevant document are excluded from means (``query_policy="zero"``: included as 0).
+- which queries enter a mean is decided by ``table.included`` alone: judged queries with no relevant document are
+  excluded from means (``query_policy="zero"``: included as 0), and so are queries whose golden-set entry could not
+  be checked (``gold_errors``, known to a pipeline run);
+- ``@window`` metrics cut each query's list at its own context window (``Window``, a pipeline run's).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..core.errors import MetricError
 from .spec import MetricSpec, parse_metrics
+from .table import QUERY_POLICIES, MetricTable, build_table  # noqa: F401  (MetricTable: its old home)
 from ..core.runtable import ColumnarRun, Qrels
 
-QUERY_POLICIES = ("exclude", "zero")
 ORDERS = ("score", "rank")
+
+
+@dataclass(frozen=True)
+class Window:
+    """Each query's context window at one level, by query id: the first ``cut`` items of the level's ranked list
+    lie in it (the distinct documents, or the chunks, among the window's chunks); ``size`` is the window's k in
+    chunks, the denominator of precision@window at both levels."""
+
+    cut: Mapping[str, int]
+    size: Mapping[str, int]
+
+    def arrays(self, query_ids) -> tuple[np.ndarray, np.ndarray]:
+        ids = [str(q) for q in query_ids]
+        return (np.array([self.cut.get(q, 0) for q in ids], dtype=np.int64),
+                np.array([self.size.get(q, 0) for q in ids], dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -238,8 +256,31 @@ def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
     return np.exp2(g) - 1.0 if gain == "exp" else g
 
 
-def compute(spec: MetricSpec, labels: Labels) -> np.ndarray:
-    """Per-query values of one metric, one per judged query."""
+def _window_values(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    cut, size = window
+    cols = np.arange(labels.grades.shape[1])
+    rel = (labels.grades >= spec.rel) & (cols[None, :] < cut[:, None])
+    found = rel.sum(axis=1).astype(np.float64)
+    if spec.family == "hit":
+        return (found > 0).astype(np.float64)
+    if spec.family == "recall":
+        return _ratio(found, labels.n_relevant(spec.rel))
+    if spec.family == "precision":
+        return _ratio(found, size)
+    if spec.family == "rr":
+        if rel.shape[1] == 0:
+            return np.zeros(rel.shape[0])
+        return np.where(rel.any(axis=1), 1.0 / (rel.argmax(axis=1) + 1.0), 0.0)
+    raise MetricError(f"no window kernel for metric family {spec.family!r}")
+
+
+def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Per-query values of one metric, one per judged query; ``window`` (cut, size per row) for ``@window``."""
+    if spec.window:
+        if window is None:
+            raise MetricError(f"metric {spec.name} needs each query's context window: only a pipeline run "
+                              f"(harness run) has one")
+        return _window_values(spec, labels, window)
     fam, k = spec.family, spec.k
     if fam in ("dcg", "ndcg"):
         gains = _cut(_gains(labels.grades, spec.gain), k)
@@ -282,37 +323,6 @@ def compute(spec: MetricSpec, labels: Labels) -> np.ndarray:
     raise MetricError(f"no kernel for metric family {fam!r}")
 
 
-@dataclass(frozen=True)
-class MetricTable:
-    """Per-query x metric values; every judged query has a row, ``included`` says which enter the means."""
-
-    query_ids: tuple[str, ...]
-    metrics: tuple[MetricSpec, ...]
-    values: np.ndarray  # (Q, M)
-    n_relevant: np.ndarray  # (Q,)
-    in_run: np.ndarray  # (Q,) bool
-    included: np.ndarray  # (Q,) bool
-    conventions: dict = field(default_factory=dict)
-    counts: dict = field(default_factory=dict)
-
-    @property
-    def names(self) -> list[str]:
-        return [m.name for m in self.metrics]
-
-    def column(self, metric: str | MetricSpec) -> np.ndarray:
-        name = metric if isinstance(metric, str) else metric.name
-        return self.values[:, self.names.index(name)]
-
-    def mean(self) -> dict[str, float | None]:
-        if not self.included.any():
-            return {name: None for name in self.names}
-        means = self.values[self.included].mean(axis=0)
-        return {name: float(v) for name, v in zip(self.names, means)}
-
-    def per_query(self) -> dict[str, dict[str, float]]:
-        return {q: {n: float(v) for n, v in zip(self.names, row)} for q, row in zip(self.query_ids, self.values)}
-
-
 def conventions(*, order: str, query_policy: str, trec_compat: bool) -> dict:
     return {
         "order": "rank as given" if order == "rank" else "score descending, ties by doc id descending (trec_eval)",
@@ -331,32 +341,28 @@ def conventions(*, order: str, query_policy: str, trec_compat: bool) -> dict:
 
 
 def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec], *,
-             query_policy: str = "exclude", order: str = "score", trec_compat: bool = False) -> MetricTable:
-    """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means)."""
+             query_policy: str = "exclude", order: str = "score", trec_compat: bool = False,
+             gold_errors: Collection[str] | None = None, window: Window | None = None) -> MetricTable:
+    """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
+    ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
     if query_policy not in QUERY_POLICIES:
         raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
     if trec_compat:
         query_policy = "zero"
     specs = parse_metrics(metrics)
     labels = join(qrels, run, order=order, float32_scores=trec_compat)
-    return table_from_labels(labels, specs, query_policy=query_policy, order=order, trec_compat=trec_compat)
+    return table_from_labels(labels, specs, query_policy=query_policy, order=order, trec_compat=trec_compat,
+                             gold_errors=gold_errors, window=window)
 
 
 def table_from_labels(labels: Labels, specs: Sequence[MetricSpec], *, query_policy: str = "exclude",
-                      order: str = "score", trec_compat: bool = False) -> MetricTable:
-    values = np.column_stack([compute(s, labels) for s in specs]) if specs else np.zeros((len(labels.query_ids), 0))
-    n_rel = labels.n_relevant(1)
-    included = np.ones(len(n_rel), dtype=bool) if query_policy == "zero" else n_rel > 0
-    qids = tuple(str(q) for q in labels.query_ids)
-    counts = {
-        "judged_queries": len(qids),
-        "evaluated_queries": int(included.sum()),
-        "no_relevant_queries": int((n_rel == 0).sum()),
-        "no_relevant_query_ids": [q for q, n in zip(qids, n_rel) if n == 0],
-        "absent_from_run": int((~labels.in_run).sum()),
-        "absent_from_run_query_ids": [q for q, p in zip(qids, labels.in_run) if not p],
-        "unjudged_run_queries": len(labels.unjudged_run_queries),
-        "dropped_duplicates": labels.dropped_duplicates,
-    }
-    return MetricTable(qids, tuple(specs), values, n_rel, labels.in_run, included,
-                       conventions(order=order, query_policy=query_policy, trec_compat=trec_compat), counts)
+                      order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
+                      window: Window | None = None) -> MetricTable:
+    cuts = window.arrays(labels.query_ids) if window is not None else None
+    values = (np.column_stack([compute(s, labels, cuts) for s in specs]) if specs
+              else np.zeros((len(labels.query_ids), 0)))
+    return build_table(labels.query_ids, specs, values, labels.n_relevant(1), labels.in_run,
+                       query_policy=query_policy, gold_errors=gold_errors,
+                       conventions=conventions(order=order, query_policy=query_policy, trec_compat=trec_compat),
+                       unjudged_run_queries=len(labels.unjudged_run_queries),
+                       dropped_duplicates=labels.dropped_duplicates)

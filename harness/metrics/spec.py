@@ -2,6 +2,10 @@
 
 A canonical name is ``family[(param=value,...)][@k]``, e.g. ``precision@5``, ``ndcg(gain=exp)@10``,
 ``precision(rel=2)@5``. ``parse_metric(spec.name) == spec`` for every spec.
+
+``@window`` is a cutoff too: each query's context window (the effective k from ``cutoff``: k hits, or as many as
+fit in the token budget), for the families whose definition reads naturally per window (``hit``, ``recall``,
+``precision``, ``rr``). Only a pipeline run has windows; ``harness eval`` refuses these names.
 """
 
 from __future__ import annotations
@@ -19,23 +23,24 @@ class Family:
     k: str  # "required" | "optional" | "forbidden"
     params: tuple[str, ...]
     reference: str
+    window: bool = False  # takes ``@window``
 
 
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family("precision", "relevant hits in the top k divided by k (k, not the number retrieved)", "required",
-               ("rel",), "trec_eval P_k"),
+               ("rel",), "trec_eval P_k", window=True),
         Family("recall", "relevant hits in the top k divided by all relevant documents of the query", "required",
-               ("rel",), "trec_eval recall_k"),
+               ("rel",), "trec_eval recall_k", window=True),
         Family("hit", "1 if any relevant hit is in the top k, else 0 (success@k)", "required", ("rel",),
-               "trec_eval success_k"),
+               "trec_eval success_k", window=True),
         Family("nothing_found", "1 if no relevant hit is in the top k (reported beside MRR)", "required", ("rel",),
                "TREC-8 QA track report"),
         Family("ap", "mean of precision at each relevant rank (<= k), divided by all relevant documents", "optional",
                ("rel",), "trec_eval map / map_cut_k"),
         Family("rr", "1 / rank of the first relevant hit; 0 when it is past k or absent", "optional", ("rel",),
-               "trec_eval recip_rank; RR@k as in ir_measures"),
+               "trec_eval recip_rank; RR@k as in ir_measures", window=True),
         Family("rprec", "precision at rank R, R = number of relevant documents of the query", "forbidden", ("rel",),
                "trec_eval Rprec"),
         Family("dcg", "sum of gain / log2(rank + 1) over the top k", "optional", ("gain",),
@@ -62,7 +67,9 @@ ALIASES = {
 # trec_eval spellings: P_5, recall_100, ndcg_cut_10, map_cut_10, success_5.
 _TREC_EVAL = {"p": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "ap", "success": "hit"}
 
-_NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z_\-]*?)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>\d+))?$")
+_NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z_\-]*?)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>\d+|window))?$",
+                   re.IGNORECASE)
+WINDOW = "window"
 _TREC_NAME = re.compile(r"^(?P<family>P|recall|ndcg_cut|map_cut|success)_(?P<k>\d+)$", re.IGNORECASE)
 
 
@@ -73,6 +80,7 @@ class MetricSpec:
     rel: int = 1
     gain: str = "linear"
     ideal: str = "judged"
+    window: bool = False  # the cutoff is each query's context window (``@window``); k is then None
 
     @property
     def name(self) -> str:
@@ -83,6 +91,8 @@ class MetricSpec:
             if value != PARAM_DEFAULTS[p]:
                 params.append(f"{p}={value}")
         text = self.family + (f"({','.join(params)})" if params else "")
+        if self.window:
+            return text + "@" + WINDOW
         return text + (f"@{self.k}" if self.k is not None else "")
 
     def __str__(self) -> str:
@@ -117,12 +127,17 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             if key in params:  # ndcg(gain=exp,gain=linear): which one was meant?
                 raise MetricError(f"metric {text!r}: parameter {key!r} is given twice")
             params[key] = value
-    return _build(text, family, params, int(m["k"]) if m["k"] else None)
+    window = (m["k"] or "").lower() == WINDOW
+    return _build(text, family, params, int(m["k"]) if m["k"] and not window else None, window)
 
 
-def _build(text: str, family: str, params: dict[str, str], k: int | None) -> MetricSpec:
+def _build(text: str, family: str, params: dict[str, str], k: int | None, window: bool = False) -> MetricSpec:
     fam = FAMILIES[family]
-    if fam.k == "required" and k is None:
+    if window:
+        if not fam.window:
+            allowed = ", ".join(f"{f.name}@{WINDOW}" for f in FAMILIES.values() if f.window)
+            raise MetricError(f"metric {text!r}: {family} takes no @{WINDOW} cutoff (window metrics: {allowed})")
+    elif fam.k == "required" and k is None:
         raise MetricError(f"metric {text!r} needs a cutoff, e.g. {family}@10")
     if fam.k == "forbidden" and k is not None:
         raise MetricError(f"metric {text!r} takes no cutoff (use {family})")
@@ -141,7 +156,7 @@ def _build(text: str, family: str, params: dict[str, str], k: int | None) -> Met
             if value not in PARAM_CHOICES[key]:
                 raise MetricError(f"metric {text!r}: {key} must be one of {', '.join(PARAM_CHOICES[key])}")
             values[key] = value
-    return MetricSpec(family=family, k=k, **values)  # type: ignore[arg-type]
+    return MetricSpec(family=family, k=k, window=window, **values)  # type: ignore[arg-type]
 
 
 def parse_metrics(names) -> list[MetricSpec]:
@@ -160,6 +175,9 @@ def parse_metrics(names) -> list[MetricSpec]:
         raise MetricError("invalid metric names:", problems)
     return specs
 
+
+# Computed for every pipeline run, at both levels, after the configured metrics.
+WINDOW_METRICS = ("hit@window", "recall@window", "precision@window", "rr@window")
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit@5", "rr@10", "nothing_found@10", "ap", "rprec", "ndcg@10",
                    "recall@100")

@@ -102,6 +102,19 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     return Retrieved(out, list(chunks) + list(placer.adopted.values()), timings, HitReport.of(problems, duplicates))
 
 
+def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(golden-set queries the retriever has no answer for, queries it answers that the golden set lacks). Only a
+    retriever replaying answers made elsewhere knows (``answered_query_ids()``: the external run); any other
+    answers every query, possibly with nothing."""
+    answered = getattr(retriever, "answered_query_ids", None)
+    if answered is None:
+        return (), ()
+    ids = list(answered())
+    known, wanted = set(ids), {q.query_id for q in queries}
+    return (tuple(q.query_id for q in queries if q.query_id not in known),
+            tuple(q for q in ids if q not in wanted))
+
+
 def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: dict[str, str]) -> list[int]:
     """The effective k of each query: ``k``, or as many chunks in rank order as fit in the token budget."""
     if cutoff.k is not None:

@@ -21,7 +21,9 @@ from ..config.schema import ExperimentConfig, parse_config
 from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from ..core.outcomes import Comparison
     from ..core.outdir import OutputFolder
+    from ..core.result import Result
 
 
 def _set(data: dict, path: str, value) -> None:
@@ -98,27 +100,15 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
         write_run_files(result, out_dir / cfg.name)
         results.append((cfg, params, result))
     level, primary = split_metric(config.metrics[0])  # canonical name: `NDCG_cut_10` is stored as ndcg@10
-    ranked = rank_runs(results, level, primary, config.name, log)
-    best = ranked[0]
-    comparison = (compare_runs([best[2]] + [r[2] for r in ranked[1:]], [f"{level}.{primary}"])
-                  if len(ranked) > 1 else None)
-    rows_by_run = {row["run"]: row for row in (comparison or {"rows": []})["rows"]}
-    board = []
-    for cfg, params, result in ranked:
-        row = rows_by_run.get(cfg.name)
-        board.append({"run": cfg.name, "params": params, "metric": f"{level}.{primary}",
-                      "mean": result["summary"][level][primary],
-                      "delta_vs_best": row["delta"] if row else 0.0,
-                      "p_corrected": row["p_corrected"] if row else None,
-                      "tied_with_best": (row is None) or not row["significant"]})
-    leaderboard = {"name": config.name, "metric": f"{level}.{primary}", "correction": "holm",
-                   "test": "randomization", "best": best[0].name, "runs": board}
+    leaderboard, comparison, ranked = build_leaderboard(config.name, f"{level}.{primary}",
+                                                        [(cfg.name, params, result) for cfg, params, result in results],
+                                                        log)
+    best = next(r for r in results if r[0].name == leaderboard["best"])
     write_text(out_dir / "leaderboard.json", json.dumps(leaderboard, indent=2))
     write_text(out_dir / "leaderboard.md", leaderboard_markdown(leaderboard))
     from ..render.html import render
-    write_text(out_dir / "leaderboard.html", render([r[2] for r in ranked], comparison=comparison,
-                                                    leaderboard=leaderboard) if comparison else
-               render([best[2]], [best[2].get("_chunk_text", {})], leaderboard=leaderboard))
+    write_text(out_dir / "leaderboard.html", render(ranked, comparison=comparison, leaderboard=leaderboard)
+               if comparison else render([best[2]], [best[2].chunk_text], leaderboard=leaderboard))
     best_cfg = best[0].resolved()
     best_cfg.pop("sweep", None)
     best_cfg["output"] = None
@@ -127,13 +117,39 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
     return leaderboard
 
 
+def build_leaderboard(name: str, metric: str, runs: list[tuple[str, dict, Result]], log=None
+                      ) -> tuple[dict, Comparison | None, list[Result]]:
+    """The leaderboard of ``runs`` (run name, grid parameters, result) by ``metric`` ("level.metric"): best first,
+    each run's mean as its summary states it and the number of queries it is over (the counted ones), the paired
+    comparison against the best, and the results in rank order."""
+    level, primary = split_metric(metric)
+    ranked = rank_runs(runs, level, primary, name, log or (lambda m: None))
+    comparison = (compare_runs([r[2] for r in ranked], [f"{level}.{primary}"]) if len(ranked) > 1 else None)
+    rows_by_run = {row.run: row for row in (comparison.rows if comparison else [])}
+    board = []
+    for run_name, params, result in ranked:
+        row = rows_by_run.get(run_name)
+        board.append({"run": run_name, "params": params, "metric": f"{level}.{primary}",
+                      "mean": result.summary.means(level)[primary],
+                      "queries": result.summary.level_counts(level).evaluated_queries,
+                      "delta_vs_best": row.delta if row else 0.0,
+                      "p_corrected": row.p_corrected if row else None,
+                      "tied_with_best": (row is None) or not row.significant})
+    leaderboard = {"name": name, "metric": f"{level}.{primary}", "correction": "holm",
+                   "test": "randomization", "best": ranked[0][0], "runs": board}
+    return leaderboard, comparison, [r[2] for r in ranked]
+
+
 def rank_runs(results: list, level: str, metric: str, name: str, log) -> list:
     """Best first by the run's mean of ``level.metric``; ties keep grid order. A run without a value (no query
     with relevant gold at that level) ranks last with a warning; if no run has one there is nothing to rank."""
     def mean(r):
-        return r[2]["summary"][level].get(metric)
+        return r[2].summary.means(level).get(metric)
 
-    missing = [r[0].name for r in results if mean(r) is None]
+    def label(r):
+        return r[0] if isinstance(r[0], str) else r[0].name
+
+    missing = [label(r) for r in results if mean(r) is None]
     if len(missing) == len(results):
         raise ConfigError(f"sweep {name}: cannot rank the runs by {level}.{metric} (metrics.0): no run has a value "
                           f"for it, because no query has relevant gold at {level} level; check the golden set or "
@@ -148,11 +164,12 @@ def leaderboard_markdown(board: dict) -> str:
     """leaderboard.md; sweep values are user strings, so every cell and value goes through report's escaping."""
     from ..render.outputs import _table, md
 
-    rows = [[i, r["run"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), f"{r['mean']:.4f}",
+    rows = [[i, r["run"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), f"{r['mean']:.4f}", r.get("queries", ""),
              f"{r['delta_vs_best']:+.4f}", "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}",
              "yes" if r["tied_with_best"] else "no"] for i, r in enumerate(board["runs"], 1)]
     out = [f"# Sweep {md(board['name'])}: leaderboard by {md(board['metric'])}", "",
            f"Compared against the best run ({md(board['best'])}) with a paired {md(board['test'])} test, "
            f"{md(board['correction'])} correction; 'tied' = not significantly different from the best.", ""]
-    out += _table(["rank", "run", "params", "mean", "delta vs best", "p (corrected)", "tied with best"], rows)
+    out += _table(["rank", "run", "params", "mean", "queries", "delta vs best", "p (corrected)", "tied with best"],
+                  rows)
     return "\n".join(out) + "\n"

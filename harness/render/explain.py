@@ -6,9 +6,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from typing import TYPE_CHECKING
+
 from ..config.schema import ExperimentConfig, parse_config
 from ..core.errors import InputError
 from ..core.types import GoldSet, Judgment, Query, Span
+
+if TYPE_CHECKING:
+    from ..core.result import Result
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -16,30 +21,31 @@ def _snippet(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def explain_result(result: dict, query_id: str, chunk_text: dict[str, str], doc_text: dict[str, str],
+def explain_result(result: Result | dict, query_id: str, chunk_text: dict[str, str], doc_text: dict[str, str],
                    contributions: dict[str, dict[str, float]] | None = None) -> dict:
-    q = next((q for q in result["queries"] if q["id"] == query_id), None)
+    """One query of a result explained, as a JSON-ready dict: its gold evidence (the spans the run judged with,
+    from the result), its window with snippets, relevant hits past the window, verdict, metrics and counted flags."""
+    from ..core.result import as_result
+
+    result = as_result(result)
+    q = result.query(query_id)
     if q is None:
-        known = ", ".join(x["id"] for x in result["queries"][:10])
+        known = ", ".join(x.id for x in result.queries[:10])
         raise InputError(f"query {query_id!r} is not in this result (first ids: {known})")
-    k = q["effective_k"]
-    evidence = []
-    gold_rows = result.get("_gold", {}).get(query_id, [])
-    for j in gold_rows:
-        for s in j["evidence"]:
-            evidence.append({"doc_id": j["doc_id"], "start": s[0], "end": s[1],
-                             "text": doc_text.get(j["doc_id"], "")[s[0]:s[1]]})
+    k = q.effective_k
+    evidence = [{"doc_id": g.doc_id, "start": a, "end": b, "text": doc_text.get(g.doc_id, "")[a:b]}
+                for g in q.gold for a, b in g.evidence]
     window = []
-    for h in q["hits"][:k]:
-        row = dict(h, snippet=_snippet(chunk_text.get(h["chunk_id"], "")))
-        if contributions and h["chunk_id"] in contributions:
-            row["terms"] = {t: round(v, 4) for t, v in contributions[h["chunk_id"]].items() if v > 0}
+    for h in q.hits[:k]:
+        row = dict(h.model_dump(), snippet=_snippet(chunk_text.get(h.chunk_id, "")))
+        if contributions and h.chunk_id in contributions:
+            row["terms"] = {t: round(v, 4) for t, v in contributions[h.chunk_id].items() if v > 0}
         window.append(row)
-    beyond = [{"rank": h["rank"], "chunk_id": h["chunk_id"], "doc_id": h["doc_id"], "score": h["score"]}
-              for h in q["hits"][k:] if h["relevant"] or h["doc_relevant"]][:10]
-    return {"query_id": query_id, "query": q["text"], "tags": q["tags"], "window_size": k,
-            "verdict": q["verdict"], "evidence": evidence, "window": window, "relevant_beyond_window": beyond,
-            "metrics": q["metrics"]}
+    beyond = [{"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id, "score": h.score}
+              for h in q.hits[k:] if h.relevant or h.doc_relevant][:10]
+    return {"query_id": query_id, "query": q.text, "tags": dict(q.tags), "window_size": k,
+            "verdict": q.verdict.to_dict(), "evidence": evidence, "window": window, "relevant_beyond_window": beyond,
+            "metrics": q.metrics.model_dump(), "counted": q.counted.model_dump()}
 
 
 def to_markdown(ex: dict) -> str:
@@ -107,21 +113,11 @@ def texts_for(config: ExperimentConfig):
     return docs, chunks
 
 
-def gold_rows(gold: GoldSet) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
-    for j in gold.judgments:
-        out.setdefault(j.query_id, []).append({"doc_id": j.doc_id, "evidence": [(s.start, s.end) for s in j.evidence]})
-    return out
-
-
-def explain_saved(result: dict, query_id: str) -> dict:
-    from ..pipeline.assemble import prepare
-
-    config = parse_config(result["config"], "results.json config")
-    prepared = prepare(config, log=lambda m: None)
-    result = dict(result, _gold=gold_rows(prepared.gold))
-    return explain_result(result, query_id, {c.chunk_id: c.text for c in prepared.chunks},
-                          {d.doc_id: d.text for d in prepared.docs})
+def explain_saved(result: Result, query_id: str) -> dict:
+    """Explain a query of a saved result; the corpus and chunks are loaded again from its config for the texts."""
+    config = parse_config(result.config.as_dict(), "results.json config")
+    docs, chunks = texts_for(config)
+    return explain_result(result, query_id, {c.chunk_id: c.text for c in chunks}, {d.doc_id: d.text for d in docs})
 
 
 def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None) -> dict:
@@ -157,9 +153,8 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
     contributions = None
     if hasattr(retriever, "term_contributions"):
         position = {c.chunk_id: i for i, c in enumerate(prepared.chunks)}
-        k = result["queries"][0]["effective_k"]
+        k = result.queries[0].effective_k
         contributions = {h.chunk_id: retriever.term_contributions(query, position[h.chunk_id])
                          for h in lists[0].hits[:k]}
-    result["_gold"] = gold_rows(gold)
     return explain_result(result, "adhoc", {c.chunk_id: c.text for c in prepared.chunks},
                           {d.doc_id: d.text for d in prepared.docs}, contributions)

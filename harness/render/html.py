@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import html
 import io
+from typing import TYPE_CHECKING
 
-from .outputs import fmt
+from .outputs import fmt, means_sentence
+
+if TYPE_CHECKING:
+    from ..core.outcomes import Comparison
+    from ..core.result import Result
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;max-width:1200px}
@@ -46,21 +51,21 @@ def e(value) -> str:
     return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
-def _curves(result: dict):
-    """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks."""
+def _curves(result: Result):
+    """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks, over the queries
+    counted at chunk level (the summary's queries)."""
     # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
-    depth = min(result["cutoff"]["depth"], max([len(q["hits"]) for q in result["queries"]] + [1]))
+    depth = min(result.cutoff.depth, max([len(q.hits) for q in result.queries] + [1]))
     recall, precision, firsts, n = [0.0] * depth, [0.0] * depth, [], 0
-    for q in result["queries"]:
-        if q["n_relevant"]["chunk"] == 0 or q["verdict"]["kind"] in ("goldset_error", "no_gold"):
-            continue
+    for q in result.counted("chunk"):
         n += 1
         found, first = 0, None
+        n_rel = q.n_relevant.chunk
         for i in range(depth):
-            if i < len(q["hits"]) and q["hits"][i]["relevant"]:
+            if i < len(q.hits) and q.hits[i].relevant:
                 found += 1
                 first = first or i + 1
-            recall[i] += found / q["n_relevant"]["chunk"]
+            recall[i] += found / n_rel if n_rel else 0.0  # query_policy zero: a query with nothing relevant is 0
             precision[i] += found / (i + 1)
         firsts.append(first)
     if n:
@@ -82,7 +87,7 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]
 
 
-def plots(results: list[dict]) -> str:
+def plots(results: list[Result]) -> str:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -96,7 +101,7 @@ def plots(results: list[dict]) -> str:
         fig, ax = plt.subplots(figsize=(4.4, 3))
         for r, curve in zip(results, curves):
             ys = curve[index]
-            ax.plot(range(1, len(ys) + 1), ys, label=_label(r["name"]))
+            ax.plot(range(1, len(ys) + 1), ys, label=_label(r.name))
         ax.set_xscale("log")
         ax.set_xlabel("k")
         ax.set_title(title)
@@ -107,10 +112,10 @@ def plots(results: list[dict]) -> str:
     fig, ax = plt.subplots(figsize=(4.4, 3))
     for r, curve in zip(results, curves):
         firsts = curve[2]
-        depth = r["cutoff"]["depth"]
+        depth = r.cutoff.depth
         ranks = [f if f is not None else depth + 1 for f in firsts]
         bins = sorted({b for b in (1, 2, 3, 4, 5, 6, 11, 21, 51) if b <= depth} | {depth + 1, depth + 2})
-        ax.hist(ranks, bins=bins, alpha=0.6, label=_label(r["name"]))
+        ax.hist(ranks, bins=bins, alpha=0.6, label=_label(r.name))
     ax.set_xscale("log")
     ax.set_title("first relevant chunk rank (right bin: not found)")
     ax.legend(fontsize=8)
@@ -135,72 +140,78 @@ def _highlight(text: str, start: int, spans: list[list[int]]) -> str:
     return "".join(out)
 
 
-def _query_rows(result: dict, chunk_text: dict[str, str]) -> str:
-    tags = sorted({t for q in result["queries"] for t in q["tags"]})
+def _query_rows(result: Result, chunk_text: dict[str, str]) -> str:
+    tags = sorted({t for q in result.queries for t in q.tags})
     rows = []
-    for i, q in enumerate(result["queries"]):
-        v = q["verdict"]
-        data_html = f' data-verdict="{e(v["kind"])}"' + "".join(f' data-tag{e(j)}="{e(q["tags"].get(t, ""))}"'
-                                                                 for j, t in enumerate(tags))
-        m = q["metrics"]
-        rows.append(f'<tr class="q" data-detail="d{e(i)}"{data_html}><td>{e(q["id"])}</td><td>{e(q["text"])}</td>'
-                    f'<td class="k-{e(v["kind"])}">{e(v["kind"])}</td><td>{e(" ".join(v["flags"]))}</td>'
-                    f'<td>{e(fmt(m["chunk"].get("recall@window"), 2))}</td><td>{e(fmt(m["doc"].get("ndcg@10"), 3))}</td></tr>')
-        spans = {g["doc_id"]: g["evidence"] for g in q.get("gold", [])}
+    for i, q in enumerate(result.queries):
+        v = q.verdict
+        data_html = f' data-verdict="{e(v.kind)}"' + "".join(f' data-tag{e(j)}="{e(q.tags.get(t, ""))}"'
+                                                             for j, t in enumerate(tags))
+        m = q.metrics
+        counted = "/".join(level for level in ("doc", "chunk") if q.is_counted(level)) or "no"
+        rows.append(f'<tr class="q" data-detail="d{e(i)}"{data_html}><td>{e(q.id)}</td><td>{e(q.text)}</td>'
+                    f'<td class="k-{e(v.kind)}">{e(v.kind)}</td><td>{e(" ".join(v.flags))}</td>'
+                    f'<td>{e(fmt(m.chunk.get("recall@window"), 2))}</td><td>{e(fmt(m.doc.get("ndcg@10"), 3))}</td>'
+                    f'<td>{e(counted)}</td></tr>')
+        spans = {g.doc_id: g.evidence for g in q.gold}
         hits = []
-        for h in q["hits"][: max(q["effective_k"], 1)]:
-            text = chunk_text.get(h["chunk_id"], "")
-            body_html = (_highlight(text, h["start"], spans.get(h["doc_id"], [])) if text
+        for h in q.hits[: max(q.effective_k, 1)]:
+            text = chunk_text.get(h.chunk_id, "")
+            body_html = (_highlight(text, h.start, spans.get(h.doc_id, [])) if text
                          else '<span class="muted">(text not loaded)</span>')
-            mark = "evidence" if h["relevant"] else ("right document" if h["doc_relevant"] else "")
-            hits.append(f"<tr><td>{e(h['rank'])}</td><td>{e(format(h['score'], '.3f'))}</td><td>{e(h['chunk_id'])}</td>"
+            mark = "evidence" if h.relevant else ("right document" if h.doc_relevant else "")
+            hits.append(f"<tr><td>{e(h.rank)}</td><td>{e(format(h.score, '.3f'))}</td><td>{e(h.chunk_id)}</td>"
                         f"<td>{e(mark)}</td><td>{body_html}</td></tr>")
         hits_html = "".join(hits)
-        rows.append(f'<tr class="detail" id="d{e(i)}" hidden><td colspan="6"><p>{e(v["reason"])}</p><table><tr><th>rank</th>'
+        rows.append(f'<tr class="detail" id="d{e(i)}" hidden><td colspan="7"><p>{e(v.reason)}</p><table><tr><th>rank</th>'
                     f'<th>score</th><th>chunk</th><th></th><th>text (evidence marked)</th></tr>{hits_html}</table></td></tr>')
     selects = ['<select data-filter="verdict"><option value="">all verdicts</option>' + "".join(
-        f'<option value="{e(k)}">{e(k)}</option>' for k in result["summary"]["verdicts"]["counts"]) + "</select>"]
+        f'<option value="{e(k)}">{e(k)}</option>' for k in result.summary.verdicts.counts.model_dump()) + "</select>"]
     for j, t in enumerate(tags):
-        values = sorted({q["tags"].get(t, "") for q in result["queries"]})
+        values = sorted({q.tags.get(t, "") for q in result.queries})
         selects.append(f'<select data-filter="tag{e(j)}"><option value="">all {e(t)}</option>' +
                        "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values) + "</select>")
     selects_html, rows_html = "".join(selects), "".join(rows)
     return (f'<p>{selects_html} <span id="shown"></span> queries shown; click a row for its window.</p>'
             '<table id="queries"><tr><th>id</th><th>query</th><th>verdict</th><th>flags</th><th>chunk recall@window</th>'
-            f"<th>doc nDCG@10</th></tr>{rows_html}</table>")
+            f"<th>doc nDCG@10</th><th>counted</th></tr>{rows_html}</table>")
 
 
-def _run_section(result: dict, chunk_text: dict[str, str]) -> str:
-    s, v = result["summary"], result["summary"]["verdicts"]
-    cd = s["counts"]["doc"]
-    cards = [("queries", result["goldset"]["queries"]), ("doc nDCG@10", fmt(s["doc"].get("ndcg@10"), 3)),
-             ("chunk recall@window", fmt(s["chunk"].get("recall@window"), 3)),
-             ("doc MRR@10", fmt(s["doc"].get("rr@10"), 3)),
-             ("nothing in window", str(cd["nothing_found_in_window"]) + " queries"),
-             ("ok", format(v["shares"]["ok"], ".0%"))]
-    kinds = list(v["counts"])
-    parts = [f"<h1>Retrieval report: {e(result['name'])}</h1>",
-             f'<p class="muted">retriever {e(result["config"]["retriever"].get("kind"))}, window '
-             f"{e(result['cutoff']['describe'])}, depth {e(result['cutoff']['depth'])}, {e(result['corpus']['documents'])} "
-             f"documents in {e(result['corpus']['chunks'])} chunks; created {e(result['created_at'])}</p>",
+def _run_section(result: Result, chunk_text: dict[str, str]) -> str:
+    s, v = result.summary, result.summary.verdicts
+    cd = s.counts.doc
+    counts, shares = v.counts.model_dump(), v.shares.model_dump()
+    cards = [("queries", result.goldset.queries), ("doc nDCG@10", fmt(s.doc.get("ndcg@10"), 3)),
+             ("chunk recall@window", fmt(s.chunk.get("recall@window"), 3)),
+             ("doc MRR@10", fmt(s.doc.get("rr@10"), 3)),
+             ("nothing in window", str(cd.nothing_found_in_window) + " queries"),
+             ("ok", format(shares["ok"], ".0%"))]
+    kinds = list(counts)
+    parts = [f"<h1>Retrieval report: {e(result.name)}</h1>",
+             f'<p class="muted">retriever {e(result.config.retriever.kind)}, window '
+             f"{e(result.cutoff.describe)}, depth {e(result.cutoff.depth)}, {e(result.corpus.documents)} "
+             f"documents in {e(result.corpus.chunks)} chunks; created {e(result.created_at)}</p>",
              '<div class="cards">' + "".join(f'<div class="card"><b>{e(val)}</b>{e(k)}</div>' for k, val in cards)
              + "</div>",
-             "<h2>Metrics</h2><table><tr><th>metric</th><th>doc level</th><th>chunk level</th></tr>" +
-             "".join(f"<tr><td>{e(n)}</td><td>{e(fmt(s['doc'][n]))}</td><td>{e(fmt(s['chunk'].get(n)))}</td></tr>"
-                     for n in s["doc"]) +
-             "</table>", "<h2>Verdicts</h2><table><tr><th>verdict</th><th>queries</th><th>share</th></tr>" +
-             "".join(f'<tr><td class="k-{e(k)}">{e(k)}</td><td>{e(n)}</td><td>{e(format(v["shares"][k], ".0%"))}</td></tr>'
-                     for k, n in v["counts"].items()) + "</table>"]
-    for tag, values in v["by_slice"].items():
+             '<h2>Metrics</h2><table id="metrics"><tr><th>metric</th><th>doc level</th><th>chunk level</th></tr>' +
+             "".join(f"<tr><td>{e(n)}</td><td>{e(fmt(s.doc[n]))}</td><td>{e(fmt(s.chunk.get(n)))}</td></tr>"
+                     for n in s.doc) +
+             "</table>" + "".join(f'<p class="muted" id="means-{e(level)}">{e(means_sentence(result, level))}</p>'
+                                  for level in ("doc", "chunk")),
+             "<h2>Verdicts</h2><table><tr><th>verdict</th><th>queries</th><th>share</th></tr>" +
+             "".join(f'<tr><td class="k-{e(k)}">{e(k)}</td><td>{e(n)}</td><td>{e(format(shares[k], ".0%"))}</td></tr>'
+                     for k, n in counts.items()) + "</table>"]
+    for tag, values in v.by_slice.items():
+        rows = {val: c.model_dump() for val, c in values.items()}
         parts.append(f"<h3>By {e(tag)}</h3><table><tr><th>{e(tag)}</th>" + "".join(f"<th>{e(k)}</th>" for k in kinds) +
                      "</tr>" + "".join(f"<tr><td>{e(val)}</td>" + "".join(f"<td>{e(c[k])}</td>" for k in kinds) + "</tr>"
-                                       for val, c in sorted(values.items())) + "</table>")
-    if v["advice"]:
-        parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in v["advice"]) + "</ul>")
+                                       for val, c in sorted(rows.items())) + "</table>")
+    if v.advice:
+        parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in v.advice) + "</ul>")
     parts.append("<h2>Curves</h2>" + plots([result]))
     parts.append("<h2>Queries</h2>" + _query_rows(result, chunk_text))
     parts.append("<h2>Conventions</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(val)}</li>"
-                                                     for k, val in result["conventions"].items()) + "</ul>")
+                                                     for k, val in result.conventions.items()) + "</ul>")
     return "".join(parts)
 
 
@@ -208,17 +219,17 @@ def _p(value) -> str:
     return "" if value is None else format(value, ".4f")
 
 
-def _comparison_section(comparison: dict, results: list[dict]) -> str:
+def _comparison_section(comparison: Comparison, results: list[Result]) -> str:
     rows_html = "".join(
-        f"<tr><td>{e(r['run'])}</td><td>{e(r['metric'])}</td><td>{e(r['n'])}</td><td>{e(fmt(r['baseline_mean']))}</td>"
-        f"<td>{e(fmt(r['mean']))}</td><td>{e(format(r['delta'], '+.4f'))}{e(' *' if r['significant'] else '')}</td>"
-        f"<td>[{e(format(r['ci95'][0], '+.4f'))}, {e(format(r['ci95'][1], '+.4f'))}]</td><td>{e(_p(r['p_corrected']))}</td>"
-        f"<td>{e(r['wins'])}/{e(r['ties'])}/{e(r['losses'])}</td><td>{e(format(r['mde'], '.4f'))}</td></tr>"
-        for r in comparison["rows"])
+        f"<tr><td>{e(r.run)}</td><td>{e(r.metric)}</td><td>{e(r.n)}</td><td>{e(fmt(r.baseline_mean))}</td>"
+        f"<td>{e(fmt(r.mean))}</td><td>{e(format(r.delta, '+.4f'))}{e(' *' if r.significant else '')}</td>"
+        f"<td>[{e(format(r.ci95[0], '+.4f'))}, {e(format(r.ci95[1], '+.4f'))}]</td><td>{e(_p(r.p_corrected))}</td>"
+        f"<td>{e(r.wins)}/{e(r.ties)}/{e(r.losses)}</td><td>{e(format(r.mde, '.4f'))}</td></tr>"
+        for r in comparison.rows)
     trans_html = "".join(f"<li>{e(run)}: {e(k)}: {e(len(ids))} ({e(', '.join(ids[:15]))})</li>"
-                         for run, t in comparison["transitions"].items() for k, ids in t.items())
-    return (f"<h1>Comparison against {e(comparison['baseline'])}</h1><p class=\"muted\">{e(comparison['test'])} test, "
-            f"{e(comparison['correction'])} correction; * significant after correction</p>"
+                         for run, t in comparison.transitions.items() for k, ids in t.items())
+    return (f"<h1>Comparison against {e(comparison.baseline)}</h1><p class=\"muted\">{e(comparison.test)} test, "
+            f"{e(comparison.correction)} correction; * significant after correction</p>"
             "<table><tr><th>run</th><th>metric</th><th>n</th><th>baseline</th><th>run</th><th>delta</th><th>95% CI</th>"
             f"<th>p corrected</th><th>W/T/L</th><th>MDE</th></tr>{rows_html}</table>"
             + (f"<h2>Verdict transitions</h2><ul>{trans_html}</ul>" if trans_html else "") + "<h2>Curves</h2>"
@@ -228,22 +239,28 @@ def _comparison_section(comparison: dict, results: list[dict]) -> str:
 def _leaderboard_section(board: dict) -> str:
     rows_html = "".join(
         f"<tr><td>{e(i)}</td><td>{e(r['run'])}</td><td>{e(', '.join(f'{k}={v}' for k, v in r['params'].items()))}</td>"
-        f"<td>{e(format(r['mean'], '.4f'))}</td><td>{e(format(r['delta_vs_best'], '+.4f'))}</td>"
+        f"<td>{e(format(r['mean'], '.4f'))}</td><td>{e(r.get('queries', ''))}</td>"
+        f"<td>{e(format(r['delta_vs_best'], '+.4f'))}</td>"
         f"<td>{e(_p(r['p_corrected']))}</td>"
         f"<td>{e('yes' if r['tied_with_best'] else 'no')}</td></tr>" for i, r in enumerate(board["runs"], 1))
     return (f"<h1>Sweep {e(board['name'])}: leaderboard by {e(board['metric'])}</h1><p class=\"muted\">tied = not "
             f"significantly different from the best ({e(board['test'])} test, {e(board['correction'])} correction)</p>"
-            "<table><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>delta vs best</th>"
+            "<table><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>queries</th><th>delta vs best</th>"
             f"<th>p corrected</th><th>tied with best</th></tr>{rows_html}</table>")
 
 
-def render(results: list[dict], chunk_texts: list[dict[str, str]] | None = None, comparison: dict | None = None,
-           leaderboard: dict | None = None) -> str:
+def render(results: list[Result | dict], chunk_texts: list[dict[str, str]] | None = None,
+           comparison: Comparison | None = None, leaderboard: dict | None = None) -> str:
+    """The page for one run, or a comparison of several (with ``comparison``), optionally topped by a sweep's
+    leaderboard. A plain dict is validated into a Result first."""
+    from ..core.result import as_result
+
+    results = [as_result(r) for r in results]
     chunk_texts = chunk_texts or [{} for _ in results]
     body_html = _comparison_section(comparison, results) if comparison else _run_section(results[0], chunk_texts[0])
     if leaderboard:
         body_html = _leaderboard_section(leaderboard) + body_html
-    title = comparison["baseline"] + " comparison" if comparison else results[0]["name"]
+    title = comparison.baseline + " comparison" if comparison else results[0].name
     script_html = "" if comparison else JS
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="generator" content="harness"><title>{e(title)}</title>'
             f"<style>{CSS}</style></head><body>{body_html}<script>{script_html}</script></body></html>")

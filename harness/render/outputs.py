@@ -1,6 +1,7 @@
-"""Render the canonical result dict: results.json, run.trec, run.chunks.trec, per_query.csv, report.md.
+"""Render a run's Result: results.json, run.trec, run.chunks.trec, per_query.csv, report.md.
 
-Numbers are rounded here and only here."""
+Numbers are rounded here and only here. Which queries a mean is over is never decided here: each query's
+``counted`` flag says it (``metrics.table.included``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ..core.files import write_text
 
 if TYPE_CHECKING:
     from ..core.outdir import OutputFolder
+    from ..core.result import Result
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -25,27 +27,29 @@ def fmt(value, digits: int = 4) -> str:
     return str(value)
 
 
-def to_json(result: dict) -> str:
+def to_json(result: Result | dict) -> str:
     """results.json text, checked against the schema (``harness.core.result``) so nothing unreadable is ever written."""
-    from ..core.result import check_result
+    from ..core.result import as_result
 
-    return check_result(result)
+    return as_result(result).to_json()
 
 
-def per_query_csv(result: dict) -> str:
+def per_query_csv(result: Result) -> str:
+    """One row per query; ``counted.doc``/``counted.chunk`` (1 or 0) say whether the row enters that level's means,
+    so the mean of the counted rows of a column is the summary's number."""
     buf = io.StringIO()
-    queries = result["queries"]
-    doc_metrics = list(queries[0]["metrics"]["doc"]) if queries else []
-    chunk_metrics = list(queries[0]["metrics"]["chunk"]) if queries else []
+    queries = result.queries
+    doc_metrics = list(queries[0].metrics.doc) if queries else []
+    chunk_metrics = list(queries[0].metrics.chunk) if queries else []
     writer = csv.writer(buf, lineterminator="\n")
-    tags = sorted({t for q in queries for t in q["tags"]})
-    writer.writerow(["query_id", *[f"tag.{t}" for t in tags], "verdict", "flags", "effective_k",
-                     *[f"doc.{m}" for m in doc_metrics], *[f"chunk.{m}" for m in chunk_metrics]])
+    tags = sorted({t for q in queries for t in q.tags})
+    writer.writerow(["query_id", *[f"tag.{t}" for t in tags], "verdict", "flags", "effective_k", "counted.doc",
+                     "counted.chunk", *[f"doc.{m}" for m in doc_metrics], *[f"chunk.{m}" for m in chunk_metrics]])
     for q in queries:
-        writer.writerow([q["id"], *[q["tags"].get(t, "") for t in tags], q["verdict"]["kind"],
-                         " ".join(q["verdict"]["flags"]), q["effective_k"],
-                         *[repr(q["metrics"]["doc"][m]) for m in doc_metrics],
-                         *[repr(q["metrics"]["chunk"][m]) for m in chunk_metrics]])
+        writer.writerow([q.id, *[q.tags.get(t, "") for t in tags], q.verdict.kind, " ".join(q.verdict.flags),
+                         q.effective_k, int(q.counted.doc), int(q.counted.chunk),
+                         *[repr(q.metrics.doc[m]) for m in doc_metrics],
+                         *[repr(q.metrics.chunk[m]) for m in chunk_metrics]])
     return buf.getvalue()
 
 
@@ -78,86 +82,114 @@ def _table(headers: list, rows: list[list]) -> list[str]:
         "| " + " | ".join(md(c) for c in row) + " |" for row in rows]
 
 
-def markdown(result: dict, worst: int = 5) -> str:
+def means_sentence(result: Result, level: str) -> str:
+    """"means over N of M queries" at one level, and why each query not counted is not, from the summary counts
+    (which match the ``counted`` flags: the schema checks it)."""
+    c = result.summary.level_counts(level)
+    parts = []
+    if c.excluded_goldset_error:
+        parts.append(f"{c.excluded_goldset_error} with a golden-set error excluded "
+                     f"({', '.join(c.excluded_goldset_error_query_ids[:10])})")
+    if c.no_relevant_queries:
+        what = "counted as 0" if c.evaluated_queries + c.excluded_goldset_error == c.judged_queries else "excluded"
+        parts.append(f"{c.no_relevant_queries} with no relevant {'document' if level == 'doc' else 'chunk'} {what} "
+                     f"({', '.join(c.no_relevant_query_ids[:10])})")
+    return (f"{level} level: means over {c.evaluated_queries} of {c.judged_queries} queries"
+            + (f"; {'; '.join(parts)}" if parts else "") + ".")
+
+
+def markdown(result: Result | dict, worst: int = 5) -> str:
     """report.md. Every value from the result goes through ``md`` (text) or ``md_code`` (ids), never raw."""
-    s = result["summary"]
-    g, c, cut = result["goldset"], result["corpus"], result["cutoff"]
-    out = [f"# Retrieval report: {md(result['name'])}", ""]
-    out.append(f"Golden set **{md(g['name'])}** ({md(g['queries'])} queries, {md(g['judgments'])} judgments); "
-               f"corpus of {md(c['documents'])} documents in {md(c['chunks'])} chunks; retriever "
-               f"{md_code(result['config']['retriever'].get('kind'))}; window {md(cut['describe'])} (mean effective k "
-               f"{md(format(cut['mean_effective_k'], '.2f'))}), depth {md(cut['depth'])}.")
+    from ..core.result import as_result
+
+    result = as_result(result)
+    s = result.summary
+    g, c, cut = result.goldset, result.corpus, result.cutoff
+    out = [f"# Retrieval report: {md(result.name)}", ""]
+    out.append(f"Golden set **{md(g.name)}** ({md(g.queries)} queries, {md(g.judgments)} judgments); "
+               f"corpus of {md(c.documents)} documents in {md(c.chunks)} chunks; retriever "
+               f"{md_code(result.config.retriever.kind)}; window {md(cut.describe)} (mean effective k "
+               f"{md(format(cut.mean_effective_k, '.2f'))}), depth {md(cut.depth)}.")
     out.append("")
     out.append("## Metrics")
-    names = list(s["doc"])
-    out += _table(["metric", "doc level", "chunk level"], [[n, fmt(s["doc"][n]), fmt(s["chunk"].get(n))] for n in names])
-    cd, cc = s["counts"]["doc"], s["counts"]["chunk"]
+    names = list(s.doc)
+    out += _table(["metric", "doc level", "chunk level"], [[n, fmt(s.doc[n]), fmt(s.chunk.get(n))] for n in names])
+    cd, cc = s.counts.doc, s.counts.chunk
     out.append("")
-    out.append(f"Means over {md(cd['evaluated_queries'])} of {md(cd['judged_queries'])} queries; "
-               f"{md(cd['no_relevant_queries'])} with no relevant document excluded"
-               + (f" ({md(', '.join(cd['no_relevant_query_ids'][:10]))})" if cd["no_relevant_query_ids"] else "")
-               + f". Nothing relevant in the window: {md(cd['nothing_found_in_window'])} queries at doc level, "
-               f"{md(cc['nothing_found_in_window'])} at chunk level (report MRR with this share).")
-    v = s["verdicts"]
+    out.append(md(means_sentence(result, "doc")) + " " + md(means_sentence(result, "chunk")))
+    if cd.absent_from_run or cd.unjudged_run_queries:
+        out.append("")
+        out.append(f"The run lacks {md(cd.absent_from_run)} judged quer{'y' if cd.absent_from_run == 1 else 'ies'}"
+                   + (f" ({md(', '.join(cd.absent_from_run_query_ids[:10]))})" if cd.absent_from_run else "")
+                   + f" (scored 0) and holds {md(cd.unjudged_run_queries)} quer"
+                   f"{'y' if cd.unjudged_run_queries == 1 else 'ies'} the golden set does not have (ignored).")
+    out.append("")
+    out.append(f"Nothing relevant in the window: {md(cd.nothing_found_in_window)} queries at doc level, "
+               f"{md(cc.nothing_found_in_window)} at chunk level (report MRR with this share).")
+    v = s.verdicts
+    counts, shares = v.counts.model_dump(), v.shares.model_dump()
     out += ["", "## Verdicts", ""]
-    out += _table(["verdict", "queries", "share"], [[k, v["counts"][k], f"{v['shares'][k]:.0%}"] for k in v["counts"]])
+    out += _table(["verdict", "queries", "share"], [[k, counts[k], f"{shares[k]:.0%}"] for k in counts])
     out.append("")
-    out.append("Flags: " + md(", ".join(f"{f} {n}" for f, n in v["flags"].items())) +
-               f". Missing documents: {md(v['by_where']['beyond_cutoff'])} beyond the cutoff "
-               f"({md(v['by_where']['near_cutoff'])} just past it), {md(v['by_where']['not_retrieved'])} not retrieved.")
-    for tag, values in v["by_slice"].items():
+    out.append("Flags: " + md(", ".join(f"{f} {n}" for f, n in v.flags.model_dump().items())) +
+               f". Missing documents: {md(v.by_where.beyond_cutoff)} beyond the cutoff "
+               f"({md(v.by_where.near_cutoff)} just past it), {md(v.by_where.not_retrieved)} not retrieved"
+               + (f", {md(v.by_where.absent_from_run)} absent from the run" if v.by_where.absent_from_run else "")
+               + ".")
+    for tag, values in v.by_slice.items():
         out += ["", f"### By {md(tag)}", ""]
-        kinds = [k for k in v["counts"] if any(c[k] for c in values.values())]
-        out += _table([tag, *kinds], [[val, *[c[k] for k in kinds]] for val, c in sorted(values.items())])
-    if v["advice"]:
-        out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v["advice"]]
+        rows = {val: c.model_dump() for val, c in values.items()}
+        kinds = [k for k in counts if any(c[k] for c in rows.values())]
+        out += _table([tag, *kinds], [[val, *[c[k] for k in kinds]] for val, c in sorted(rows.items())])
+    if v.advice:
+        out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v.advice]
     out += ["", "## Worst queries", ""]
     for kind in ("goldset_error", "missing_document", "wrong_chunk", "buried_evidence"):
-        rows = [q for q in result["queries"] if q["verdict"]["kind"] == kind]
+        rows = [q for q in result.queries if q.verdict.kind == kind]
         if not rows:
             continue
-        rows.sort(key=lambda q: (q["metrics"]["chunk"].get("rr@window", 0), q["id"]))
+        rows.sort(key=lambda q: (q.metrics.chunk.get("rr@window", 0), q.id))
         out += [f"### {md(kind)} ({len(rows)})", ""]
         for q in rows[:worst]:
-            out.append(f"- **{md(q['id'])}** “{md(q['text'])}”: {md(q['verdict']['reason'])}")
-            for h in q["hits"][: max(q["effective_k"], 1)][:5]:
-                mark = "evidence" if h["relevant"] else ("right doc" if h["doc_relevant"] else "")
-                out.append(f"  - {md(h['rank'])}. {md_code(h['chunk_id'])} score {md(format(h['score'], '.3f'))} {mark}")
+            out.append(f"- **{md(q.id)}** “{md(q.text)}”: {md(q.verdict.reason)}")
+            for h in q.hits[: max(q.effective_k, 1)][:5]:
+                mark = "evidence" if h.relevant else ("right doc" if h.doc_relevant else "")
+                out.append(f"  - {md(h.rank)}. {md_code(h.chunk_id)} score {md(format(h.score, '.3f'))} {mark}")
         out.append("")
-    out += ["## Conventions", ""] + [f"- **{md(k)}**: {md(val)}" for k, val in result["conventions"].items()]
-    out += ["", f"Config hash {md_code(result['config_hash'])}, harness {md(result['harness_version'])}, "
-                f"created {md(result['created_at'])}."]
+    out += ["## Conventions", ""] + [f"- **{md(k)}**: {md(val)}" for k, val in result.conventions.items()]
+    out += ["", f"Config hash {md_code(result.config_hash)}, harness {md(result.harness_version)}, "
+                f"created {md(result.created_at)}."]
     return "\n".join(out) + "\n"
 
 
-def write_outputs(result: dict, out_dir: Path | OutputFolder, *, force: bool = False) -> Path:
+def write_outputs(result: Result, out_dir: Path | OutputFolder, *, force: bool = False) -> Path:
     """Write every output of a run into ``out_dir`` (see ``outdir``: harness replaces only files it wrote, and the
     files appear when all are written). A Path is opened (locked, checked) here; the CLI passes a folder it opened
     before the run, so a folder that cannot be written is refused before minutes of work."""
     from ..core.outdir import OutputFolder, open_output
 
     if not isinstance(out_dir, OutputFolder):
-        with open_output(out_dir, run=result["name"], force=force) as folder:
+        with open_output(out_dir, run=result.name, force=force) as folder:
             return write_outputs(result, folder)
     with out_dir.publish() as stage:
         write_run_files(result, stage)
     return out_dir.path
 
 
-def write_run_files(result: dict, folder: Path) -> None:
+def write_run_files(result: Result, folder: Path) -> None:
     """The files of one run, written plainly into ``folder`` (a staging folder: ``write_outputs`` or a sweep)."""
-    run = result["_run"]
-    write_text(folder / "results.json", to_json(result))
+    run = result.run
+    write_text(folder / "results.json", result.to_json())
     write_text(folder / "run.trec", run.to_trec("doc"))
     write_text(folder / "run.chunks.trec", run.to_trec("chunk"))
     write_text(folder / "per_query.csv", per_query_csv(result))
     write_text(folder / "report.md", markdown(result))
     from .html import render
-    write_text(folder / "report.html", render([result], [result.get("_chunk_text", {})]))
+    write_text(folder / "report.html", render([result], [result.chunk_text]))
 
 
-def load_results(path: Path) -> dict:
-    """A saved results.json, validated by the schema (every problem located); the plain dict comes back."""
+def load_results(path: Path) -> Result:
+    """A saved results.json, validated by the schema (every problem located)."""
     from ..core.result import load_result
 
     return load_result(path)

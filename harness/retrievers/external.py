@@ -99,6 +99,10 @@ class ExternalRetriever:
             raise RunFileError(f"{self.config.path}: {len(problems)} hit(s) could not be placed in the corpus "
                                f"(retriever_hits.unplaceable: fail; skip drops them)", shown_lines(problems))
 
+    def answered_query_ids(self) -> list[str]:
+        """The queries the run file has a ranking for, in file order (after ``index``)."""
+        return list(self.raw)
+
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         return [rank_hits(q.query_id, self.resolved.get(q.query_id, []), k) for q in queries]
 

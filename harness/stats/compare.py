@@ -1,15 +1,21 @@
 """Paired comparison of saved runs over the same golden set: deltas with bootstrap CIs, significance tests with
 a multiple-comparison correction, win/tie/loss, verdict transitions, per-slice deltas, and the minimum
-detectable effect of the golden set (80% power, two-sided alpha 0.05)."""
+detectable effect of the golden set (80% power, two-sided alpha 0.05).
+
+Queries are paired by id over those counted at the metric's level in both runs (each query's ``counted`` flag:
+``metrics.table.included``), so a run's baseline mean here is its summary's number."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Sequence
 
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.outcomes import Comparison, ComparisonRow
+from ..core.result import Result, as_result
 from ..metrics.spec import parse_metric
 
 TESTS = ("randomization", "ttest", "bootstrap", "wilcoxon")
@@ -20,28 +26,36 @@ Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
 def split_metric(name: str) -> tuple[str, str]:
     """``chunk.recall@5`` -> ("chunk", "recall@5"); a bare name is document level."""
     level, _, metric = name.partition(".") if name.startswith(("doc.", "chunk.")) else ("doc", "", name)
-    if metric.endswith("@window"):
-        return level, metric
     return level, parse_metric(metric).name
 
 
-def paired_vectors(a: dict, b: dict, level: str, metric: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Values of both runs on the queries that enter means (relevant gold at this level, gold checkable)."""
-    rows_b = {q["id"]: q for q in b["queries"]}
+def _check_metric(run: Result, level: str, metric: str) -> None:
+    have = run.summary.means(level)
+    if metric not in have:
+        raise InputError(f"metric {level}.{metric} is not in run {run.name!r}; it has {', '.join(have) or 'none'}")
+
+
+def paired_vectors(a: Result, b: Result, level: str, metric: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Values of both runs on the queries both count at ``level`` (their ``counted`` flags), in a's order."""
+    _check_metric(a, level, metric)
+    _check_metric(b, level, metric)
+    rows_b = {q.id: q for q in b.counted(level)}
     ids, xa, xb = [], [], []
-    for q in a["queries"]:
-        if q["verdict"]["kind"] in ("goldset_error", "no_gold") or q["n_relevant"][level] == 0:
+    for q in a.counted(level):
+        other = rows_b.get(q.id)
+        if other is None:
             continue
-        if metric not in q["metrics"][level]:
-            raise InputError(f"metric {level}.{metric} is not in run {a['name']!r}; it has "
-                             f"{', '.join(q['metrics'][level])}")
-        other = rows_b[q["id"]]["metrics"][level]
-        if metric not in other:
-            raise InputError(f"metric {level}.{metric} is not in run {b['name']!r}")
-        ids.append(q["id"])
-        xa.append(q["metrics"][level][metric])
-        xb.append(other[metric])
+        ids.append(q.id)
+        xa.append(q.value(level, metric))
+        xb.append(other.value(level, metric))
     return ids, np.array(xa, dtype=np.float64), np.array(xb, dtype=np.float64)
+
+
+def counted_differently(a: Result, b: Result, level: str) -> list[str]:
+    """Queries one run counts at ``level`` and the other does not (runs over different corpora can disagree on
+    which golden-set entries can be checked): they are left out of the pairing, and the comparison says so."""
+    ca, cb = {q.id for q in a.counted(level)}, {q.id for q in b.counted(level)}
+    return sorted(ca ^ cb)
 
 
 def randomization_p(d: np.ndarray, permutations: int = 10_000, seed: int = 0) -> float:
@@ -110,62 +124,66 @@ def mde(d: np.ndarray) -> float:
     return (Z_975 + Z_80) * float(d.std(ddof=1)) / math.sqrt(len(d))
 
 
-def check_comparable(runs: list[dict]) -> list[str]:
+def check_comparable(runs: Sequence[Result]) -> list[str]:
     base = runs[0]
     for r in runs[1:]:
-        if r["goldset"]["fingerprint"] != base["goldset"]["fingerprint"]:
-            raise InputError(f"runs {base['name']!r} and {r['name']!r} use different golden sets "
-                             f"(fingerprints {base['goldset']['fingerprint']} and {r['goldset']['fingerprint']}); "
+        if r.goldset.fingerprint != base.goldset.fingerprint:
+            raise InputError(f"runs {base.name!r} and {r.name!r} use different golden sets "
+                             f"(fingerprints {base.goldset.fingerprint} and {r.goldset.fingerprint}); "
                              f"paired comparison needs the same queries and judgments")
-        if r["goldset"]["query_ids_fingerprint"] != base["goldset"]["query_ids_fingerprint"]:
-            raise InputError(f"runs {base['name']!r} and {r['name']!r} cover different query sets")
-    return [f"cutoffs differ: {base['name']} {base['cutoff']['describe']}, {r['name']} {r['cutoff']['describe']}"
-            for r in runs[1:] if r["cutoff"]["describe"] != base["cutoff"]["describe"]]
+        if r.goldset.query_ids_fingerprint != base.goldset.query_ids_fingerprint:
+            raise InputError(f"runs {base.name!r} and {r.name!r} cover different query sets")
+    return [f"cutoffs differ: {base.name} {base.cutoff.describe}, {r.name} {r.cutoff.describe}"
+            for r in runs[1:] if r.cutoff.describe != base.cutoff.describe]
 
 
-def compare_runs(runs: list[dict], metrics: list[str], *, baseline: str | None = None,
-                 test: str = "randomization", correction: str = "holm") -> dict:
+def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, baseline: str | None = None,
+                 test: str = "randomization", correction: str = "holm") -> Comparison:
     if len(runs) < 2:
         raise InputError("compare needs at least two results.json files")
     if test not in TESTS:
         raise InputError(f"unknown test {test!r}; choose from {', '.join(TESTS)}")
     if correction not in CORRECTIONS:
         raise InputError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
-    names = [r["name"] for r in runs]
+    runs = [as_result(r) for r in runs]
+    names = [r.name for r in runs]
     if len(set(names)) != len(names):
-        runs = [dict(r, name=f"{r['name']}#{i + 1}") for i, r in enumerate(runs)]
-        names = [r["name"] for r in runs]
+        runs = [r.model_copy(update={"name": f"{r.name}#{i + 1}"}) for i, r in enumerate(runs)]
+        names = [r.name for r in runs]
     base_name = baseline or names[0]
     if base_name not in names:
         raise InputError(f"baseline {base_name!r} is not one of the runs: {', '.join(names)}")
     base = runs[names.index(base_name)]
-    warnings = check_comparable([base] + [r for r in runs if r is not base])
-    metrics = metrics or ["ndcg@10", "chunk.recall@window"]
-    rows = []
-    for r in runs:
-        if r is base:
-            continue
-        for m in metrics:
-            level, metric = split_metric(m)
+    others = [r for r in runs if r is not base]
+    warnings = check_comparable([base] + others)
+    metrics = list(metrics) or ["ndcg@10", "chunk.recall@window"]
+    parsed = [split_metric(m) for m in metrics]
+    for r in others:
+        for level in sorted({level for level, _ in parsed}):
+            differ = counted_differently(base, r, level)
+            if differ:
+                warnings.append(f"{base.name} and {r.name} count different queries at {level} level; "
+                                f"{len(differ)} left out of the pairing: {', '.join(differ[:10])}")
+    rows: list[dict] = []
+    for r in others:
+        for level, metric in parsed:
             ids, xa, xb = paired_vectors(base, r, level, metric)
             d = xb - xa
             lo, hi, _ = bootstrap_ci(d)
-            rows.append({"run": r["name"], "metric": f"{level}.{metric}", "n": len(d),
+            rows.append({"run": r.name, "metric": f"{level}.{metric}", "n": len(d),
                          "baseline_mean": float(xa.mean()) if len(d) else None,
                          "mean": float(xb.mean()) if len(d) else None, "delta": float(d.mean()) if len(d) else 0.0,
-                         "ci95": [lo, hi], "p": p_value(test, xa, xb),
+                         "ci95": (lo, hi), "p": p_value(test, xa, xb),
                          "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
-                         "mde": mde(d), "slices": _slices(base, r, ids, d)})
-    for row, p in zip(rows, correct([row["p"] for row in rows], correction)):
-        row["p_corrected"] = p
-        row["significant"] = p < 0.05
-    return {"baseline": base["name"], "runs": names, "test": test, "correction": correction,
-            "permutations": 10_000, "warnings": warnings, "rows": rows,
-            "transitions": {r["name"]: transitions(base, r) for r in runs if r is not base}}
+                         "mde": mde(d), "slices": _slices(base, ids, d)})
+    done = [ComparisonRow(**row, p_corrected=p, significant=p < 0.05)
+            for row, p in zip(rows, correct([row["p"] for row in rows], correction))]
+    return Comparison(baseline=base.name, runs=names, test=test, correction=correction, permutations=10_000,
+                      warnings=warnings, rows=done, transitions={r.name: transitions(base, r) for r in others})
 
 
-def _slices(a: dict, b: dict, ids: list[str], d: np.ndarray) -> dict:
-    tags = {q["id"]: q["tags"] for q in a["queries"]}
+def _slices(a: Result, ids: list[str], d: np.ndarray) -> dict:
+    tags = {q.id: q.tags for q in a.queries}
     groups: dict[str, list[float]] = defaultdict(list)
     for qid, diff in zip(ids, d):
         for tag, value in tags[qid].items():
@@ -173,14 +191,14 @@ def _slices(a: dict, b: dict, ids: list[str], d: np.ndarray) -> dict:
     return {k: {"n": len(v), "delta": sum(v) / len(v)} for k, v in sorted(groups.items())}
 
 
-def transitions(a: dict, b: dict) -> dict:
+def transitions(a: Result, b: Result) -> dict:
     """Queries whose verdict changed, grouped as 'from -> to'."""
-    kinds_b = {q["id"]: q["verdict"]["kind"] for q in b["queries"]}
+    kinds_b = {q.id: q.verdict.kind for q in b.queries}
     out: dict[str, list[str]] = defaultdict(list)
-    for q in a["queries"]:
-        before, after = q["verdict"]["kind"], kinds_b.get(q["id"])
+    for q in a.queries:
+        before, after = q.verdict.kind, kinds_b.get(q.id)
         if after is not None and before != after:
-            out[f"{before} -> {after}"].append(q["id"])
+            out[f"{before} -> {after}"].append(q.id)
     return dict(sorted(out.items()))
 
 
@@ -189,49 +207,49 @@ def _f(value, spec: str = ".4f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def to_markdown(c: dict) -> str:
-    out = [f"## Comparison against `{c['baseline']}` ({c['test']} test, {c['correction']} correction)", ""]
-    out += [f"> warning: {w}" for w in c["warnings"]]
+def to_markdown(c: Comparison) -> str:
+    out = [f"## Comparison against `{c.baseline}` ({c.test} test, {c.correction} correction)", ""]
+    out += [f"> warning: {w}" for w in c.warnings]
     out += ["| run | metric | n | baseline | run | delta | 95% CI | p (corrected) | W/T/L | MDE |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in c["rows"]:
-        sig = " *" if r["significant"] else ""
-        out.append(f"| {r['run']} | {r['metric']} | {r['n']} | {_f(r['baseline_mean'])} | {_f(r['mean'])} | "
-                   f"{r['delta']:+.4f}{sig} | [{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}] | {r['p_corrected']:.4f} | "
-                   f"{r['wins']}/{r['ties']}/{r['losses']} | {r['mde']:.4f} |")
+    for r in c.rows:
+        sig = " *" if r.significant else ""
+        out.append(f"| {r.run} | {r.metric} | {r.n} | {_f(r.baseline_mean)} | {_f(r.mean)} | "
+                   f"{r.delta:+.4f}{sig} | [{r.ci95[0]:+.4f}, {r.ci95[1]:+.4f}] | {r.p_corrected:.4f} | "
+                   f"{r.wins}/{r.ties}/{r.losses} | {r.mde:.4f} |")
     out += ["", "`*` significant after correction (p < 0.05). MDE: the smallest true difference this golden set "
                 "detects with 80% power; a smaller |delta| that is not significant may be too few queries, not no effect."]
-    slices = sorted({k for r in c["rows"] for k in r["slices"]})
+    slices = sorted({k for r in c.rows for k in r.slices})
     if slices:
         out += ["", "Per-slice deltas (no tests; slices are small):", "",
                 "| run | metric | " + " | ".join(slices) + " |", "|---|---|" + "---|" * len(slices)]
-        for r in c["rows"]:
-            cells = [f"{r['slices'][k]['delta']:+.3f} (n={r['slices'][k]['n']})" if k in r["slices"] else ""
+        for r in c.rows:
+            cells = [f"{r.slices[k]['delta']:+.3f} (n={r.slices[k]['n']})" if k in r.slices else ""
                      for k in slices]
-            out.append(f"| {r['run']} | {r['metric']} | " + " | ".join(cells) + " |")
-    for run, trans in c["transitions"].items():
+            out.append(f"| {r.run} | {r.metric} | " + " | ".join(cells) + " |")
+    for run, trans in c.transitions.items():
         if trans:
-            out += ["", f"Verdict transitions, {c['baseline']} -> {run}:"]
+            out += ["", f"Verdict transitions, {c.baseline} -> {run}:"]
             out += [f"- {k}: {len(v)} ({', '.join(v[:12])}{' …' if len(v) > 12 else ''})" for k, v in trans.items()]
     return "\n".join(out) + "\n"
 
 
-def print_table(c: dict) -> None:
+def print_table(c: Comparison) -> None:
     from rich.console import Console
     from rich.table import Table
 
     import sys
     console = Console(width=None if sys.stdout.isatty() else 160)  # piped output gets 80 columns otherwise
-    table = Table(title=f"against {c['baseline']} ({c['test']}, {c['correction']} correction)")
+    table = Table(title=f"against {c.baseline} ({c.test}, {c.correction} correction)")
     for col in ("run", "metric", "n", "baseline", "run mean", "delta", "95% CI", "p corr.", "W/T/L", "MDE"):
         table.add_column(col)
-    for r in c["rows"]:
-        style = "bold green" if r["significant"] and r["delta"] > 0 else ("bold red" if r["significant"] else "")
-        table.add_row(r["run"], r["metric"], str(r["n"]), _f(r["baseline_mean"]), _f(r["mean"]),
-                      f"[{style}]{r['delta']:+.4f}[/]" if style else f"{r['delta']:+.4f}",
-                      f"[{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}]", f"{r['p_corrected']:.4f}",
-                      f"{r['wins']}/{r['ties']}/{r['losses']}", f"{r['mde']:.4f}")
+    for r in c.rows:
+        style = "bold green" if r.significant and r.delta > 0 else ("bold red" if r.significant else "")
+        table.add_row(r.run, r.metric, str(r.n), _f(r.baseline_mean), _f(r.mean),
+                      f"[{style}]{r.delta:+.4f}[/]" if style else f"{r.delta:+.4f}",
+                      f"[{r.ci95[0]:+.4f}, {r.ci95[1]:+.4f}]", f"{r.p_corrected:.4f}",
+                      f"{r.wins}/{r.ties}/{r.losses}", f"{r.mde:.4f}")
     console.print(table)
-    for run, trans in c["transitions"].items():
+    for run, trans in c.transitions.items():
         for k, ids in trans.items():
             console.print(f"{run}: {k}: {len(ids)} ({', '.join(ids[:12])})", markup=False, highlight=False)

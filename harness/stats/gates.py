@@ -9,50 +9,27 @@ Rules file (YAML), a list under ``rules:``; each rule is a string or a mapping:
 A regression rule without a baseline is skipped (reported as such), not failed and not an error. A rule that cannot
 be read, or that names a metric, slice tag or slice value the run does not have, is bad input: all such problems
 are reported together, each located as ``rules.N``.
+
+A metric rule's observed value is the mean over the queries the run counts at the rule's level (each query's
+``counted`` flag), within the slice if it has one: without a slice, exactly the summary's number.
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
-
 from .compare import compare_runs, split_metric
-from ..diagnostics import KINDS
 from ..core.errors import InputError
+from ..core.outcomes import GateOutcome, GateResult, Rule
+from ..core.result import KINDS, QueryResult, Result, as_result
 from ..core.safeyaml import load_yaml
 
 _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
                     r"(?P<value>-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*$")
 OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 KEYS = ("check", "slice", "regression", "budget", "name")
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    kind: str  # metric | verdict | regression
-    target: str
-    op: str = ""
-    value: float = 0.0
-    slice: tuple = ()
-    budget: float = 0.0
-    where: str = ""  # "rules.3": where the rule sits in its file, so errors about it can be located
-
-
-@dataclass(frozen=True)
-class GateResult:
-    rule: Rule
-    passed: bool
-    observed: float | None
-    message: str
-    skipped: bool = False  # not checked (a regression rule without a baseline): neither passed nor failed
-
-    @property
-    def failed(self) -> bool:
-        return not self.passed and not self.skipped
 
 
 def _read_rules(path: Path) -> tuple[list[Rule], list[str]]:
@@ -85,9 +62,10 @@ def load_rules(path: Path) -> list[Rule]:
     return rules
 
 
-def check_rules(path: Path, result: dict, baseline: dict | None = None) -> list[Rule]:
+def check_rules(path: Path, result: Result | dict, baseline: Result | dict | None = None) -> list[Rule]:
     """Parse a rules file and check it against the run it will gate: a malformed rule and a rule that names a
     metric, tag or slice value this run does not have are all bad input, reported together in one error."""
+    result, baseline = as_result(result), None if baseline is None else as_result(baseline)
     rules, problems = _read_rules(path)
     problems += rule_problems(rules, result, baseline)
     if problems:
@@ -152,23 +130,22 @@ def _parse_rule(item, where: str = "") -> Rule:
     return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
 
 
-def _tag(q: dict, key: str) -> str | None:
-    # YAML reads `slice: {year: 2020}` as a number and a golden set may tag with numbers: compare as text.
-    tags = q.get("tags") or {}
-    return str(tags[key]) if key in tags else None
+def _tag(q: QueryResult, key: str) -> str | None:
+    # YAML reads `slice: {year: 2020}` as a number; the rule's value is compared as text.
+    return q.tags.get(key)
 
 
-def _has_metric(result: dict, level: str, metric: str) -> bool:
-    return metric in result["summary"][level]
+def _has_metric(result: Result, level: str, metric: str) -> bool:
+    return metric in result.summary.means(level)
 
 
-def rule_problems(rules: list[Rule], result: dict, baseline: dict | None = None) -> list[str]:
+def rule_problems(rules: list[Rule], result: Result, baseline: Result | None = None) -> list[str]:
     """What each rule needs from this run (and the baseline) but does not find, one located line per problem."""
     problems = []
     for rule in rules:
         where = rule.where or repr(rule.name)
         if rule.kind == "verdict":
-            if rule.target not in result["summary"]["verdicts"]["shares"]:
+            if rule.target not in KINDS:
                 problems.append(f"{where}: this run has no {rule.target} share")
             continue
         level, metric = rule.target.split(".", 1)
@@ -176,14 +153,14 @@ def rule_problems(rules: list[Rule], result: dict, baseline: dict | None = None)
         for label, run in runs:
             if not _has_metric(run, level, metric):
                 problems.append(f"{where}: metric {rule.target} is not in {label}; it has "
-                                f"{', '.join(run['summary'][level]) or 'none'}")
+                                f"{', '.join(run.summary.means(level)) or 'none'}")
         if not rule.slice:
             continue
-        queries = result["queries"]
+        queries = result.queries
         for key, value in rule.slice:
             values = sorted({v for q in queries if (v := _tag(q, key)) is not None})
             if not values:
-                tags = sorted({str(t) for q in queries for t in (q.get("tags") or {})})
+                tags = sorted({t for q in queries for t in q.tags})
                 problems.append(f"{where}: slice tag {key!r} is not in this run; its tags are {', '.join(tags) or 'none'}")
             elif value not in values:
                 problems.append(f"{where}: slice {key}={value} matches no query; {key} values in this run are "
@@ -193,26 +170,26 @@ def rule_problems(rules: list[Rule], result: dict, baseline: dict | None = None)
     return problems
 
 
-def _slice_rows(result: dict, rule: Rule) -> list[dict]:
-    return [q for q in result["queries"] if all(_tag(q, k) == v for k, v in rule.slice)]
+def _slice_rows(result: Result, rule: Rule) -> list[QueryResult]:
+    return [q for q in result.queries if all(_tag(q, k) == v for k, v in rule.slice)]
 
 
-def _metric_value(result: dict, rule: Rule) -> tuple[float | None, int]:
-    """The rule's metric over the run, or over the slice's queries that have relevant gold at the rule's level
-    (those are the queries the run's means cover); None when no such query has a value."""
+def metric_value(result: Result, rule: Rule) -> tuple[float | None, int]:
+    """The rule's metric over the queries the run counts at the rule's level, within the slice if the rule has
+    one; None when no such query is counted. Without a slice this is the summary's mean over the same queries."""
     level, metric = rule.target.split(".", 1)
-    if not rule.slice:
-        return result["summary"][level][metric], result["summary"]["counts"][level]["evaluated_queries"]
-    values = [q["metrics"][level].get(metric) for q in _slice_rows(result, rule) if q["n_relevant"][level] > 0]
-    values = [v for v in values if v is not None]
-    if not values:
+    rows = [q for q in (_slice_rows(result, rule) if rule.slice else result.queries) if q.is_counted(level)]
+    if not rows:
         return None, 0
-    return sum(values) / len(values), len(values)
+    if not rule.slice:  # the summary's number itself (the same mask: the schema checks the counts against it)
+        return result.summary.means(level)[metric], len(rows)
+    return sum(q.value(level, metric) for q in rows) / len(rows), len(rows)
 
 
-def evaluate_gates(result: dict, rules: list[Rule], baseline: dict | None = None) -> list[GateResult]:
+def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | dict | None = None) -> GateOutcome:
     """Check every rule. Regression rules need a baseline: without one they are skipped (reported, not failed),
     and the other rules are still checked. A rule that does not fit this run raises InputError (all of them)."""
+    result, baseline = as_result(result), None if baseline is None else as_result(baseline)
     problems = rule_problems(rules, result, baseline)
     if problems:
         raise InputError("the gate rules do not fit this run", problems)
@@ -220,35 +197,37 @@ def evaluate_gates(result: dict, rules: list[Rule], baseline: dict | None = None
     regressions = [r for r in rules if r.kind == "regression"]
     comparison = {}
     if regressions and baseline is not None:
-        c = compare_runs([baseline, dict(result, name=result["name"] + " (candidate)")],
+        c = compare_runs([baseline, result.model_copy(update={"name": result.name + " (candidate)"})],
                          sorted({r.target for r in regressions}))
-        comparison = {row["metric"]: row for row in c["rows"]}
+        comparison = {row.metric: row for row in c.rows}
+    shares, counts = result.summary.verdicts.shares, result.summary.verdicts.counts
     for rule in rules:
         if rule.kind == "verdict":
-            share = result["summary"]["verdicts"]["shares"][rule.target]
+            share = getattr(shares, rule.target)
             ok = OPS[rule.op](share, rule.value)
-            count = result["summary"]["verdicts"]["counts"].get(rule.target)
+            count = getattr(counts, rule.target)
             out.append(GateResult(rule, ok, share, f"{rule.target} share is {share:.3f} ({count} queries)"))
         elif rule.kind == "metric":
-            value, n = _metric_value(result, rule)
+            value, n = metric_value(result, rule)
             if value is None:
                 where = "in this slice" if rule.slice else f"at {rule.target.split('.')[0]} level"
-                out.append(GateResult(rule, False, None, f"no queries with relevant gold {where}"))
+                out.append(GateResult(rule, False, None, f"no query is counted {where} (none with relevant, checkable gold)", n=0))
                 continue
-            out.append(GateResult(rule, OPS[rule.op](value, rule.value), value, f"{rule.target} is {value:.4f} over {n} queries"))
+            out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
+                                  f"{rule.target} is {value:.4f} over {n} queries", n=n))
         elif baseline is None:
             out.append(GateResult(rule, False, None, "regression rules need --baseline "
                                                      "(a results.json of the main branch)", skipped=True))
         else:
             row = comparison[rule.target]
-            dropped = -row["delta"] > rule.budget
-            failed = dropped and row["significant"]
-            msg = (f"delta {row['delta']:+.4f} (95% CI {row['ci95'][0]:+.4f}..{row['ci95'][1]:+.4f}), "
-                   f"corrected p {row['p_corrected']:.4f}, budget {rule.budget}")
-            if dropped and not row["significant"]:
-                msg += f"; the drop is not significant (MDE {row['mde']:.4f})"
-            out.append(GateResult(rule, not failed, row["delta"], msg))
-    return out
+            dropped = -row.delta > rule.budget
+            failed = dropped and row.significant
+            msg = (f"delta {row.delta:+.4f} (95% CI {row.ci95[0]:+.4f}..{row.ci95[1]:+.4f}), "
+                   f"corrected p {row.p_corrected:.4f}, budget {rule.budget}")
+            if dropped and not row.significant:
+                msg += f"; the drop is not significant (MDE {row.mde:.4f})"
+            out.append(GateResult(rule, not failed, row.delta, msg, n=row.n))
+    return GateOutcome(result.name, out)
 
 
 def _cell(text: str) -> str:

@@ -1,0 +1,116 @@
+"""What ``compare`` and ``gate`` produce: typed, with ``to_dict`` for their JSON output."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Iterator
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One run against the baseline on one metric, over the queries both runs count (``n`` of them)."""
+
+    run: str
+    metric: str  # "level.metric"
+    n: int
+    baseline_mean: float | None  # None when no query is counted at the metric's level
+    mean: float | None
+    delta: float
+    ci95: tuple[float, float]
+    p: float
+    wins: int
+    ties: int
+    losses: int
+    mde: float
+    slices: dict[str, dict[str, float]]  # "tag=value" -> {"n": ..., "delta": ...}
+    p_corrected: float
+    significant: bool
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["ci95"] = list(self.ci95)
+        return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline: str
+    runs: list[str]
+    test: str
+    correction: str
+    permutations: int
+    warnings: list[str]
+    rows: list[ComparisonRow]
+    transitions: dict[str, dict[str, list[str]]]  # run -> "from -> to" -> query ids
+
+    def row(self, run: str, metric: str) -> ComparisonRow:
+        return next(r for r in self.rows if r.run == run and r.metric == metric)
+
+    def to_dict(self) -> dict:
+        return {"baseline": self.baseline, "runs": list(self.runs), "test": self.test, "correction": self.correction,
+                "permutations": self.permutations, "warnings": list(self.warnings),
+                "rows": [r.to_dict() for r in self.rows], "transitions": self.transitions}
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    kind: str  # metric | verdict | regression
+    target: str
+    op: str = ""
+    value: float = 0.0
+    slice: tuple = ()
+    budget: float = 0.0
+    where: str = ""  # "rules.3": where the rule sits in its file, so errors about it can be located
+
+
+@dataclass(frozen=True)
+class GateResult:
+    rule: Rule
+    passed: bool
+    observed: float | None
+    message: str
+    skipped: bool = False  # not checked (a regression rule without a baseline): neither passed nor failed
+    n: int | None = None  # the queries the observed value is over (None for verdict shares)
+
+    @property
+    def failed(self) -> bool:
+        return not self.passed and not self.skipped
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule.name, "kind": self.rule.kind, "target": self.rule.target,
+                "passed": self.passed, "skipped": self.skipped, "failed": self.failed, "observed": self.observed,
+                "n": self.n, "message": self.message}
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """Every rule's result for one candidate run; iterating gives the results in rule order."""
+
+    name: str
+    results: list[GateResult] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[GateResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, i: int) -> GateResult:
+        return self.results[i]
+
+    @property
+    def failed(self) -> int:
+        return sum(r.failed for r in self.results)
+
+    @property
+    def skipped(self) -> int:
+        return sum(r.skipped for r in self.results)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "passed": self.passed, "failed": self.failed, "skipped": self.skipped,
+                "results": [r.to_dict() for r in self.results]}

@@ -1,0 +1,149 @@
+"""Checks of a results.json beyond its types (``consistency_problems``), and located messages for one that does
+not fit its schema (``harness.core.result``): one line per problem, naming the key path
+(``queries.3.hits.0.rank: expected a whole number, got '1'``)."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import typing
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from .result import Result
+
+MAX_SHOWN = 20  # problems listed in one error; the rest are counted
+
+
+def got(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _field_type(annotation: Any, key: Any) -> Any:
+    """The type one step of a location down from ``annotation`` (a model field, list item or dict value)."""
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(key)
+        return field.annotation if field else None
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is list and isinstance(key, int):
+        return args[0]
+    if origin is dict:
+        return args[1]
+    if args:  # X | None: follow the non-null member
+        inner = [a for a in args if a is not type(None)]
+        return _field_type(inner[0], key) if len(inner) == 1 else None
+    return None
+
+
+def _unknown_field(root: type[BaseModel], loc: tuple) -> str:
+    owner: Any = root
+    for key in loc[:-1]:
+        owner = _field_type(owner, key)
+    while typing.get_origin(owner) is Annotated:
+        owner = typing.get_args(owner)[0]
+    if isinstance(owner, type) and issubclass(owner, BaseModel):
+        fields = list(owner.model_fields)
+        near = difflib.get_close_matches(str(loc[-1]), fields, n=1, cutoff=0.6)
+        return "unknown field" + (f"; did you mean {near[0]!r}?" if near else f"; expected {', '.join(fields)}")
+    return "unknown field"
+
+
+_EXPECTED = {"int_type": "a whole number", "int_parsing": "a whole number", "int_from_float": "a whole number",
+             "float_type": "a number", "float_parsing": "a number", "string_type": "a string",
+             "bool_type": "true or false", "dict_type": "an object", "model_type": "an object",
+             "model_attributes_type": "an object", "list_type": "a list"}
+
+
+def _message(root: type[BaseModel], err: dict) -> str:
+    kind, value = err["type"], err.get("input")
+    ctx = err.get("ctx") or {}
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return _unknown_field(root, tuple(err["loc"]))
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {got(value)}"
+    if kind == "literal_error":
+        return f"expected one of {ctx.get('expected')}, got {got(value)}"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = next(iter(ctx.values()), "?")
+        words = {"greater_than_equal": "at least", "greater_than": "more than",
+                 "less_than_equal": "at most", "less_than": "less than"}[kind]
+        return f"must be {words} {bound}, got {got(value)}"
+    if kind in ("too_short", "too_long") and ctx.get("min_length") == 2 == ctx.get("max_length", 2):
+        return f"expected a [start, end] pair, got {got(value)}"
+    if kind == "string_pattern_mismatch":
+        return f"expected a run name (letters, digits, '_', '.', '-'), got {got(value)}"
+    return f"{err['msg']}, got {got(value)}"
+
+
+def located(root: type[BaseModel], err: dict) -> str:
+    """One pydantic error of validating ``root`` as ``key.path: message``."""
+    loc, key = tuple(err["loc"]), ""
+    if len(loc) >= 2 and loc[-1] == "[key]":  # pydantic's marker for a bad mapping key
+        loc, key = loc[:-2], f"key {loc[-2]!r}: "
+    return f"{'.'.join(str(p) for p in loc) or '<root>'}: {key}{_message(root, err)}"
+
+
+def shown(where: str, problems: list[str]) -> list[str]:
+    lines = [f"{where}: {p}" for p in problems[:MAX_SHOWN]]
+    if len(problems) > MAX_SHOWN:
+        lines.append(f"... and {len(problems) - MAX_SHOWN} more")
+    return lines
+
+
+def _ids_fingerprint(ids: list[str]) -> str:
+    # pipeline.prepare.fingerprint(sorted(ids)); not imported, so this module stays light. The round-trip test over
+    # the demo runs fails if the two ever disagree.
+    return hashlib.sha256(json.dumps(sorted(ids), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def consistency_problems(result: "Result") -> list[str]:
+    """What the types cannot say but the readers rely on: unique query ids that match the golden set's count and
+    fingerprint (compare pairs queries by id), every query carrying the summary's metrics (gate and compare read
+    per-query values by the summary's names), and counts that agree with the ``counted`` flags."""
+    problems = []
+    seen: dict[str, int] = {}
+    for i, q in enumerate(result.queries):
+        if q.id in seen:
+            problems.append(f"queries.{i}.id: duplicate query id {q.id!r} (first at queries.{seen[q.id]})")
+        seen.setdefault(q.id, i)
+    if result.goldset.queries != len(result.queries):
+        problems.append(f"goldset.queries: says {result.goldset.queries} queries, but 'queries' has "
+                        f"{len(result.queries)}")
+    elif not problems and result.goldset.query_ids_fingerprint != _ids_fingerprint(list(seen)):
+        problems.append("goldset.query_ids_fingerprint: does not match the ids in 'queries' (edited by hand?)")
+    for level in ("doc", "chunk"):
+        names = set(result.summary.means(level))
+        for i, q in enumerate(result.queries):
+            have = set(getattr(q.metrics, level))
+            if have != names:
+                missing, extra = sorted(names - have), sorted(have - names)
+                problems.append(f"queries.{i}.metrics.{level}: metric names differ from summary.{level}"
+                                + (f"; missing {', '.join(missing)}" if missing else "")
+                                + (f"; not in the summary: {', '.join(extra)}" if extra else ""))
+        counts = result.summary.level_counts(level)
+        uncounted = {q.id for q in result.queries if not q.is_counted(level)}
+        if len(result.queries) - len(uncounted) != counts.evaluated_queries:
+            problems.append(f"summary.counts.{level}.evaluated_queries: says {counts.evaluated_queries}, but "
+                            f"{len(result.queries) - len(uncounted)} queries are counted at {level} level "
+                            f"(queries.N.counted.{level})")
+        errors, no_rel = set(counts.excluded_goldset_error_query_ids), set(counts.no_relevant_query_ids)
+        if not errors <= uncounted or not uncounted <= errors | no_rel:
+            problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not counted "
+                            f"at {level} level (queries.N.counted.{level})")
+    return problems

@@ -1,0 +1,112 @@
+"""The metric table of a run at one level, and THE rule for which queries enter a mean.
+
+``included`` is the only place that decides it. The engine stores its answer in ``MetricTable.included``; a
+pipeline run copies it into every query of the Result (``counted``), and every reader (summary, per_query.csv,
+compare, gate and its slices, the HTML report and its curves, the sweep leaderboard, the verdicts' metric means)
+uses those flags instead of deciding again from verdict kinds or relevant counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Collection, Sequence
+
+import numpy as np
+
+from ..core.errors import MetricError
+from .spec import MetricSpec
+
+QUERY_POLICIES = ("exclude", "zero")
+
+
+def rule_text(query_policy: str) -> str:
+    """The rule in words, for every result's conventions."""
+    no_relevant = ("counted as 0" if query_policy == "zero" else "excluded at that level and listed")
+    return ("a query enters the means of a level unless its golden-set entry cannot be checked against the corpus "
+            "(goldset_error: excluded at both levels and listed, like a query without judgments); a query with no "
+            f"relevant item at a level is {no_relevant} (query_policy {query_policy}); every other query counts, "
+            "absent from the run or not (scored 0)")
+
+
+def included(n_relevant: np.ndarray, query_policy: str, gold_error: np.ndarray | None = None) -> np.ndarray:
+    """Which queries enter the means at one level: THE rule (see ``rule_text``).
+
+    ``n_relevant``: relevant items of each query at this level; ``gold_error``: the query's judgments could not be
+    checked against the corpus (an unknown document, a quote or span not in its document). The rule is the same for
+    every metric family: a query's row is either in every mean of its level or in none, so two metrics of one table
+    are always over the same queries."""
+    if query_policy not in QUERY_POLICIES:
+        raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
+    n_relevant = np.asarray(n_relevant)
+    keep = np.ones(len(n_relevant), dtype=bool) if query_policy == "zero" else n_relevant > 0
+    if gold_error is not None:
+        keep &= ~np.asarray(gold_error, dtype=bool)
+    return keep
+
+
+@dataclass(frozen=True)
+class MetricTable:
+    """Per-query x metric values; every judged query has a row, ``included`` says which enter the means."""
+
+    query_ids: tuple[str, ...]
+    metrics: tuple[MetricSpec, ...]
+    values: np.ndarray  # (Q, M)
+    n_relevant: np.ndarray  # (Q,)
+    in_run: np.ndarray  # (Q,) bool
+    included: np.ndarray  # (Q,) bool: the answer of ``included()``
+    conventions: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    def column(self, metric: str | MetricSpec) -> np.ndarray:
+        name = metric if isinstance(metric, str) else metric.name
+        return self.values[:, self.names.index(name)]
+
+    def mean(self, rows: np.ndarray | None = None) -> dict[str, float | None]:
+        """Means over the included queries (and, with ``rows``, only those of them ``rows`` selects); None when no
+        query is in."""
+        mask = self.included if rows is None else self.included & rows
+        if not mask.any():
+            return {name: None for name in self.names}
+        means = self.values[mask].mean(axis=0)
+        return {name: float(v) for name, v in zip(self.names, means)}
+
+    def per_query(self) -> dict[str, dict[str, float]]:
+        return {q: {n: float(v) for n, v in zip(self.names, row)} for q, row in zip(self.query_ids, self.values)}
+
+    def counted(self) -> dict[str, bool]:
+        return {q: bool(c) for q, c in zip(self.query_ids, self.included)}
+
+
+def build_table(query_ids: Sequence[str], specs: Sequence[MetricSpec], values: np.ndarray, n_relevant: np.ndarray,
+                in_run: np.ndarray, *, query_policy: str, conventions: dict,
+                gold_errors: Collection[str] | None = None, unjudged_run_queries: int = 0,
+                dropped_duplicates: int = 0) -> MetricTable:
+    """A table with its ``included`` mask (from ``included``) and counts that match the mask exactly: each query
+    not included is listed once, under a golden-set error or under no relevant item. ``gold_errors`` (the queries
+    whose judgments could not be checked) is known to a pipeline run only: given, even empty, the counts list it;
+    ``harness eval`` (plain qrels) passes None and its counts keep trec_eval's shape."""
+    qids = tuple(str(q) for q in query_ids)
+    errors = set(gold_errors or ())
+    error = np.array([q in errors for q in qids], dtype=bool)
+    keep = included(n_relevant, query_policy, error)
+    no_relevant = [q for q, n, e in zip(qids, n_relevant, error) if n == 0 and not e]
+    counts = {
+        "judged_queries": len(qids),
+        "evaluated_queries": int(keep.sum()),
+        "no_relevant_queries": len(no_relevant),
+        "no_relevant_query_ids": no_relevant,
+    }
+    if gold_errors is not None:
+        counts["excluded_goldset_error"] = int(error.sum())
+        counts["excluded_goldset_error_query_ids"] = [q for q, e in zip(qids, error) if e]
+    counts.update({
+        "absent_from_run": int((~in_run).sum()),
+        "absent_from_run_query_ids": [q for q, p in zip(qids, in_run) if not p],
+        "unjudged_run_queries": int(unjudged_run_queries),
+        "dropped_duplicates": int(dropped_duplicates),
+    })
+    return MetricTable(qids, tuple(specs), values, n_relevant, in_run, keep, conventions, counts)

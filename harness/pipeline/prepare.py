@@ -1,0 +1,211 @@
+"""Before retrieval: config -> corpus, chunks and golden set (``prepare``), and every check ``run`` and
+``validate`` make before any work (``check_before_retrieval``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..chunking import chunk_documents
+from ..config.schema import ExperimentConfig
+from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError
+from ..core.types import Chunk, Document, GoldSet
+from ..gold.load import GoldProblem, read_goldset, resolve_goldset
+from ..io.documents import load_corpus
+from ..metrics.spec import WINDOW_METRICS, parse_metrics
+from ..retrievers import BuildContext
+from ..text import TokenCounter
+from .execute import check_token_budget
+
+
+@dataclass
+class Prepared:
+    """Everything loaded and checked before retrieval: what ``harness validate`` stops after."""
+
+    config: ExperimentConfig
+    docs: list[Document]
+    chunks: list[Chunk]
+    gold: GoldSet
+    problems: list[GoldProblem]
+
+
+def fingerprint(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def goldset_fingerprint(gold: GoldSet) -> str:
+    return fingerprint([[q.query_id, q.text] for q in gold.queries] +
+                       [[j.query_id, j.doc_id, j.relevance, [[s.start, s.end] for s in j.evidence]]
+                        for j in gold.judgments])
+
+
+def _attempt(step: Callable, errors: list[InputError]):
+    try:
+        return step()
+    except (InputError, MissingDependencyError) as exc:
+        errors.append(exc)
+        return None
+
+
+def merge_errors(errors: list, head: str) -> Exception:
+    """One error for many: the only one as it is, else an InputError listing every located line of each."""
+    if len(errors) == 1:
+        return errors[0]
+    lines: list[str] = []
+    for exc in errors:
+        first = str(exc).split("\n", 1)[0]
+        problems = getattr(exc, "problems", None) or []
+        if not problems:
+            lines.append(first)
+        # A line that names no file ("query 'q1': ...") gets its error's head, which does.
+        lines += [p if ":" in p.split(" ", 1)[0] else f"{first.rstrip(':')}: {p}" for p in problems]
+    return InputError(f"{head}: {len(lines)} problems", lines)
+
+
+def prepare(config: ExperimentConfig, *, log=None, source: str = "config") -> Prepared:
+    """Load the corpus, chunk it and read the golden set against it; the problems of all three are raised
+    together. Golden-set problems against the corpus are returned (``problems``): a run flags those queries,
+    unless ``diagnostics.on_gold_error: fail``. ``source`` names the config file in messages."""
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    errors: list = []
+    docs = _attempt(lambda: load_corpus(config.corpus), errors)
+    chunking = config.chunking
+    tokenizer_ok = chunking.strategy != "tokens" or chunking.unit != "tokenizer" or _attempt(
+        lambda: TokenCounter(str(chunking.tokenizer), where=f"{source}: chunking.tokenizer"), errors) is not None
+    chunks = _attempt(lambda: chunk_documents(docs, chunking), errors) if docs is not None and tokenizer_ok else None
+    raw = _attempt(lambda: read_goldset(config.goldset), errors)
+    if errors:
+        raise merge_errors(errors, source)
+    log(f"corpus: {len(docs)} documents -> {len(chunks)} chunks ({config.chunking.strategy})")
+    gold, problems = resolve_goldset(raw, {d.doc_id: d for d in docs}, config.goldset.path.stem or config.name)
+    log(f"golden set: {len(gold.queries)} queries, {len(gold.judgments)} judgments, "
+        f"{len(problems)} problem(s) against the corpus")
+    if problems and config.diagnostics.on_gold_error == "fail":
+        raise GoldSetError(f"{config.goldset.path}: the golden set does not match the corpus "
+                           f"(diagnostics.on_gold_error: fail)", [p.message for p in problems])
+    return Prepared(config, docs, chunks, gold, problems)
+
+
+@dataclass
+class Checked:
+    """What ``check_before_retrieval`` found. ``prepared`` is the config's own loaded inputs (for a sweep, the
+    first point's); ``warnings`` are what run and validate both print as ``warning: ...``."""
+
+    prepared: Prepared
+    points: int
+    warnings: list[str]
+
+
+def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path | None = None,
+                           log=None) -> Checked:
+    """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
+    model folders, tokenizers, external run files, gate rules (with ``rules``), corpus, chunking and golden set.
+    Every problem is raised in one error; golden-set problems that a run flags are warnings."""
+    errors: list = []
+    configs = [config]
+    if config.sweep:
+        from .sweep import expand  # only now: it imports the comparison statistics
+
+        points = _attempt(lambda: [cfg for cfg, _ in expand(config)], errors)
+        if errors:  # name the file: a sweep point's own source is its parameters
+            first = errors[0]
+            errors[0] = ConfigError(f"{source}: {str(first).split(chr(10), 1)[0]}", getattr(first, "problems", []))
+        configs = points or [config]
+    lines: list[str] = []
+    seen: set[str] = set()
+    tokenizers: set[str] = set()
+    for cfg in configs:
+        lines += _retriever_problems(cfg.retriever, seen)
+        if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer not in tokenizers | {"words"}:
+            tokenizers.add(cfg.cutoff.tokenizer)
+            _attempt(lambda: TokenCounter(cfg.cutoff.tokenizer, where=f"{source}: cutoff.tokenizer"), errors)
+    if lines:
+        errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
+    if rules is not None:
+        _attempt(lambda: check_rules(rules, config, source), errors)
+    if any(_uses_cache(cfg.retriever) for cfg in configs):
+        from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
+        _attempt(lambda: check_cache_folder(BuildContext().cache_dir), errors)
+    prepared: dict[str, Prepared] = {}
+    for cfg in configs:
+        key = json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),
+                          cfg.goldset.model_dump(mode="json"), cfg.diagnostics.on_gold_error], sort_keys=True)
+        if key not in prepared:
+            done = _attempt(lambda: prepare(cfg, log=log if not prepared else (lambda m: None), source=source), errors)
+            if done is None:
+                break  # the same files would fail the same way for the other points
+            prepared[key] = done
+        loaded = prepared[key]
+        if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
+                    errors) is None:
+            break  # the points after it share its golden set
+    if errors:
+        raise merge_errors(errors, source)
+    warnings = []
+    for p in prepared.values():
+        for problem in p.problems:
+            line = f"{p.config.goldset.path}: {problem.message} (the query is flagged goldset_error)"
+            if line not in warnings:
+                warnings.append(line)
+    return Checked(next(iter(prepared.values())), len(configs), warnings)
+
+
+def _retriever_problems(section: dict, seen: set[str]) -> list[str]:
+    """Problems only loading would show (model folders, run files), once per distinct retriever section."""
+    from ..retrievers import parse_retriever_config
+
+    key = json.dumps(section, sort_keys=True, default=str)
+    if key in seen:
+        return []
+    seen.add(key)
+    cfg = parse_retriever_config(section)
+    return cfg.preflight("retriever") if hasattr(cfg, "preflight") else []
+
+
+def check_rules(path: Path, config: ExperimentConfig, source: str) -> None:
+    """Gate rules parse, and every metric they name is one this config computes."""
+    from ..stats.gates import load_rules
+    from ..core.safeyaml import load_yaml
+
+    load_yaml(path, InputError)  # alias bombs, duplicate keys: before anything walks the data
+    computed = {spec.name for spec in parse_metrics(config.metrics)} | set(WINDOW_METRICS)
+    problems = []
+    for i, rule in enumerate(load_rules(path)):
+        if rule.kind in ("metric", "regression"):
+            metric = rule.target.split(".", 1)[1]
+            if metric not in computed:
+                problems.append(f"{path}: rules.{i}: {rule.target}: {source} does not compute {metric}; add it "
+                                f"to metrics: (it has {', '.join(sorted(computed))})")
+    if problems:
+        raise InputError(f"{path}: rules name metrics the run will not have", problems)
+
+
+def check_runnable(prepared: Prepared) -> bool:
+    """What makes a run meaningless, found before retrieving: no query to evaluate, or a token budget that no chunk
+    fits in (an external run may bring its own smaller spans, so it is judged after retrieval instead)."""
+    config = prepared.config
+    if not prepared.gold.queries:
+        where = f" (split {config.goldset.split!r})" if config.goldset.format == "beir" else ""
+        raise GoldSetError(f"{config.goldset.path}: the golden set has no queries{where}; nothing to evaluate")
+    if not _uses_external(config.retriever):
+        check_token_budget(config.cutoff, prepared.chunks)
+    return True
+
+
+def _sections(section: dict) -> list[dict]:
+    """A retriever section and all its children's, depth first."""
+    children = list(section.get("children") or []) + ([section["child"]] if section.get("child") else [])
+    return [section] + [s for c in children if isinstance(c, dict) for s in _sections(c)]
+
+
+def _uses_external(section: dict) -> bool:
+    return any(s.get("kind") == "external" for s in _sections(section))
+
+
+def _uses_cache(section: dict) -> bool:
+    return any(s.get("kind") in ("dense", "reranked") and s.get("cache", True) is not False
+               for s in _sections(section))
