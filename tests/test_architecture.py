@@ -26,7 +26,12 @@ def _imports(module: str, path: Path, mods: dict[str, Path]) -> set[str]:
     is_pkg = path.name == "__init__.py"
     here = module.split(".")
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:  # `if TYPE_CHECKING:` imports are for annotations, not a runtime dependency
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = here if is_pkg else here[:-1]
@@ -41,6 +46,11 @@ def _imports(module: str, path: Path, mods: dict[str, Path]) -> set[str]:
             continue
         out |= {n for n in names if n in mods and n != module and not module.startswith(n + ".")}
     return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def test_no_import_cycles():

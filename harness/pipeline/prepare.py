@@ -108,7 +108,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     errors: list = []
     configs = [config]
     if config.sweep:
-        from .sweep import expand  # only now: it imports the comparison statistics
+        from ..config.grid import expand
 
         points = _attempt(lambda: [cfg for cfg, _ in expand(config)], errors)
         if errors:  # name the file: a sweep point's own source is its parameters

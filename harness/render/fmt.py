@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core.result import Result
+
 
 def plural(n: int, one: str, many: str | None = None) -> str:
     """``plural(1, "query", "queries")`` -> "1 query"; ``plural(2, "query", "queries")`` -> "2 queries".
@@ -13,3 +18,27 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 def fixed(value: float | None, digits: int = 4) -> str:
     """A mean or a per-query value with ``digits`` decimals; ``n/a`` where no query has relevant gold."""
     return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def means_sentence(result: Result, level: str) -> str:
+    """"means over N of M queries" at one level, and why each query not counted is not, from the summary counts
+    (which match the ``counted`` flags: the schema checks it)."""
+    c = result.summary.level_counts(level)
+    parts = []
+    if c.excluded_goldset_error:
+        parts.append(f"{c.excluded_goldset_error} with a golden-set error excluded "
+                     f"({', '.join(c.excluded_goldset_error_query_ids[:10])})")
+    if c.no_relevant_queries:
+        what = "counted as 0" if c.evaluated_queries + c.excluded_goldset_error == c.judged_queries else "excluded"
+        parts.append(f"{c.no_relevant_queries} with no relevant {'document' if level == 'doc' else 'chunk'} {what} "
+                     f"({', '.join(c.no_relevant_query_ids[:10])})")
+    return (f"{level} level: means over {c.evaluated_queries} of {c.judged_queries} queries"
+            + (f"; {'; '.join(parts)}" if parts else "") + ".")

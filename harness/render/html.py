@@ -10,7 +10,7 @@ import html
 import io
 from typing import TYPE_CHECKING
 
-from .outputs import fmt, means_sentence
+from .fmt import fmt, means_sentence
 
 if TYPE_CHECKING:
     from ..core.outcomes import Comparison

@@ -7,24 +7,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.files import write_text
+from .fmt import fmt, means_sentence
 
 if TYPE_CHECKING:
     from ..core.outdir import OutputFolder
     from ..core.result import Result
-
-
-def fmt(value, digits: int = 4) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def to_json(result: Result | dict) -> str:
@@ -80,22 +72,6 @@ def _table(headers: list, rows: list[list]) -> list[str]:
     """A Markdown table; every cell, headers included, goes through ``md``."""
     return ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "---|" * len(headers)] + [
         "| " + " | ".join(md(c) for c in row) + " |" for row in rows]
-
-
-def means_sentence(result: Result, level: str) -> str:
-    """"means over N of M queries" at one level, and why each query not counted is not, from the summary counts
-    (which match the ``counted`` flags: the schema checks it)."""
-    c = result.summary.level_counts(level)
-    parts = []
-    if c.excluded_goldset_error:
-        parts.append(f"{c.excluded_goldset_error} with a golden-set error excluded "
-                     f"({', '.join(c.excluded_goldset_error_query_ids[:10])})")
-    if c.no_relevant_queries:
-        what = "counted as 0" if c.evaluated_queries + c.excluded_goldset_error == c.judged_queries else "excluded"
-        parts.append(f"{c.no_relevant_queries} with no relevant {'document' if level == 'doc' else 'chunk'} {what} "
-                     f"({', '.join(c.no_relevant_query_ids[:10])})")
-    return (f"{level} level: means over {c.evaluated_queries} of {c.judged_queries} queries"
-            + (f"; {'; '.join(parts)}" if parts else "") + ".")
 
 
 def markdown(result: Result | dict, worst: int = 5) -> str:

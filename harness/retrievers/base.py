@@ -5,6 +5,7 @@ What a retriever's output must be is in ``contract``.
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -94,9 +95,14 @@ def register_retriever(name: str, config_model: type, factory: Callable[[Any, Bu
     return kind
 
 
+BUILTIN_MODULES = ("bm25", "compose", "dense", "external")
+
+
 def _load_builtin_kinds() -> None:
-    # Each module registers its kind; heavy libraries (torch, faiss) are imported only when a retriever is built.
-    from . import bm25, compose, dense, external  # noqa: F401
+    # Each module registers its kind on import, as a plugin does; loaded by name, so the registry does not depend on
+    # its kinds (they depend on it). Heavy libraries (torch, faiss) are imported only when a retriever is built.
+    for name in BUILTIN_MODULES:
+        importlib.import_module(f"{__package__}.{name}")
 
 
 @cache
@@ -162,13 +168,9 @@ def validate_retriever_config(section: dict, prefix: tuple = ("retriever",)) -> 
         model.model_validate(_own_fields(model, section))
     except ValidationError as exc:
         problems += [p for p in format_validation_error(exc, model, prefix) if not _is_child_path(p, prefix)]
-    from .compose import child_problems  # weight/depth belong to the parent, not the child's own model
-
-    if "children" in model.model_fields and isinstance(section.get("children"), list):
-        for i, child in enumerate(section["children"]):
-            problems += child_problems(child, kind, prefix + ("children", i))
-    if "child" in model.model_fields and isinstance(section.get("child"), dict):
-        problems += child_problems(section["child"], kind, prefix + ("child",))
+    nested = getattr(model, "nested_problems", None)  # a composite kind checks its children's sections itself
+    if nested is not None:
+        problems += nested(section, kind, prefix)
     return problems
 
 

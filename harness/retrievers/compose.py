@@ -55,13 +55,29 @@ def child_problems(child: Any, parent_kind: str, prefix: tuple) -> list[str]:
     return problems
 
 
+class Composite:
+    """Mixin of the composite kinds' config models: the registry asks it for its children's problems (each child
+    validated by its own kind's model, plus the parent's keys in it), so the registry never imports this module."""
+
+    @classmethod
+    def nested_problems(cls, section: dict, kind: str, prefix: tuple) -> list[str]:
+        problems: list[str] = []
+        fields = getattr(cls, "model_fields", {})
+        if "children" in fields and isinstance(section.get("children"), list):
+            for i, child in enumerate(section["children"]):
+                problems += child_problems(child, kind, prefix + ("children", i))
+        if "child" in fields and isinstance(section.get("child"), dict):
+            problems += child_problems(section["child"], kind, prefix + ("child",))
+        return problems
+
+
 def _child_preflight(child: dict, where: str) -> list[str]:
     own, _ = split_child(child)
     cfg = REGISTRY[own["kind"]].config_model.model_validate(own)
     return cfg.preflight(where) if hasattr(cfg, "preflight") else []
 
 
-class HybridConfig(Strict):
+class HybridConfig(Composite, Strict):
     kind: Literal["hybrid"] = "hybrid"
     children: list[dict[str, Any]] = Field(min_length=1)
     fusion: Literal["rrf", "minmax", "zscore"] = "rrf"
@@ -116,7 +132,7 @@ class StageConfig(Strict):
         return model_folder_problems(self.model, f"{where}.model")
 
 
-class RerankedConfig(Strict):
+class RerankedConfig(Composite, Strict):
     kind: Literal["reranked"] = "reranked"
     child: dict[str, Any]
     stage: StageConfig = StageConfig()

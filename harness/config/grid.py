@@ -1,0 +1,55 @@
+"""Sweep grids: ``sweep: {key.path: [values...]}`` expands into one named, validated config per grid point.
+
+Config-level logic (it reads and writes config mappings only), so both the checks before a run and the sweep
+runner use it without importing each other."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+
+from ..core.errors import ConfigError
+from .schema import ExperimentConfig, parse_config
+
+
+def _set(data: dict, path: str, value) -> None:
+    node = data
+    parts = path.split(".")
+    for i, part in enumerate(parts[:-1]):
+        try:
+            node = node[int(part) if isinstance(node, list) else part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise ConfigError(f"sweep.{path}: '{'.'.join(parts[:i + 1])}' does not exist in the config") from None
+    last = parts[-1]
+    if isinstance(node, list):
+        if not (last.isdigit() and int(last) < len(node)):
+            raise ConfigError(f"sweep.{path}: '{path}' does not exist in the config (a list of {len(node)})")
+        node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"sweep.{path}: cannot set a key inside a {type(node).__name__}")
+
+
+def _label(value) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "-", str(value)).strip("-") or "x"
+
+
+def expand(config: ExperimentConfig) -> list[tuple[ExperimentConfig, dict]]:
+    base = config.resolved()
+    grid = base.pop("sweep") or {}
+    keys = list(grid)
+    for k in keys:
+        if not isinstance(grid[k], list) or not grid[k]:
+            raise ConfigError(f"sweep.{k}: expected a non-empty list of values")
+    out = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        data = copy.deepcopy(base)
+        for k, v in zip(keys, values):
+            _set(data, k, v)
+        params = dict(zip(keys, values))
+        data["name"] = config.name + "-" + "-".join(f"{k.split('.')[-1]}_{_label(v)}" for k, v in params.items())
+        data["output"] = None
+        out.append((parse_config(data, f"sweep point {params}"), params))
+    return out
