@@ -17,7 +17,7 @@ from .core.types import GoldSet, RankedList
 
 if TYPE_CHECKING:
     from .config.schema import DiagnosticsConfig
-    from .gold.load import GoldProblem
+    from .gold.resolve import GoldProblem
 
 
 def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:

@@ -169,7 +169,7 @@ def test_diagnose_reads_plain_data_and_names_a_query_absent_from_the_run(tmp_pat
     """No pipeline object: the golden set, its problems, the settings, ranked lists and judgments are all it needs.
     A query the run has no ranking for says so, instead of 'nor in the top 0 retrieved'."""
     from harness.diagnostics import diagnose
-    from harness.gold.load import chunk_qrels, doc_qrels
+    from harness.gold.resolve import chunk_qrels, doc_qrels
 
     p = setup(tmp_path, [{"id": "q", "query": "rotate", "relevant": [EVIDENCE]},
                          {"id": "r", "query": "rotate", "relevant": [EVIDENCE]}])

@@ -475,7 +475,8 @@ def _loads_or_harness_error(fn, *args):
 
 def _native_end_to_end(path: Path):
     from harness.config.schema import GoldsetConfig
-    from harness.gold.load import doc_qrels, read_goldset, resolve_goldset
+    from harness.gold.load import read_goldset
+    from harness.gold.resolve import doc_qrels, resolve_goldset
     from harness.core.runtable import Qrels
     from harness.core.types import Document
 

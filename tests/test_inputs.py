@@ -7,7 +7,8 @@ import pytest
 from harness.config.schema import CorpusConfig, GoldsetConfig
 from harness.io.documents import load_corpus
 from harness.core.errors import CorpusError, GoldSetError, RunFileError
-from harness.gold.load import read_goldset, read_qrels_file, resolve_goldset
+from harness.gold.load import read_goldset, read_qrels_file
+from harness.gold.resolve import resolve_goldset
 from harness.io.runfiles import read_trec_run
 from harness.core.types import Document
 

@@ -221,7 +221,7 @@ class CorpusRecord(Record):
 
 
 class GoldProblemRecord(Record):
-    """``gold.load.GoldProblem``; its kinds are open-ended, so ``kind`` is any string."""
+    """``gold.resolve.GoldProblem``; its kinds are open-ended, so ``kind`` is any string."""
 
     query_id: str
     doc_id: str

@@ -1,7 +1,7 @@
 """Golden sets: native JSONL/YAML, BEIR (queries.jsonl + qrels/<split>.tsv), TREC qrels + a queries TSV.
 
 Loading is two steps. ``read_goldset`` parses the files and raises one GoldSetError listing every structural
-problem. ``resolve_goldset`` checks the gold against the corpus (unknown doc ids, quotes not found, spans out of
+problem. ``resolve.resolve_goldset`` checks the gold against the corpus (unknown doc ids, quotes not found, spans out of
 range) and returns those problems per query instead of raising: a run flags such queries as ``goldset_error``.
 """
 
@@ -12,7 +12,6 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import yaml
 
@@ -21,7 +20,6 @@ from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, tab_problem
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8
-from ..core.types import Chunk, Document, GoldSet, Judgment, Query, Span
 
 
 @dataclass
@@ -45,14 +43,6 @@ class RawQuery:
     tags: dict[str, str]
     relevant: list[RawJudgment]
     where: str
-
-
-@dataclass(frozen=True)
-class GoldProblem:
-    query_id: str
-    doc_id: str
-    kind: str  # unknown_document | quote_not_found | span_out_of_range
-    message: str
 
 
 def read_goldset(cfg: GoldsetConfig) -> list[RawQuery]:
@@ -395,64 +385,3 @@ def _read_trec(cfg: GoldsetConfig) -> list[RawQuery]:
     if cfg.queries is None:
         raise GoldSetError(f"{cfg.path}: the trec format needs goldset.queries (a TSV of id<TAB>text)")
     return _from_qrels(read_qrels_file(cfg.path), _read_query_texts(cfg.queries), str(cfg.path))
-
-
-def resolve_goldset(raw: Sequence[RawQuery], docs: Mapping[str, Document], name: str
-                    ) -> tuple[GoldSet, list[GoldProblem]]:
-    """Turn quotes into spans and check every judgment against the corpus."""
-    queries, judgments, problems = [], [], []
-    for rq in raw:
-        queries.append(Query(rq.query_id, rq.text, dict(rq.tags)))
-        for rj in rq.relevant:
-            doc = docs.get(rj.doc_id)
-            if doc is None:
-                problems.append(GoldProblem(rq.query_id, rj.doc_id, "unknown_document",
-                                            f"query {rq.query_id!r}: relevant document {rj.doc_id!r} is not in the corpus"))
-                judgments.append(Judgment(rq.query_id, rj.doc_id, rj.grade, ()))
-                continue
-            spans = []
-            for ev in rj.evidence:
-                if ev.quote is not None:
-                    at = doc.text.find(ev.quote)
-                    if at < 0:
-                        short = ev.quote if len(ev.quote) <= 60 else ev.quote[:57] + "..."
-                        problems.append(GoldProblem(rq.query_id, rj.doc_id, "quote_not_found",
-                                                    f"query {rq.query_id!r}: evidence quote {short!r} not found in "
-                                                    f"document {rj.doc_id!r}"))
-                        continue
-                    spans.append(Span(at, at + len(ev.quote)))
-                else:
-                    assert ev.start is not None and ev.end is not None
-                    if ev.end > len(doc.text):
-                        problems.append(GoldProblem(rq.query_id, rj.doc_id, "span_out_of_range",
-                                                    f"query {rq.query_id!r}: evidence span {ev.start}..{ev.end} is "
-                                                    f"outside document {rj.doc_id!r} ({len(doc.text)} chars)"))
-                        continue
-                    spans.append(Span(ev.start, ev.end))
-            judgments.append(Judgment(rq.query_id, rj.doc_id, rj.grade, tuple(spans)))
-    return GoldSet(name, tuple(queries), tuple(judgments)), problems
-
-
-def chunk_qrels(gold: GoldSet, chunks: Sequence[Chunk]) -> dict[str, dict[str, int]]:
-    """Chunk-level gold: a chunk is relevant when it overlaps an evidence span of a relevant document (the
-    document's grade); a judged document with no spans makes all its chunks carry its grade."""
-    by_doc: dict[str, list[Chunk]] = defaultdict(list)
-    for c in chunks:
-        by_doc[c.doc_id].append(c)
-    out: dict[str, dict[str, int]] = {q.query_id: {} for q in gold.queries}
-    for j in gold.judgments:
-        for c in by_doc.get(j.doc_id, []):
-            if j.relevance > 0 and j.evidence:
-                # Chunks of a relevant document that miss every span are judged, and not relevant.
-                hit = any(s.overlaps(c.start, c.end) for s in j.evidence)
-                out[j.query_id][c.chunk_id] = max(out[j.query_id].get(c.chunk_id, 0), j.relevance if hit else 0)
-            else:
-                out[j.query_id][c.chunk_id] = j.relevance
-    return out
-
-
-def doc_qrels(gold: GoldSet) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {q.query_id: {} for q in gold.queries}
-    for j in gold.judgments:
-        out[j.query_id][j.doc_id] = j.relevance
-    return out

@@ -9,7 +9,7 @@ from typing import Collection, Sequence
 
 from ..core.runtable import ColumnarRun, Qrels
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
-from ..gold.load import GoldProblem, chunk_qrels, doc_qrels
+from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics.engine import Window, evaluate
 from ..metrics.spec import WINDOW_METRICS, MetricSpec, parse_metrics
 from ..metrics.table import MetricTable

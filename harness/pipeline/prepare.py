@@ -14,7 +14,8 @@ from ..chunking import chunk_documents
 from ..config.schema import ExperimentConfig
 from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError
 from ..core.types import Chunk, Document, GoldSet
-from ..gold.load import GoldProblem, read_goldset, resolve_goldset
+from ..gold.load import read_goldset
+from ..gold.resolve import GoldProblem, resolve_goldset
 from ..io.documents import load_corpus
 from ..metrics.spec import WINDOW_METRICS, parse_metrics
 from ..retrievers import BuildContext

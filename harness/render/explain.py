@@ -123,7 +123,7 @@ def explain_saved(result: Result, query_id: str) -> dict:
 def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None) -> dict:
     """Run the config's retriever for one ad-hoc query, judged against ``doc`` (and ``quote``) if given."""
     from ..pipeline.assemble import build_result, prepare
-    from ..gold.load import GoldProblem
+    from ..gold.resolve import GoldProblem
     from ..retrievers import BuildContext, build_retriever
     from ..pipeline.execute import retrieve_all
 
