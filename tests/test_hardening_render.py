@@ -194,6 +194,9 @@ CASES = [
          (f"{F}: queries.0.tags.topic: expected a string, got 5",)),
     Case("explain-negative-k", edited("explain", _set("queries.0.effective_k", -1)),
          (f"{F}: queries.0.effective_k: must be at least 0, got -1",)),
+    # The walk found gate trusting a hand-edited summary mean while compare read the per-query values.
+    Case("gate-summary-mean-edited", edited("gate", _set("summary.doc.ndcg@10", 0.99)),
+         (f"{F}: summary.doc.ndcg@10: says 0.99, but the mean of the",)),
     Case("gate-share-string", edited("gate", _set("summary.verdicts.shares.ok", "1")),
          (f"{F}: summary.verdicts.shares.ok: expected a number, got '1'",), check=_nothing_written),
     Case("gate-kind-missing", edited("gate", _del("summary.verdicts.counts.missing_document")),
@@ -272,8 +275,10 @@ def test_ints_pass_as_floats_but_nothing_is_coerced(demo_run):
 
     data = json.loads(demo_run.read_text())
     data["queries"][0]["hits"][0]["score"] = 7  # a whole score is still a number
-    data["summary"]["doc"]["ndcg@10"] = None  # a mean with no query in it
     assert schema_problems(data) == []
+    data["summary"]["doc"]["ndcg@10"] = None  # typed as "a mean or null", but here 43 queries are counted
+    assert [p.split(":")[0] for p in schema_problems(data)] == ["summary.doc.ndcg@10"]
+    data["summary"]["doc"]["ndcg@10"] = json.loads(demo_run.read_text())["summary"]["doc"]["ndcg@10"]
     data["queries"][0]["hits"][0]["start"] = 1.0
     data["queries"][0]["hits"][0]["relevant"] = 1
     data["queries"][0]["hits"][0]["grade"] = "2"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import typing
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -146,4 +147,22 @@ def consistency_problems(result: "Result") -> list[str]:
         if not errors <= uncounted or not uncounted <= errors | no_rel:
             problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not counted "
                             f"at {level} level (queries.N.counted.{level})")
+        problems += _mean_problems(result, level, names)
+    return problems
+
+
+def _mean_problems(result: "Result", level: str, names: set[str]) -> list[str]:
+    """Every summary mean is the mean of the counted queries' values: a gate or a compare reading the summary and
+    one reading per-query values must not disagree (a hand-edited summary would make them)."""
+    counted = [getattr(q.metrics, level) for q in result.queries if q.is_counted(level)]
+    problems = []
+    for name, mean in result.summary.means(level).items():
+        if name not in names:
+            continue
+        values = [row[name] for row in counted if name in row]
+        expected = math.fsum(values) / len(values) if values else None
+        if (mean is None) != (expected is None) or (
+                mean is not None and not math.isclose(mean, expected, rel_tol=1e-9, abs_tol=1e-12)):
+            problems.append(f"summary.{level}.{name}: says {mean!r}, but the mean of the {len(values)} counted "
+                            f"queries' values is {expected!r} (edited by hand?)")
     return problems
