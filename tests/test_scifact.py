@@ -11,7 +11,7 @@ def test_bm25_scifact_meets_the_published_ndcg(tmp_path):
     from harness.config.schema import load_config
     from harness.pipeline.assemble import run_experiment
 
-    result = run_experiment(load_config(ROOT / "configs/scifact-bm25.yaml"), progress=False, log=lambda m: None)
+    result = run_experiment(load_config(ROOT / "configs/scifact-bm25.yaml"), progress=False, log=lambda m: None).to_dict()
     doc = result["summary"]["doc"]
     assert len(result["queries"]) == 300
     assert doc["ndcg@10"] >= 0.665  # BEIR BM25; Anserini flat is 0.679
@@ -33,7 +33,7 @@ def _run(name):
     from harness.config.schema import load_config
     from harness.pipeline.assemble import run_experiment
 
-    return run_experiment(load_config(ROOT / f"configs/{name}.yaml"), progress=False, log=lambda m: None)
+    return run_experiment(load_config(ROOT / f"configs/{name}.yaml"), progress=False, log=lambda m: None).to_dict()
 
 
 def test_dense_scifact_reproduces_the_mteb_paper():
