@@ -42,7 +42,7 @@ def squad_goldset(folder: Path, limit: int) -> Path:
 
 
 def table(name: str, cfg: dict) -> None:
-    result = run_experiment(parse_config(cfg, name, ROOT), progress=True, log=lambda m: None)
+    result = run_experiment(parse_config(cfg, name, ROOT), progress=True, log=lambda m: None).to_dict()
     counts = result["summary"]["verdicts"]["counts"]
     where = result["summary"]["verdicts"]["by_where"]
     total = sum(counts.values())
