@@ -6,18 +6,19 @@ Nothing heavy is imported here at module level: ``import harness`` stays light, 
 calls. A wrong argument is a HarnessError naming the argument and what was expected, never an AttributeError or
 KeyError from deep inside.
 
-Adapters to today's library (each marked ADAPTER below) keep the public names stable while the typed ``Result``,
-``Comparison`` and ``GateOutcome`` and the retriever registry are rebuilt.
+``run`` returns the typed ``Result`` (core/result), ``compare`` the typed ``Comparison`` and ``gate`` the typed
+``GateOutcome`` (core/outcomes), each with its Markdown (and JUnit) rendering as methods for notebooks.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from .core import outcomes
 from .core.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # for readers and type checkers only; nothing here is imported at run time
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # for readers and type checkers only; nothing here is importe
     from .core.result import Result
     from .core.runtable import ColumnarRun, Qrels
     from .metrics.engine import MetricTable
-    from .stats.gates import GateResult
 
 
 # ---- configs and runs --------------------------------------------------------------------------------------------
@@ -52,14 +52,6 @@ def _as_config(config: Any) -> tuple["ExperimentConfig", str]:
                       f"a mapping of its keys; got {type(config).__name__}")
 
 
-def _result(raw: dict) -> "Result":
-    """ADAPTER: the dict ``run_experiment`` builds today, as the typed Result (the results.json schema). When
-    pipeline/assemble returns the typed Result itself, this becomes the identity."""
-    from .core.result import Result, check_result
-
-    return Result.model_validate_json(check_result(raw))
-
-
 def run(config: Any, *, out: str | os.PathLike | None = None, force: bool = False, progress: bool = False,
         log: Callable[[str], None] | None = None) -> "Result":
     """Run one experiment: the same checks and code as ``harness run``, returning its Result.
@@ -78,15 +70,15 @@ def run(config: Any, *, out: str | os.PathLike | None = None, force: bool = Fals
     for warning in checked.warnings:
         warnings.warn(warning, stacklevel=2)
     if out is None:
-        return _result(run_experiment(cfg, progress=progress, log=quiet, prepared=checked.prepared))
+        return run_experiment(cfg, progress=progress, log=quiet, prepared=checked.prepared)
     from .core.outdir import open_output
     from .render.outputs import write_outputs
 
     # Opened before the run, as the CLI does: a folder harness may not write is refused before the work.
     with open_output(Path(out), run=cfg.name, force=force, origin="out=") as folder:
-        raw = run_experiment(cfg, progress=progress, log=quiet, prepared=checked.prepared)
-        write_outputs(raw, folder)
-    return _result(raw)
+        result = run_experiment(cfg, progress=progress, log=quiet, prepared=checked.prepared)
+        write_outputs(result, folder)
+    return result
 
 
 # ---- metrics -----------------------------------------------------------------------------------------------------
@@ -165,49 +157,30 @@ def _describe(value: Any) -> str:
 
 # ---- saved results: compare and gate -----------------------------------------------------------------------------
 
-def _result_dict(value: Any, name: str) -> dict:
-    """ADAPTER: stats/compare and stats/gates read results.json dicts today; a Result, a path or a dict becomes
-    one (validated). When they take the typed Result, this becomes ``load_result`` for paths only."""
-    from .core.result import Result, load_result, schema_problems
+def _as_result(value: Any, name: str) -> "Result":
+    """A Result as it is; a results.json path loaded, a parsed results.json validated (every problem located)."""
+    from .core.result import Result, load_result
 
     if isinstance(value, Result):
-        return value.model_dump(mode="json")
+        return value
     if isinstance(value, (str, os.PathLike)):
         return load_result(Path(value))
     if isinstance(value, Mapping):
-        data = {k: v for k, v in value.items() if not str(k).startswith("_")}
-        problems = schema_problems(data)
-        if problems:
-            shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
-            raise InputError(f"{name}: not a valid result ({len(problems)} problem(s))", shown)
-        return data
+        return Result.from_dict(dict(value), name)
     raise InputError(f"{name}: expected a Result (harness.run), a results.json path or its loaded dict; got "
                      f"{type(value).__name__}")
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """ADAPTER for the typed Comparison to come: today's ``compare_runs`` dict (what ``harness compare --format
-    json`` prints) as attributes. ``rows``: one dict per (run, metric) against the baseline."""
-
-    baseline: str
-    runs: list[str]
-    test: str
-    correction: str
-    permutations: int
-    warnings: list[str]
-    rows: list[dict]
-    transitions: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"baseline": self.baseline, "runs": list(self.runs), "test": self.test, "correction": self.correction,
-                "permutations": self.permutations, "warnings": list(self.warnings), "rows": list(self.rows),
-                "transitions": dict(self.transitions)}
+class Comparison(outcomes.Comparison):
+    """The typed Comparison (core/outcomes: ``rows`` of ComparisonRow, ``transitions``, ``to_dict`` = what
+    ``harness compare --format json`` prints) with its Markdown. The renderer lives in stats/compare, which core
+    may not import, so the method is added here."""
 
     def to_markdown(self) -> str:
         from .stats.compare import to_markdown
 
-        return to_markdown(self.to_dict())
+        return to_markdown(self)
 
 
 def _named(items: Any) -> list[tuple[str | None, Any]]:
@@ -222,17 +195,21 @@ def _named(items: Any) -> list[tuple[str | None, Any]]:
                      f"{type(items).__name__}")
 
 
-def _tables_as_results(named: list[tuple[str | None, Any]]) -> list[dict]:
-    """ADAPTER: MetricTables of the same queries in the shape compare_runs reads (one level, 'doc'; a query enters
-    the pairs when its table's inclusion rule counted it). When stats/compare takes MetricTables, drop this."""
-    import hashlib
-    import json
+def _tables_as_results(named: list[tuple[str | None, Any]]) -> list["Result"]:
+    """MetricTables of the same queries as in-memory Results holding only what ``compare_runs`` reads: one level
+    ('doc'), each query's values and its table's inclusion rule as the ``counted`` flag. Built without validation
+    (``model_construct``): they are never written, and the rest of a results.json (corpus, verdicts...) does not
+    exist for a table."""
+    from .core.result import (CutoffRecord, GoldsetRecord, LevelFlags, QueryMetrics, QueryResult, Result, Summary,
+                              Verdict)
 
     base_name, base = named[0]
     base_ids = sorted(base.query_ids)
-    fingerprint = hashlib.sha256(json.dumps(base_ids).encode()).hexdigest()[:16]
     base_rel = dict(zip(base.query_ids, base.n_relevant.tolist()))
     base_inc = dict(zip(base.query_ids, base.included.tolist()))
+    # Same queries and judgments are checked below, so one constant fingerprint stands for all tables.
+    goldset = GoldsetRecord.model_construct(fingerprint="tables", query_ids_fingerprint="tables")
+    cutoff, ok = CutoffRecord.model_construct(describe=""), Verdict.model_construct(kind="ok")
     out = []
     for i, (name, table) in enumerate(named):
         where = f"results[{name!r}]" if name else f"results[{i}]"
@@ -245,12 +222,13 @@ def _tables_as_results(named: list[tuple[str | None, Any]]) -> list[dict]:
             raise InputError(f"{where}: was evaluated against other judgments or another query_policy than the "
                              f"first table; a paired comparison needs the same ones")
         per_query = table.per_query()
-        out.append({"name": name or f"run{i + 1}",
-                    "goldset": {"fingerprint": fingerprint, "query_ids_fingerprint": fingerprint},
-                    "cutoff": {"describe": ""},
-                    "queries": [{"id": q, "tags": {}, "verdict": {"kind": "ok"},
-                                 "n_relevant": {"doc": int(inc)}, "metrics": {"doc": per_query[q]}}
-                                for q, inc in zip(table.query_ids, table.included.tolist())]})
+        queries = [QueryResult.model_construct(id=q, tags={}, verdict=ok,
+                                               metrics=QueryMetrics.model_construct(doc=per_query[q], chunk={}),
+                                               counted=LevelFlags.model_construct(doc=bool(inc), chunk=False))
+                   for q, inc in zip(table.query_ids, table.included.tolist())]
+        out.append(Result.model_construct(name=name or f"run{i + 1}", goldset=goldset, cutoff=cutoff,
+                                          summary=Summary.model_construct(doc=table.mean(), chunk={}),
+                                          queries=queries))
     return out
 
 
@@ -262,6 +240,8 @@ def compare(results: Any, metrics: Any = None, *, baseline: str | None = None, t
     ``results``: a list (or a dict by name) of Results, results.json paths or loaded dicts, or of MetricTables of
     the same queries (``harness.evaluate``). ``metrics``: names (results: ``chunk.recall@5`` for chunk level;
     default ndcg@10 and chunk.recall@window; tables: default every metric of the first)."""
+    from dataclasses import fields, replace
+
     from .metrics.engine import MetricTable
     from .stats.compare import compare_runs
 
@@ -280,43 +260,23 @@ def compare(results: Any, metrics: Any = None, *, baseline: str | None = None, t
     else:
         runs = []
         for i, (name, item) in enumerate(named):
-            data = _result_dict(item, f"results[{name!r}]" if name else f"results[{i}]")
-            runs.append(dict(data, name=name) if name else data)
+            result = _as_result(item, f"results[{name!r}]" if name else f"results[{i}]")
+            runs.append(result.model_copy(update={"name": name}) if name else result)
     if baseline is not None and not isinstance(baseline, str):
         raise InputError(f"baseline: expected a run name, got {baseline!r}")
-    raw = compare_runs(runs, [str(m) for m in names or []], baseline=baseline, test=test, correction=correction)
-    if all(tables):
-        for row in raw["rows"]:  # one level: the adapter's 'doc.' says nothing
-            row["metric"] = row["metric"].removeprefix("doc.")
-    for message in raw["warnings"]:
+    typed = compare_runs(runs, [str(m) for m in names or []], baseline=baseline, test=test, correction=correction)
+    if all(tables):  # one level: the 'doc.' of the tables' stand-in Results says nothing
+        typed = replace(typed, rows=[replace(row, metric=row.metric.removeprefix("doc.")) for row in typed.rows])
+    for message in typed.warnings:
         warnings.warn(message, stacklevel=2)
-    return Comparison(**raw)
+    return Comparison(**{f.name: getattr(typed, f.name) for f in fields(typed)})
 
 
 @dataclass(frozen=True)
-class GateOutcome:
-    """ADAPTER for the typed GateOutcome to come: every rule's result (stats.gates.GateResult), in rule order."""
-
-    name: str
-    results: tuple["GateResult", ...]
-
-    @property
-    def passed(self) -> bool:
-        """True when no checked rule failed (skipped regression rules do not fail), as ``harness gate`` exits 0."""
-        return not any(r.failed for r in self.results)
-
-    @property
-    def failed(self) -> list["GateResult"]:
-        return [r for r in self.results if r.failed]
-
-    @property
-    def skipped(self) -> list["GateResult"]:
-        return [r for r in self.results if r.skipped]
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed,
-                "rules": [{"rule": r.rule.name, "kind": r.rule.kind, "passed": r.passed, "skipped": r.skipped,
-                           "observed": r.observed, "message": r.message} for r in self.results]}
+class GateOutcome(outcomes.GateOutcome):
+    """The typed GateOutcome (core/outcomes: ``results`` in rule order, ``passed``, ``failed`` and ``skipped``
+    counts, ``to_dict``) with the Markdown summary and JUnit XML of ``harness gate --summary/--junit``. The
+    renderers live in stats/gates, which core may not import, so the methods are added here."""
 
     def to_markdown(self) -> str:
         from .stats.gates import summary_markdown
@@ -329,8 +289,9 @@ class GateOutcome:
         return junit_xml(self.name, list(self.results))
 
 
-def _rules(rules: Any, result: dict, base: dict | None) -> list:
-    """ADAPTER: stats/gates reads rules from a file; a list is parsed with the same per-rule parser."""
+def _rules(rules: Any, result: "Result", base: "Result | None") -> list:
+    """A rules YAML path is read as ``harness gate --rules`` reads it; a list is parsed with the same per-rule
+    parser, and both are checked against the run."""
     from .stats.gates import _parse_rule, check_rules, rule_problems
 
     if isinstance(rules, (str, os.PathLike)):
@@ -359,11 +320,12 @@ def gate(result: Any, rules: Any, baseline: Any = None) -> GateOutcome:
     or a list of rules. ``outcome.passed`` is what the CLI's exit code says."""
     from .stats.gates import evaluate_gates
 
-    candidate = _result_dict(result, "result")
-    base = None if baseline is None else _result_dict(baseline, "baseline")
-    outcome = GateOutcome(candidate["name"], tuple(evaluate_gates(candidate, _rules(rules, candidate, base), base)))
+    candidate = _as_result(result, "result")
+    base = None if baseline is None else _as_result(baseline, "baseline")
+    typed = evaluate_gates(candidate, _rules(rules, candidate, base), base)
+    outcome = GateOutcome(typed.name, list(typed.results))
     if outcome.skipped:
-        warnings.warn(f"{len(outcome.skipped)} regression rule(s) skipped: no baseline given", stacklevel=2)
+        warnings.warn(f"{outcome.skipped} regression rule(s) skipped: no baseline given", stacklevel=2)
     return outcome
 
 

@@ -273,13 +273,13 @@ def test_compare_tables_matches_a_hand_computed_paired_test():
     t1, t2 = harness.evaluate(QRELS, RUN, ["ndcg@10", "rr"]), harness.evaluate(QRELS, other, ["ndcg@10", "rr"])
     c = harness.compare({"base": t1, "other": t2}, test="ttest", correction="none")
     assert isinstance(c, harness.Comparison) and c.baseline == "base" and c.runs == ["base", "other"]
-    assert [(r["run"], r["metric"]) for r in c.rows] == [("other", "ndcg@10"), ("other", "rr")]
+    assert [(r.run, r.metric) for r in c.rows] == [("other", "ndcg@10"), ("other", "rr")]
     for row, metric in zip(c.rows, ["ndcg@10", "rr"]):
         counted = t1.included  # q1, q2, q3 (absent: 0), q4 all have a relevant document
         a, b = t1.column(metric)[counted], t2.column(metric)[counted]
-        assert row["n"] == 4 and row["delta"] == pytest.approx(float(np.mean(b - a)), abs=1e-15)
-        assert (row["wins"], row["ties"], row["losses"]) == ((b > a).sum(), (b == a).sum(), (b < a).sum())
-        assert row["p"] == pytest.approx(stats.ttest_rel(b, a).pvalue, rel=1e-12)
+        assert row.n == 4 and row.delta == pytest.approx(float(np.mean(b - a)), abs=1e-15)
+        assert (row.wins, row.ties, row.losses) == ((b > a).sum(), (b == a).sum(), (b < a).sum())
+        assert row.p == pytest.approx(stats.ttest_rel(b, a).pvalue, rel=1e-12)
     assert "| other | ndcg@10 |" in c.to_markdown()
     names = harness.compare([t1, t2], "rr").runs
     assert names == ["run1", "run2"]
@@ -294,8 +294,8 @@ def test_compare_results_matches_the_cli(demo):
     assert api.to_dict() == json.loads(proc.stdout)
     by_name = harness.compare({"main": demo["result"], "candidate": str(tmp / "b03" / "results.json")}, "ndcg@10",
                               baseline="candidate")
-    assert by_name.baseline == "candidate" and by_name.rows[0]["run"] == "main"
-    assert by_name.rows[0]["delta"] == pytest.approx(-api.rows[0]["delta"], abs=1e-15)
+    assert by_name.baseline == "candidate" and by_name.rows[0].run == "main"
+    assert by_name.rows[0].delta == pytest.approx(-api.rows[0].delta, abs=1e-15)
 
 
 # ---- gate -----------------------------------------------------------------------------------------------------------

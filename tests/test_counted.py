@@ -233,10 +233,11 @@ def test_external_run_counts_match_harness_eval(runs, tmp_path):
     proc = harness("run", cfg, "--out", tmp_path / "out", "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "out" / "results.json").read_text())
-    ev = harness("eval", DEMO / "goldset.jsonl", src, "-m", "ndcg@10", "-m", "recall@100", "-m", "ap", "--format", "json")
+    ev = harness("eval", DEMO / "goldset.jsonl", src, "-m", "ndcg@10", "-m", "recall@100", "-m", "ap", "--format", "json",
+                 "--per-query")  # the CLI branch: per-query values only with --per-query
     assert ev.returncode == 0, ev.stderr
     evaluated = json.loads(ev.stdout)
-    assert "1 of 46 judged queries are absent from the run and score 0: q01" in ev.stderr
+    assert "1 of 46 judged queries is absent from the run and scores 0: q01" in ev.stderr
     for level in LEVELS:
         counts = result["summary"]["counts"][level]
         assert (counts["absent_from_run"], counts["absent_from_run_query_ids"], counts["unjudged_run_queries"]) \

@@ -125,7 +125,8 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
     from ..pipeline.assemble import build_result, prepare
     from ..gold.resolve import GoldProblem
     from ..retrievers import BuildContext, build_retriever
-    from ..pipeline.execute import retrieve_all
+    from ..pipeline.execute import query_coverage, retrieve_all
+    from ..pipeline.levels import Coverage
 
     prepared = prepare(config, log=lambda m: None)
     docs = {d.doc_id: d for d in prepared.docs}
@@ -149,7 +150,8 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
                        kind=config.retriever["kind"], documents=context.documents,
                        unplaceable=config.retriever_hits.unplaceable, include_title=config.chunking.include_title)
     lists = got.lists
-    result = build_result(replace(prepared, chunks=got.chunks), lists, got.timings, got.hits)
+    coverage = Coverage(*query_coverage(retriever, gold.queries))  # an external run has no answer for an ad-hoc query
+    result = build_result(replace(prepared, chunks=got.chunks), lists, got.timings, coverage, got.hits)
     contributions = None
     if hasattr(retriever, "term_contributions"):
         position = {c.chunk_id: i for i, c in enumerate(prepared.chunks)}
