@@ -457,3 +457,14 @@ def test_report_never_overwrites_a_file_it_did_not_write(tmp_path):
     page.unlink()
     assert run_harness(*args, cwd=tmp_path).returncode == 0
     assert run_harness(*args, cwd=tmp_path).returncode == 0, "harness's own report is replaced on a rerun"
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["--doc", "api-kyes"], "--doc 'api-kyes': not a document of the corpus"),
+    (["--doc", "api-keys", "--quote", "not in the text"], "--quote: not found in document 'api-keys'"),
+    (["--quote", "rotate"], "--quote: give the document it is in with --doc"),
+], ids=["doc-typo", "quote-not-found", "quote-without-doc"])
+def test_explain_live_checks_what_the_user_typed(args, expect):
+    """A typo in --doc used to read as a golden-set error with exit 0 (the walk)."""
+    proc = run_harness("explain", "configs/demo-bm25.yaml", "--query", "rotate key", *args)
+    assert_input_error(proc, expect)

@@ -3,6 +3,7 @@ the verdict and its reason, and for BM25 the matching terms and their contributi
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import replace
 
@@ -123,7 +124,6 @@ def explain_saved(result: Result, query_id: str) -> dict:
 def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None) -> dict:
     """Run the config's retriever for one ad-hoc query, judged against ``doc`` (and ``quote``) if given."""
     from ..pipeline.assemble import build_result, prepare
-    from ..gold.resolve import GoldProblem
     from ..retrievers import BuildContext, build_retriever
     from ..pipeline.execute import query_coverage, retrieve_all
     from ..pipeline.levels import Coverage
@@ -131,16 +131,20 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
     prepared = prepare(config, log=lambda m: None)
     docs = {d.doc_id: d for d in prepared.docs}
     judgments, problems = (), []
+    if quote and not doc:
+        raise InputError("--quote: give the document it is in with --doc")
     if doc:
         spans = ()
+        # What the user typed is checked, not diagnosed: a typo would otherwise read as a golden-set error, exit 0.
         if doc not in docs:
-            problems.append(GoldProblem("adhoc", doc, "unknown_document", f"document {doc!r} is not in the corpus"))
-        elif quote:
+            near = difflib.get_close_matches(doc, list(docs), n=3)
+            raise InputError(f"--doc {doc!r}: not a document of the corpus {config.corpus.path}"
+                             + (f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""))
+        if quote:
             at = docs[doc].text.find(quote)
             if at < 0:
-                problems.append(GoldProblem("adhoc", doc, "quote_not_found", f"quote not found in {doc!r}"))
-            else:
-                spans = (Span(at, at + len(quote)),)
+                raise InputError(f"--quote: not found in document {doc!r} (quotes must match its text exactly)")
+            spans = (Span(at, at + len(quote)),)
         judgments = (Judgment("adhoc", doc, 1, spans),)
     gold = GoldSet("adhoc", (Query("adhoc", query),), judgments)
     prepared = replace(prepared, gold=gold, problems=problems)
