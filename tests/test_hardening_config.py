@@ -202,7 +202,13 @@ def test_gold_errors_fail_both_when_configured(tmp_path):
     ("rules: &r [*r]\n", ["rules.yaml (line 1)", "recursive alias"]),
     (BOMB + "rules: ['doc.ndcg@10 >= 0.5']\n", ["rules.yaml", "alias bomb"]),
     ("rules:\n  - 'nope >= 1'\n", ["rules.yaml: invalid rules", "rules.0"]),
-], ids=["metric-not-computed", "duplicate-key", "recursive-alias", "alias-bomb", "unreadable-rule"])
+    # What gate would refuse is refused here too, all at once (the walk found validate passing these)
+    ("rules:\n  - {check: 'doc.ndcg@10 >= 0.5', slice: {topc: billing}}\n"
+     "  - {check: 'doc.ndcg@10 >= 0.5', slice: {topic: bilingg}}\n  - 'doc.ndcg@20 >= 0.5'\n",
+     ["rules.yaml: rules.0: slice tag 'topc' is not in the golden set; its tags are difficulty, topic",
+      "rules.yaml: rules.1: slice topic=bilingg matches no query; topic values in the golden set are account",
+      "rules.yaml: rules.2: doc.ndcg@20: cfg.yaml does not compute ndcg@20"]),
+], ids=["metric-not-computed", "duplicate-key", "recursive-alias", "alias-bomb", "unreadable-rule", "slices-and-all"])
 def test_validate_checks_gate_rules(tmp_path, rules, expect):
     demo_config(tmp_path, metrics="[ndcg@10, recall@5]")
     (tmp_path / "rules.yaml").write_text(rules)

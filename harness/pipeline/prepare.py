@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,8 +127,6 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
             _attempt(lambda: TokenCounter(cfg.cutoff.tokenizer, where=f"{source}: cutoff.tokenizer"), errors)
     if lines:
         errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
-    if rules is not None:
-        _attempt(lambda: check_rules(rules, config, source), errors)
     if any(_uses_cache(cfg.retriever) for cfg in configs):
         from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
         _attempt(lambda: check_cache_folder(BuildContext().cache_dir), errors)
@@ -144,6 +143,9 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
                     errors) is None:
             break  # the points after it share its golden set
+    if rules is not None:  # after loading: slice rules are checked against the golden set's tags
+        gold = next(iter(prepared.values())).gold if prepared else None
+        _attempt(lambda: check_rules(rules, config, source, gold), errors)
     if errors:
         raise merge_errors(errors, source)
     warnings = []
@@ -167,22 +169,34 @@ def _retriever_problems(section: dict, seen: set[str]) -> list[str]:
     return cfg.preflight("retriever") if hasattr(cfg, "preflight") else []
 
 
-def check_rules(path: Path, config: ExperimentConfig, source: str) -> None:
-    """Gate rules parse, and every metric they name is one this config computes."""
-    from ..stats.gates import load_rules
-    from ..core.safeyaml import load_yaml
+def check_rules(path: Path, config: ExperimentConfig, source: str, gold: GoldSet | None = None) -> None:
+    """What ``gate`` will check of a rules file, before the run: every rule parses, names a metric this config
+    computes, and (given the golden set) a slice tag and value some query has. All problems in one error."""
+    from ..stats.gates import read_rules
 
-    load_yaml(path, InputError)  # alias bombs, duplicate keys: before anything walks the data
+    rules, problems = read_rules(path)
     computed = {spec.name for spec in parse_metrics(config.metrics)} | set(WINDOW_METRICS)
-    problems = []
-    for i, rule in enumerate(load_rules(path)):
+    tags: dict[str, set[str]] = {}
+    for q in (gold.queries if gold else ()):
+        for key, value in q.tags.items():
+            tags.setdefault(key, set()).add(str(value))
+    for rule in rules:
+        where = rule.where or repr(rule.name)
         if rule.kind in ("metric", "regression"):
             metric = rule.target.split(".", 1)[1]
             if metric not in computed:
-                problems.append(f"{path}: rules.{i}: {rule.target}: {source} does not compute {metric}; add it "
+                problems.append(f"{where}: {rule.target}: {source} does not compute {metric}; add it "
                                 f"to metrics: (it has {', '.join(sorted(computed))})")
+        for key, value in (rule.slice if gold else ()):
+            if key not in tags:
+                problems.append(f"{where}: slice tag {key!r} is not in the golden set; its tags are "
+                                f"{', '.join(sorted(tags)) or 'none'}")
+            elif value not in tags[key]:
+                problems.append(f"{where}: slice {key}={value} matches no query; {key} values in the golden set are "
+                                f"{', '.join(sorted(tags[key]))}")
     if problems:
-        raise InputError(f"{path}: rules name metrics the run will not have", problems)
+        order = lambda p: int(m[1]) if (m := re.match(r"rules\.(\d+):", p)) else -1  # noqa: E731  file order
+        raise InputError(f"{path}: invalid rules", [f"{path}: {p}" for p in sorted(problems, key=order)])
 
 
 def check_runnable(prepared: Prepared) -> bool:

@@ -32,7 +32,7 @@ OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "<": lambda a, b: a
 KEYS = ("check", "slice", "regression", "budget", "name")
 
 
-def _read_rules(path: Path) -> tuple[list[Rule], list[str]]:
+def read_rules(path: Path) -> tuple[list[Rule], list[str]]:
     """The rules that parse, and one located problem per rule that does not. A file that cannot be read at all
     raises at once: there is nothing else to report about it."""
     if not path.is_file():
@@ -56,7 +56,7 @@ def _read_rules(path: Path) -> tuple[list[Rule], list[str]]:
 
 def load_rules(path: Path) -> list[Rule]:
     """Parse a rules file; every malformed rule is reported, each with its place (``rules.N``)."""
-    rules, problems = _read_rules(path)
+    rules, problems = read_rules(path)
     if problems:
         raise InputError(f"{path}: invalid rules", problems)
     return rules
@@ -66,7 +66,7 @@ def check_rules(path: Path, result: Result | dict, baseline: Result | dict | Non
     """Parse a rules file and check it against the run it will gate: a malformed rule and a rule that names a
     metric, tag or slice value this run does not have are all bad input, reported together in one error."""
     result, baseline = as_result(result), None if baseline is None else as_result(baseline)
-    rules, problems = _read_rules(path)
+    rules, problems = read_rules(path)
     problems += rule_problems(rules, result, baseline)
     if problems:
         raise InputError(f"{path}: invalid rules", sorted(problems, key=_rule_order))
