@@ -162,26 +162,6 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
     print(f"{config}: ok ({sweep}{', '.join(counted)})")
 
 
-NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
-
-
-def _load_qrels(path: Path):
-    from .gold.load import read_qrels_file, _read_native
-    from .core.runtable import Qrels
-    from .core.textfile import base_suffix
-
-    if base_suffix(path) in NATIVE_GOLD:
-        raw = _read_native(path)
-        return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
-    from .io import fast_trec
-
-    if path.is_file():
-        fast = fast_trec.read_qrels(path)
-        if fast is not None:
-            return fast
-    return Qrels.from_dict(read_qrels_file(path))
-
-
 @command("eval")
 def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or a native golden set (.jsonl)"),
           run_file: Path = typer.Argument(..., metavar="RUN", help="TREC run file or JSONL run"),
@@ -209,6 +189,7 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     Example: harness eval qrels.txt run.trec -m P@5 --format tsv --per-query | sort -k3 -n | head
     """
     from .io import fast_trec
+    from .io.inputs import NATIVE_GOLD, read_qrels
     from .metrics.engine import evaluate
     from .io.runfiles import JSON_RUN, read_run
     from .core.textfile import base_suffix
@@ -218,7 +199,7 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     if (qrels.is_file() and run_file.is_file() and base_suffix(qrels) not in NATIVE_GOLD
             and base_suffix(run_file) not in JSON_RUN):
         both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
-    judgments, run = both if both is not None else (_load_qrels(qrels), read_run(run_file))
+    judgments, run = both if both is not None else (read_qrels(qrels), read_run(run_file))
     if judgments.n_queries == 0:  # every mean would be n/a: a broken download must not pass a CI step
         from .core.errors import GoldSetError
         raise GoldSetError(f"{qrels}: no judgments in the file; nothing to evaluate against")

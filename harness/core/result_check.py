@@ -9,13 +9,12 @@ import hashlib
 import json
 import math
 import typing
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-if TYPE_CHECKING:
-    from .result import Result
-
+# The checks read a ``result.Result`` (which imports this module): typed as ``Any`` here so the two modules import
+# one way only.
 MAX_SHOWN = 20  # problems listed in one error; the rest are counted
 
 
@@ -113,7 +112,7 @@ def _ids_fingerprint(ids: list[str]) -> str:
     return hashlib.sha256(json.dumps(sorted(ids), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
-def consistency_problems(result: "Result") -> list[str]:
+def consistency_problems(result: Any) -> list[str]:
     """What the types cannot say but the readers rely on: unique query ids that match the golden set's count and
     fingerprint (compare pairs queries by id), every query carrying the summary's metrics (gate and compare read
     per-query values by the summary's names), and counts that agree with the ``counted`` flags."""
@@ -151,7 +150,7 @@ def consistency_problems(result: "Result") -> list[str]:
     return problems
 
 
-def _mean_problems(result: "Result", level: str, names: set[str]) -> list[str]:
+def _mean_problems(result: Any, level: str, names: set[str]) -> list[str]:
     """Every summary mean is the mean of the counted queries' values: a gate or a compare reading the summary and
     one reading per-query values must not disagree (a hand-edited summary would make them)."""
     counted = [getattr(q.metrics, level) for q in result.queries if q.is_counted(level)]
