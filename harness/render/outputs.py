@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.files import write_text
-from .fmt import fmt, means_sentence
+from .fmt import fmt, means_sentence, plural
 
 if TYPE_CHECKING:
     from ..core.outdir import OutputFolder
@@ -100,7 +100,7 @@ def markdown(result: Result | dict, worst: int = 5) -> str:
                    + f" (scored 0) and holds {md(cd.unjudged_run_queries)} quer"
                    f"{'y' if cd.unjudged_run_queries == 1 else 'ies'} the golden set does not have (ignored).")
     out.append("")
-    out.append(f"Nothing relevant in the window: {md(cd.nothing_found_in_window)} queries at doc level, "
+    out.append(f"Nothing relevant in the window: {md(plural(cd.nothing_found_in_window, 'query', 'queries'))} at doc level, "
                f"{md(cc.nothing_found_in_window)} at chunk level (report MRR with this share).")
     v = s.verdicts
     counts, shares = v.counts.model_dump(), v.shares.model_dump()
