@@ -10,7 +10,7 @@ import html
 import io
 from typing import TYPE_CHECKING
 
-from .fmt import fmt, means_sentence
+from .fmt import fmt, means_sentence, plural
 
 if TYPE_CHECKING:
     from ..core.outcomes import Comparison
@@ -184,7 +184,7 @@ def _run_section(result: Result, chunk_text: dict[str, str]) -> str:
     cards = [("queries", result.goldset.queries), ("doc nDCG@10", fmt(s.doc.get("ndcg@10"), 3)),
              ("chunk recall@window", fmt(s.chunk.get("recall@window"), 3)),
              ("doc MRR@10", fmt(s.doc.get("rr@10"), 3)),
-             ("nothing in window", str(cd.nothing_found_in_window) + " queries"),
+             ("nothing in window", plural(cd.nothing_found_in_window, "query", "queries")),
              ("ok", format(shares["ok"], ".0%"))]
     kinds = list(counts)
     parts = [f"<h1>Retrieval report: {e(result.name)}</h1>",
