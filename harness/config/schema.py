@@ -6,7 +6,6 @@ Retriever sections are validated by the model their ``kind`` registered (see ``h
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -15,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
 from ..core.schema import MAX_RANK, Strict, format_validation_error  # noqa: F401  (re-exported)
 from ..metrics.spec import DEFAULT_METRICS, parse_metrics
@@ -112,7 +112,7 @@ class ExperimentConfig(Strict):
     def config_hash(self) -> str:
         data = self.resolved()
         data.pop("output", None)
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        return fingerprint(data, ascii_only=True)
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

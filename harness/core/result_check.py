@@ -5,13 +5,13 @@ not fit its schema (``harness.core.result``): one line per problem, naming the k
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 import math
 import typing
 from typing import Annotated, Any
 
 from pydantic import BaseModel
+
+from .fingerprint import fingerprint
 
 # The checks read a ``result.Result`` (which imports this module): typed as ``Any`` here so the two modules import
 # one way only.
@@ -107,9 +107,7 @@ def shown(where: str, problems: list[str]) -> list[str]:
 
 
 def _ids_fingerprint(ids: list[str]) -> str:
-    # pipeline.prepare.fingerprint(sorted(ids)); not imported, so this module stays light. The round-trip test over
-    # the demo runs fails if the two ever disagree.
-    return hashlib.sha256(json.dumps(sorted(ids), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    return fingerprint(sorted(ids))  # what assemble writes as goldset.query_ids_fingerprint
 
 
 def consistency_problems(result: Any) -> list[str]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
@@ -13,6 +12,7 @@ from typing import Callable
 
 from ..chunking import chunk_documents
 from ..config.schema import ExperimentConfig
+from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assemble)
 from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError
 from ..core.types import Chunk, Document, GoldSet
 from ..gold.load import read_goldset
@@ -33,10 +33,6 @@ class Prepared:
     chunks: list[Chunk]
     gold: GoldSet
     problems: list[GoldProblem]
-
-
-def fingerprint(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 def goldset_fingerprint(gold: GoldSet) -> str:

@@ -1,0 +1,14 @@
+"""Short content fingerprints of JSON-able values: the one rule for config hashes, corpus and golden-set
+fingerprints and the query-id fingerprint that compare and the results.json loader check."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+def fingerprint(obj, *, ascii_only: bool = False) -> str:
+    """The first 16 hex digits of sha256 over canonical JSON (keys sorted). ``ascii_only`` escapes non-ASCII text,
+    as config hashes always have (kept so hashes of existing results stay comparable)."""
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=ascii_only)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
