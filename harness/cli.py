@@ -402,8 +402,9 @@ def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
             shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
             more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
             raise InputError(f"--dir {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
+        existed = cache_dir.exists()
         store.clear()
-        print(f"{cache_dir}: cleared")
+        print(f"{cache_dir}: cleared" if existed else f"{cache_dir}: no cache there; nothing to clear")
 
 
 def main() -> None:

@@ -468,3 +468,8 @@ def test_explain_live_checks_what_the_user_typed(args, expect):
     """A typo in --doc used to read as a golden-set error with exit 0 (the walk)."""
     proc = run_harness("explain", "configs/demo-bm25.yaml", "--query", "rotate key", *args)
     assert_input_error(proc, expect)
+
+
+def test_cache_clear_of_a_missing_folder_says_so(tmp_path):
+    proc = run_harness("cache", "clear", "--dir", tmp_path / "nope", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'nope'}: no cache there; nothing to clear\n")
