@@ -25,6 +25,14 @@ _COMMENT = re.compile(r"^[ \t\v\f\r]*#", re.MULTILINE)
 GRADE_LIMIT = 2**31
 
 
+def read_id(value: object, what: str, missing: str) -> tuple[str | None, str | None]:
+    """``(the id as text, None)``, or ``(None, why not)``: ``missing`` when there is none, else ``id_problem``."""
+    if value is None or value == "":
+        return None, missing
+    bad = id_problem(value, what)
+    return (None, bad) if bad else (str(value), None)
+
+
 def id_problem(value: object, what: str) -> str | None:
     """Why ``value`` cannot be an id (``what`` names it, as in "document id"), or None. A string or an integer:
     a float, bool, list or mapping would be written back differently from how the user wrote it."""

@@ -17,7 +17,7 @@ import yaml
 
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
-from ..core.ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, tab_problem
+from ..core.ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, read_id, tab_problem
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8
 
@@ -192,15 +192,11 @@ def _read_native(path: Path) -> list[RawQuery]:
         if unknown:
             problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
                             f"relevant, tags")
-        qid, text = row.get("id"), row.get("query")
-        if qid is None or qid == "":
-            problems.append(f"{where}: missing 'id'")
-            continue
-        bad = id_problem(qid, "query id")
+        text = row.get("query")
+        qid, bad = read_id(row.get("id"), "query id", "missing 'id'")
         if bad:
             problems.append(f"{where}: {bad}")
             continue
-        qid = str(qid)
         if qid in seen:
             problems.append(f"{where}: duplicate query id {qid!r} (first at {seen[qid]})")
             continue

@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
-from ..core.ids import id_problem
+from ..core.ids import id_problem, read_id
 from ..core.types import Document
 
 DOC_SUFFIXES = (".txt", ".md")
@@ -55,15 +55,10 @@ def _load_jsonl(path: Path) -> list[Document]:
             if not isinstance(row, dict):
                 problems.append(f"{path}:{lineno}: expected a JSON object")
                 continue
-            doc_id = row.get("id", row.get("_id"))
-            if doc_id is None or doc_id == "":
-                problems.append(f"{path}:{lineno}: missing 'id' (or '_id')")
-                continue
-            bad_id = id_problem(doc_id, "document id")
+            doc_id, bad_id = read_id(row.get("id", row.get("_id")), "document id", "missing 'id' (or '_id')")
             if bad_id:
                 problems.append(f"{path}:{lineno}: {bad_id}")
                 continue
-            doc_id = str(doc_id)
             text = row.get("text")
             if not isinstance(text, str) or not text.strip():
                 problems.append(f"{path}:{lineno}: document {doc_id!r} has an empty or missing 'text'")
