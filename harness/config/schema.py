@@ -10,7 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -229,10 +229,15 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
     return config
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """Read and validate a config file; ``overrides`` (``--set KEY.PATH=VALUE``) are applied before validation, as
+    if written in the file (``config.overrides``)."""
     from ..core.safeyaml import load_yaml
+    from .overrides import apply_overrides
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
-    return parse_config(load_yaml(path, ConfigError), str(path), path.parent.resolve())
+    data = apply_overrides(load_yaml(path, ConfigError), overrides)
+    source = str(path) + (f" (with {', '.join('--set ' + o for o in overrides)})" if overrides else "")
+    return parse_config(data, source, path.parent.resolve())

@@ -99,7 +99,7 @@ class Checked:
 
 
 def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path | None = None,
-                           log=None) -> Checked:
+                           log=None, cache_dir: Path | None = None) -> Checked:
     """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
     model folders, tokenizers, external run files, gate rules (with ``rules``), corpus, chunking and golden set.
     Every problem is raised in one error; golden-set problems that a run flags are warnings."""
@@ -125,7 +125,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
     if any(_uses_cache(cfg.retriever) for cfg in configs):
         from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
-        _attempt(lambda: check_cache_folder(BuildContext().cache_dir), errors)
+        _attempt(lambda: check_cache_folder(cache_dir or BuildContext().cache_dir), errors)
     prepared: dict[str, Prepared] = {}
     for cfg in configs:
         key = json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),

@@ -25,19 +25,19 @@ if TYPE_CHECKING:
 
 
 def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progress: bool = True, log=None,
-              force: bool = False) -> dict:
+              force: bool = False, context: "BuildContext | None" = None) -> dict:
     """Every output is staged inside ``out_dir`` and moved into place when all runs are done (see ``outdir``: the
     sweep's folder owns its run subfolders; harness replaces only files it wrote). A Path is opened here."""
     from ..core.outdir import OutputFolder, open_output
 
     if not isinstance(out_dir, OutputFolder):
         with open_output(out_dir, run=config.name, force=force) as folder:
-            return run_sweep(config, folder, progress=progress, log=log)
+            return run_sweep(config, folder, progress=progress, log=log, context=context)
     with out_dir.publish() as stage:
-        return _run_sweep(config, stage, progress=progress, log=log)
+        return _run_sweep(config, stage, progress=progress, log=log, context=context)
 
 
-def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) -> dict:
+def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log, context=None) -> dict:
     from .assemble import prepare, run_experiment
     from ..render.outputs import write_run_files
 
@@ -52,7 +52,7 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
         if not reused:
             loaded[key] = prepare(cfg, log=lambda m: None)
         log(f"sweep {i}/{len(points)}: {cfg.name} {params}" + (" (chunks reused)" if reused else ""))
-        result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key])
+        result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key], context=context)
         write_run_files(result, out_dir / cfg.name)
         results.append((cfg, params, result))
     level, primary = split_metric(config.metrics[0])  # canonical name: `NDCG_cut_10` is stored as ndcg@10
