@@ -381,6 +381,23 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
 command("cache")(cache_command)
 
 
+@command()
+def init(folder: Path = typer.Argument(Path("."), help="where to write the starter project (created if missing)")
+         ) -> None:
+    """Write a starter project that runs at once: harness.yaml, corpus.jsonl, goldset.jsonl, gates.yaml.
+
+    Existing files are never replaced: a folder that has any of them is refused.
+
+    Example: harness init my-eval && harness run my-eval/harness.yaml
+    """
+    from .starter import init_project
+
+    written = init_project(folder)
+    for path in written:
+        print(path)
+    _err(f"next: harness run {written[0]}")
+
+
 def main() -> None:
     _install_signal_handlers()
     run_app(app)
