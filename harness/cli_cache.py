@@ -36,7 +36,7 @@ def _not_cache_files(root: Path) -> list[Path]:
 
 
 def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"),
-                  cache_dir: Optional[Path] = cache_dir_option()) -> None:
+                  cache_dir: Optional[Path] = cache_dir_option("--dir")) -> None:
     """Show or clear the embedding and token-embedding caches.
 
     Example: harness cache info --cache-dir ~/.cache/harness

@@ -78,10 +78,10 @@ def out_option(what: str, *, required: bool = False, default_text: str | None = 
                         show_default=default_text or False)
 
 
-def cache_dir_option() -> Any:
+def cache_dir_option(*old_names: str) -> Any:
     """``--cache-dir``: the embedding cache; default ``$HARNESS_CACHE_DIR``, else the user's cache folder."""
-    return typer.Option(None, "--cache-dir", "--dir", metavar="DIR",
-                        help="the embedding cache folder (--dir is the old name)",
+    old = f" ({', '.join(old_names)} is its old name)" if old_names else ""
+    return typer.Option(None, "--cache-dir", *old_names, metavar="DIR", help=f"the embedding cache folder{old}",
                         show_default="$HARNESS_CACHE_DIR, else ~/.cache/harness")
 
 
