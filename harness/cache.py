@@ -24,6 +24,20 @@ from .core.files import write_bytes
 from .core.errors import InputError
 
 
+CACHE_ENV = "HARNESS_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """Where caches live unless ``--cache-dir`` says otherwise: ``$HARNESS_CACHE_DIR``, else the user's cache folder
+    (``$XDG_CACHE_HOME/harness``, ``~/.cache/harness``). Not the current folder: running from another folder must
+    find the same embeddings (the cache is content-addressed, so one folder serves every project safely)."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "harness"
+
+
 def check_cache_folder(root: Path) -> None:
     """The cache location must be a folder, or a path where one can be made: checked before any work, so a file
     in its place is an error up front rather than a crash after minutes of encoding."""

@@ -7,22 +7,23 @@ import functools
 import json
 import os
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Callable, List, Optional
 
 import typer
 
 from .cli_boundary import pipe_boundary, run_app
-from .cli_options import (canonical_format, choices, format_choices, format_option, metric_option, out_option,
-                          output_problems, registry_help, retriever_kinds, verdict_kinds, write_output)
+from .cli_cache import cache_command
+from .cli_options import (HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices, format_choices, format_option, metric_option,
+                          out_option, output_problems, quiet_libraries, registry_help, retriever_kinds,
+                          run_summary_json, set_option, verdict_kinds, write_output)
 from .core.errors import HarnessError
 from .metrics.engine import ORDERS, QUERY_POLICIES
 from .metrics.spec import DEFAULT_METRICS
 from .render.fmt import plural
 from .stats.compare import CORRECTIONS, TESTS
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
                   help="Evaluate RAG retrievers: metrics you can trust and a verdict per query.")
 
 
@@ -37,7 +38,7 @@ def command(name: Optional[str] = None, *, cls: Optional[type] = None) -> Callab
         def guarded(*args, **kwargs):
             with pipe_boundary():
                 return fn(*args, **kwargs)
-        return app.command(name, cls=cls)(guarded)
+        return app.command(name, cls=cls or HelpCommand)(guarded)
     return register
 
 
@@ -59,6 +60,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_show_versio
 EvalFormat = format_choices("EvalFormat", "json", "tsv", "md", "table")
 ExplainFormat = format_choices("ExplainFormat", "table", "json", "md", "rich")
 CompareFormat = format_choices("CompareFormat", "table", "md", "json")
+RunFormat = format_choices("RunFormat", "path", "json")
 Order = choices("Order", ORDERS)
 QueryPolicy = choices("QueryPolicy", QUERY_POLICIES)
 Test = choices("Test", TESTS)
@@ -67,23 +69,25 @@ Correction = choices("Correction", CORRECTIONS)
 COMPARE_DEFAULT_METRICS = "ndcg@10, chunk.recall@window"
 
 
-class CacheAction(str, Enum):
-    info = "info"
-    clear = "clear"
-
-
 @command(cls=registry_help(retriever_kinds, verdict_kinds))
 def run(config: Path = typer.Argument(..., help="experiment YAML"),
         out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/"),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars or log lines (the model's own "
+                                                                 "included); warnings and errors still show"),
+        overrides: List[str] = set_option(),
+        cache_dir: Optional[Path] = cache_dir_option(),
+        fmt: RunFormat = format_option(RunFormat.path),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
                                                           "or over another run's outputs; files harness did not "
                                                           "write are never deleted or overwritten")) -> None:
-    """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv and report.md.
+    """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv, report.md and
+    report.html.
 
     Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
 
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
+
+    Example: harness run configs/demo-bm25.yaml --set retriever.k1=0.9 --set cutoff.k=10 --format json | jq .summary
     """
     from .config.schema import load_config
     from .pipeline.assemble import check_before_retrieval, run_experiment
@@ -91,10 +95,15 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     from .core.outdir import open_output
     from .render.outputs import write_outputs
 
+    from .retrievers import BuildContext
+
     log = (lambda m: None) if quiet else _err
+    if quiet:
+        quiet_libraries()
     try:
-        cfg = load_config(config)
-        checked = check_before_retrieval(cfg, source=str(config), log=log)  # the same checks as validate
+        cfg = load_config(config, overrides)
+        checked = check_before_retrieval(cfg, source=str(config), log=log, cache_dir=cache_dir)  # = validate's
+        context = BuildContext(progress=not quiet, **({"cache_dir": cache_dir} if cache_dir else {}))
         for warning in checked.warnings:
             _err(f"warning: {warning}")
         target = out or cfg.output_dir()
@@ -103,9 +112,9 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
             if cfg.sweep:
                 from .pipeline.sweep import run_sweep
-                board = run_sweep(cfg, folder, progress=not quiet, log=log)
+                board = run_sweep(cfg, folder, progress=not quiet, log=log, context=context)
             else:
-                result = run_experiment(cfg, progress=not quiet, log=log, prepared=checked.prepared)
+                result = run_experiment(cfg, progress=not quiet, log=log, prepared=checked.prepared, context=context)
                 write_outputs(result, folder)
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
         ignore_further()
@@ -115,6 +124,9 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exit_code(exc))
+    if fmt.value == "json":
+        print(json.dumps(run_summary_json(target, board if cfg.sweep else result), indent=2, ensure_ascii=False))
+        return
     if cfg.sweep:
         if not quiet:
             tied = ", ".join(r["run"] for r in board["runs"][1:] if r["tied_with_best"])
@@ -139,7 +151,9 @@ def _install_signal_handlers() -> None:
 @command(cls=registry_help(retriever_kinds))
 def validate(config: Path = typer.Argument(..., help="experiment YAML"),
              rules: Optional[Path] = typer.Option(None, "--rules", help="also check a gate rules YAML against "
-                                                                         "the config's metrics")) -> None:
+                                                                         "the config's metrics"),
+             overrides: List[str] = set_option(),
+             cache_dir: Optional[Path] = cache_dir_option()) -> None:
     """Everything run checks before retrieving, without retrieving: the config, sweep points, model folders,
     tokenizers, corpus, chunking, golden set against the corpus, and gate rules. Exit 2 on errors; golden-set
     problems that run flags (diagnostics.on_gold_error: flag) are warnings, as in run.
@@ -149,8 +163,8 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
     from .config.schema import load_config
     from .pipeline.assemble import check_before_retrieval
 
-    cfg = load_config(config)
-    checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err)
+    cfg = load_config(config, overrides)
+    checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err, cache_dir=cache_dir)
     for warning in checked.warnings:
         _err(f"warning: {warning}")
     p = checked.prepared
@@ -220,7 +234,8 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
             query: Optional[str] = typer.Option(None, "--query", help="ad-hoc query text (with a config)"),
             doc: Optional[str] = typer.Option(None, "--doc", help="the document that should be found"),
             quote: Optional[str] = typer.Option(None, "--quote", help="the evidence text inside --doc"),
-            fmt: ExplainFormat = format_option(ExplainFormat.table)) -> None:
+            fmt: ExplainFormat = format_option(ExplainFormat.table),
+            cache_dir: Optional[Path] = cache_dir_option()) -> None:
     """Explain one query down to the chunk: evidence, window, verdict, BM25 term contributions.
 
     Example: harness explain reports/demo-bm25/results.json q16
@@ -243,7 +258,7 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
             raise InputError(f"query id {query_id!r}: only with a results.json; with a config give --query \"...\"")
         if not query:
             raise InputError("with a config, give --query \"...\" (and optionally --doc and --quote)")
-        ex = explain_live(load_config(source), query, doc, quote)
+        ex = explain_live(load_config(source), query, doc, quote, cache_dir=cache_dir)
     shown = canonical_format(fmt, _err)
     if shown == "json":
         print(json.dumps(ex, indent=2, ensure_ascii=False))
@@ -363,48 +378,24 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     print(out)
 
 
-# What ArrayCache.save writes (KIND/KEY.npz and KEY.sha256, KEY = 32 hex digits) and atomic writes' temp files.
-_CACHE_FILE = r"^(?:[0-9a-f]{32}\.(?:npz|sha256)|\..+\.tmp)$"
-
-
-def _not_cache_files(root: Path) -> list[Path]:
-    import re
-
-    pattern = re.compile(_CACHE_FILE)
-    return sorted(p for p in root.rglob("*") if p.is_symlink() or not p.is_dir() and not (
-        p.parent.parent == root and pattern.match(p.name)))
+command("cache")(cache_command)
 
 
 @command()
-def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
-          cache_dir: Path = typer.Option(Path(".harness-cache"), "--dir", help="cache folder")) -> None:
-    """Show or clear the embedding and token-embedding caches.
+def init(folder: Path = typer.Argument(Path("."), help="where to write the starter project (created if missing)")
+         ) -> None:
+    """Write a starter project that runs at once: harness.yaml, corpus.jsonl, goldset.jsonl, gates.yaml.
 
-    Example: harness cache info
+    Existing files are never replaced: a folder that has any of them is refused.
+
+    Example: harness init my-eval && harness run my-eval/harness.yaml
     """
-    from .cache import ArrayCache
-    from .core.errors import InputError
+    from .starter import init_project
 
-    if cache_dir.exists() and not cache_dir.is_dir():
-        raise InputError(f"--dir {cache_dir}: is a file, not a cache folder")
-    store = ArrayCache(cache_dir)
-    if action == CacheAction.info:
-        info = store.info()
-        if not info:
-            print(f"{cache_dir}: empty")
-        for kind, stats in info.items():
-            print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{stats['mb']:.1f} MB")
-    else:
-        # clear removes the folder whole: refuse one that holds anything the cache did not write (a --dir typo
-        # pointing at a project or home folder must not delete it).
-        foreign = _not_cache_files(cache_dir) if cache_dir.is_dir() else []
-        if foreign:
-            shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
-            more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-            raise InputError(f"--dir {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
-        existed = cache_dir.exists()
-        store.clear()
-        print(f"{cache_dir}: cleared" if existed else f"{cache_dir}: no cache there; nothing to clear")
+    written = init_project(folder)
+    for path in written:
+        print(path)
+    _err(f"next: harness run {written[0]}")
 
 
 def main() -> None:

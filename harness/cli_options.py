@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 
 def choices(name: str, values: Iterable[str]) -> type[Enum]:
@@ -27,6 +27,7 @@ FORMATS = {
     "json": "one JSON document, for programs",
     "md": "Markdown",
     "tsv": "tab-separated lines, for programs",
+    "path": "the path of the written report, one line",
 }
 # Old names still accepted (with a warning on stderr), so scripts written against them keep working.
 DEPRECATED_FORMATS = {"rich": "table"}
@@ -77,6 +78,37 @@ def out_option(what: str, *, required: bool = False, default_text: str | None = 
                         show_default=default_text or False)
 
 
+def cache_dir_option(*old_names: str) -> Any:
+    """``--cache-dir``: the embedding cache; default ``$HARNESS_CACHE_DIR``, else the user's cache folder."""
+    old = f" ({', '.join(old_names)} is its old name)" if old_names else ""
+    return typer.Option(None, "--cache-dir", *old_names, metavar="DIR", help=f"the embedding cache folder{old}",
+                        show_default="$HARNESS_CACHE_DIR, else ~/.cache/harness")
+
+
+def set_option() -> Any:
+    """``--set KEY.PATH=VALUE`` (repeatable): a config value changed for this run, validated like the file."""
+    return typer.Option([], "--set", metavar="KEY.PATH=VALUE",
+                        help="change a config value for this run, e.g. --set retriever.k1=0.9 --set cutoff.k=10 "
+                             "(read as YAML, as if written in the file; repeatable)")
+
+
+def quiet_libraries() -> None:
+    """``-q`` silences the libraries' own progress bars and logs too (transformers' "Loading weights", tqdm bars):
+    they read these variables when they start, so they are set before any of them is imported. The CLI only."""
+    import os
+
+    for name, value in (("TQDM_DISABLE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+                        ("TRANSFORMERS_VERBOSITY", "error"), ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")):
+        os.environ.setdefault(name, value)
+
+
+def run_summary_json(target: Path, outcome: Any) -> dict:
+    """What ``run --format json`` prints (the renderer is ``render.summary``)."""
+    from .render.summary import run_summary
+
+    return run_summary(target, outcome)
+
+
 def retriever_kinds() -> str:
     from .retrievers import kinds  # imports every kind's config model: only when --help is shown
 
@@ -89,11 +121,31 @@ def verdict_kinds() -> str:
     return f"Verdict kinds, in order of precedence: {', '.join(KINDS)}; flags: {', '.join(FLAGS)}."
 
 
+def _flags_without_type(params: list) -> list:
+    # typer 0.29 shows an on/off flag as `--quiet <bool>`, as if it took a value: a flag takes none.
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class HelpCommand(TyperCommand):
+    """Every harness command: flags read as flags in --help."""
+
+    def get_params(self, ctx):  # noqa: ANN001 (click's signature)
+        return _flags_without_type(super().get_params(ctx))
+
+
+class HelpGroup(TyperGroup):
+    def get_params(self, ctx):  # noqa: ANN001
+        return _flags_without_type(super().get_params(ctx))
+
+
 def registry_help(*sources: Callable[[], str]) -> type[TyperCommand]:
     """A command class whose --help ends with lines read from the registries when help is shown, not at import
     (the retriever registry loads every kind's module; `harness eval` should not pay for that)."""
 
-    class Command(TyperCommand):
+    class Command(HelpCommand):
         def format_help(self, ctx, formatter):  # noqa: ANN001 (click's signature)
             base = self.help or ""
             self.help = "\n\n".join([base, *(source() for source in sources)])

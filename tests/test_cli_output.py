@@ -248,7 +248,7 @@ def test_gate_summary_markdown(tmp_path):
 
 def test_cache_info_on_an_empty_folder(tmp_path):
     (tmp_path / "c").mkdir()
-    proc = harness("cache", "info", "--dir", "c", cwd=tmp_path)
+    proc = harness("cache", "info", "--cache-dir", "c", cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "c: empty\n", "")
 
 

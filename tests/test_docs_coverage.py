@@ -57,7 +57,7 @@ def mentions(text: str, token: str) -> bool:
 
 def test_the_tree_is_the_one_we_ship():
     # Guards the walk itself: an empty tree would make every check below pass.
-    assert COMMANDS == ["cache", "compare", "eval", "explain", "gate", "report", "run", "validate"]
+    assert COMMANDS == ["cache", "compare", "eval", "explain", "gate", "init", "report", "run", "validate"]
     assert sum(len(options(GROUP.commands[c])) for c in COMMANDS) >= 25
     assert choices_of(next(p for p in GROUP.commands["eval"].params if p.name == "fmt")) == ["json", "tsv", "md",
                                                                                              "table"]

@@ -382,15 +382,15 @@ def a_file(tmp):
 
 
 OTHER_ERRORS = [
-    Case("cache-clear-refuses-a-foreign-folder", lambda tmp: ["cache", "clear", "--dir", cache_like(tmp, "notes.txt")],
-         expect=("--dir {tmp}/c: not a harness cache (it holds notes.txt); nothing was deleted",), keep=("c",)),
-    Case("cache-clear-refuses-foreign-file-in-kind", lambda tmp: ["cache", "clear", "--dir",
+    Case("cache-clear-refuses-a-foreign-folder", lambda tmp: ["cache", "clear", "--cache-dir", cache_like(tmp, "notes.txt")],
+         expect=("--cache-dir {tmp}/c: not a harness cache (it holds notes.txt); nothing was deleted",), keep=("c",)),
+    Case("cache-clear-refuses-foreign-file-in-kind", lambda tmp: ["cache", "clear", "--cache-dir",
                                                                   cache_like(tmp, "embeddings/model.bin")],
          expect=("not a harness cache (it holds embeddings/model.bin)",), keep=("c",)),
-    Case("cache-dir-is-a-file", lambda tmp: ["cache", "clear", "--dir", a_file(tmp)],
-         expect=("--dir {tmp}/c: is a file, not a cache folder",), check=lambda tmp, p: (tmp / "c").is_file()),
-    Case("cache-info-dir-is-a-file", lambda tmp: ["cache", "info", "--dir", a_file(tmp)],
-         expect=("--dir {tmp}/c: is a file",)),
+    Case("cache-dir-is-a-file", lambda tmp: ["cache", "clear", "--cache-dir", a_file(tmp)],
+         expect=("--cache-dir {tmp}/c: is a file, not a cache folder",), check=lambda tmp, p: (tmp / "c").is_file()),
+    Case("cache-info-dir-is-a-file", lambda tmp: ["cache", "info", "--cache-dir", a_file(tmp)],
+         expect=("--cache-dir {tmp}/c: is a file",)),
     Case("explain-results-with-query", lambda tmp: ["explain", results_in(tmp), "q16", "--query", "x"],
          expect=("--query: only with an experiment YAML",)),
     Case("explain-config-with-query-id", lambda tmp: ["explain", ROOT / "configs/demo-bm25.yaml", "q16"],
@@ -405,9 +405,9 @@ def test_other_command_problems(case, tmp_path):
 
 def test_cache_clear_removes_a_real_cache(tmp_path):
     root = cache_like(tmp_path)
-    proc = run_harness("cache", "info", "--dir", root, cwd=tmp_path)
+    proc = run_harness("cache", "info", "--cache-dir", root, cwd=tmp_path)
     assert proc.stdout == "embeddings\t1 entry\t0.0 MB\n"
-    proc = run_harness("cache", "clear", "--dir", root, cwd=tmp_path)
+    proc = run_harness("cache", "clear", "--cache-dir", root, cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"{root}: cleared\n") and not root.exists()
 
 
@@ -471,5 +471,5 @@ def test_explain_live_checks_what_the_user_typed(args, expect):
 
 
 def test_cache_clear_of_a_missing_folder_says_so(tmp_path):
-    proc = run_harness("cache", "clear", "--dir", tmp_path / "nope", cwd=tmp_path)
+    proc = run_harness("cache", "clear", "--cache-dir", tmp_path / "nope", cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'nope'}: no cache there; nothing to clear\n")

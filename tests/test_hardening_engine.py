@@ -395,12 +395,12 @@ def _no_work_done(tmp, proc):
 
 def _cache_file(tmp):
     (tmp / ".harness-cache").write_text("my notes, not a cache\n")
-    return ["run", demo_config(tmp, retriever="{kind: dense}"), "--out", "out"]
+    return ["run", demo_config(tmp, retriever="{kind: dense}"), "--out", "out", "--cache-dir", ".harness-cache"]
 
 
 def _cache_clear_on_a_file(tmp):
     (tmp / "c").write_text("keep me\n")
-    return ["cache", "clear", "--dir", "c"]
+    return ["cache", "clear", "--cache-dir", "c"]
 
 
 def _no_report(tmp, proc):
@@ -415,7 +415,7 @@ CASES = [
          check=_no_report),
     Case("cache-location-is-a-file", _cache_file, expect=(".harness-cache", "is a file"), keep=(".",),
          check=_no_work_done),
-    Case("cache-clear-on-a-file", _cache_clear_on_a_file, expect=("--dir c: is a file, not a cache folder",), keep=(".",)),
+    Case("cache-clear-on-a-file", _cache_clear_on_a_file, expect=("--cache-dir c: is a file, not a cache folder",), keep=(".",)),
 ]
 
 

@@ -36,9 +36,14 @@ def _label(value) -> str:
     return re.sub(r"[^A-Za-z0-9_.\-]+", "-", str(value)).strip("-") or "x"
 
 
-def expand(config: ExperimentConfig) -> list[tuple[ExperimentConfig, dict]]:
+def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tuple[ExperimentConfig, dict]]:
+    """One config per grid point; ``on_selection``: each on the ``select_on`` golden set instead of ``goldset``."""
     base = config.resolved()
     grid = base.pop("sweep") or {}
+    base.pop("sweep_metric", None)
+    select_on = base.pop("select_on", None)
+    if on_selection and select_on is not None:
+        base["goldset"] = {**base["goldset"], **select_on}
     keys = list(grid)
     for k in keys:
         if not isinstance(grid[k], list) or not grid[k]:

@@ -10,7 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal, Sequence
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -101,6 +101,19 @@ class ExperimentConfig(Strict):
     output: Path | None = None
     batch_size: int = Field(256, ge=1)
     sweep: dict[str, list[Any]] | None = None
+    # What a sweep ranks its runs by ("level.metric", one of metrics; default: the first metric at doc level).
+    sweep_metric: str | None = None
+    # Choose the best run on another golden set (keys merged over goldset:, e.g. {split: train}), then report the
+    # best configuration on goldset:: no tuning on the test queries.
+    select_on: dict[str, Any] | None = None
+
+    def ranking_metric(self) -> str:
+        return self.sweep_metric or self.metrics[0]
+
+    def selection_goldset(self) -> GoldsetConfig | None:
+        if self.select_on is None:
+            return None
+        return GoldsetConfig.model_validate({**self.goldset.model_dump(), **self.select_on})
 
     def output_dir(self) -> Path:
         return self.output or Path("reports") / self.name
@@ -142,14 +155,16 @@ def _absolute(value: str, base: Path, where: str, problems: list[str]) -> str:
         return value
 
 
-def _resolve_paths(data: dict, base: Path, problems: list[str]) -> None:
+def _map_paths(data: dict, fn: Callable[[str, str], str]) -> None:
+    """Replace every path value of a config mapping (in place) by ``fn(value, key_path)``: the one list of which keys
+    are paths, used to make them absolute when a config is read and relative when one is written (best.yaml)."""
     def fix(section: dict | None, key: str, where: str) -> None:
         if isinstance(section, dict) and isinstance(section.get(key), str):
-            section[key] = _absolute(section[key], base, f"{where}.{key}" if where else key, problems)
+            section[key] = fn(section[key], f"{where}.{key}" if where else key)
     fix(data.get("corpus"), "path", "corpus")
-    fix(data.get("goldset"), "path", "goldset")
-    fix(data.get("goldset"), "queries", "goldset")
-    fix(data.get("goldset"), "evidence", "goldset")
+    for key in ("path", "queries", "evidence"):
+        fix(data.get("goldset"), key, "goldset")
+        fix(data.get("select_on"), key, "select_on")
     fix(data.get("chunking"), "tokenizer", "chunking")
     cutoff = data.get("cutoff")
     if isinstance(cutoff, dict) and isinstance(cutoff.get("tokenizer"), str) and cutoff["tokenizer"] != "words":
@@ -166,15 +181,56 @@ def _resolve_paths(data: dict, base: Path, problems: list[str]) -> None:
                 continue  # bundled:..., hub:... and URLs are names, not paths
             # a model is a path only when it looks like one; 'path' always is
             if key == "path" or value.startswith((".", "/", "~")):
-                node[key] = _absolute(value, base, f"{where}.{key}", problems)
+                node[key] = fn(value, f"{where}.{key}")
         stage = node.get("stage")
         if isinstance(stage, dict) and isinstance(stage.get("model"), str) and stage["model"].startswith((".", "/", "~")):
-            stage["model"] = _absolute(stage["model"], base, f"{where}.stage.model", problems)
+            stage["model"] = fn(stage["model"], f"{where}.stage.model")
         children = node.get("children")
         for i, child in enumerate(children if isinstance(children, list) else []):
             fix_retriever(child, f"{where}.children.{i}")
         fix_retriever(node.get("child"), f"{where}.child")
     fix_retriever(data.get("retriever"), "retriever")
+
+
+def _resolve_paths(data: dict, base: Path, problems: list[str]) -> None:
+    _map_paths(data, lambda value, where: _absolute(value, base, where, problems))
+
+
+def relative_paths(data: dict, base: Path) -> dict:
+    """A resolved config (``ExperimentConfig.resolved()``) with every path relative to the folder ``base``, so a
+    config written there (best.yaml) runs wherever that folder is copied with its inputs beside it. Each starts
+    with ``./`` or ``../``: a bare ``my-model`` would be read as a model name, not a folder."""
+    def rel(value: str, where: str) -> str:
+        if not os.path.isabs(value):
+            return value
+        out = os.path.relpath(value, os.path.abspath(base))
+        return out if out.startswith("..") else f"./{out}"
+    data = json.loads(json.dumps(data))
+    _map_paths(data, rel)
+    return data
+
+
+def _sweep_problems(config: ExperimentConfig, specs: list) -> list[str]:
+    problems = [f"{key}: only with sweep: (it chooses among a sweep's runs)"
+                for key in ("sweep_metric", "select_on") if getattr(config, key) is not None and not config.sweep]
+    if config.sweep_metric is not None:
+        level, _, name = (config.sweep_metric.partition(".") if config.sweep_metric.startswith(("doc.", "chunk."))
+                          else ("doc", "", config.sweep_metric))
+        try:
+            wanted = parse_metrics([name])[0].name
+        except MetricError as exc:
+            problems += [f"sweep_metric: {p}" for p in exc.problems] or [f"sweep_metric: {exc}"]
+        else:
+            if wanted not in {s.name for s in specs}:
+                problems.append(f"sweep_metric: {config.sweep_metric!r} is not among metrics: "
+                                f"({', '.join(s.name for s in specs)}); add it there")
+    if config.select_on is not None:
+        try:
+            config.selection_goldset()
+        except ValidationError as exc:
+            problems += [p.replace("goldset", "select_on", 1) if p.startswith("goldset") else f"select_on.{p}"
+                         for p in format_validation_error(exc, GoldsetConfig)]
+    return problems
 
 
 def _rank_problems(config: ExperimentConfig, specs: list) -> list[str]:
@@ -222,17 +278,22 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
             problems += [f"metrics: {p}" for p in exc.problems]
         else:
             if config is not None:
-                problems += _rank_problems(config, specs)
+                problems += _rank_problems(config, specs) + _sweep_problems(config, specs)
     if problems:
         raise ConfigError(f"{source}: invalid config", sorted(set(problems), key=problems.index))
     assert config is not None
     return config
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """Read and validate a config file; ``overrides`` (``--set KEY.PATH=VALUE``) are applied before validation, as
+    if written in the file (``config.overrides``)."""
     from ..core.safeyaml import load_yaml
+    from .overrides import apply_overrides
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
-    return parse_config(load_yaml(path, ConfigError), str(path), path.parent.resolve())
+    data = apply_overrides(load_yaml(path, ConfigError), overrides)
+    source = str(path) + (f" (with {', '.join('--set ' + o for o in overrides)})" if overrides else "")
+    return parse_config(data, source, path.parent.resolve())

@@ -3,7 +3,6 @@ contract, place every hit on a chunk (the hit contract), keep ``depth`` hits, ap
 
 from __future__ import annotations
 
-import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -41,11 +40,9 @@ class Retrieved:
 
 
 def _progress(total: int, label: str, enabled: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-    from rich.console import Console
+    from ..progress import progress
 
-    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(file=sys.stderr), disable=not enabled, transient=True)
+    return progress(total, label, enabled)
 
 
 def _guarded(kind: str, step: str, call: Callable):
@@ -80,8 +77,7 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     out: list[RankedList] = []
     problems: list[HitProblem] = []
     duplicates = 0
-    with _progress(len(queries), "retrieving", progress and sys.stderr.isatty()) as bar:
-        task = bar.add_task("retrieve", total=len(queries))
+    with _progress(len(queries), "retrieving", progress) as advance:
         for i in range(0, len(queries), batch_size):
             batch = queries[i:i + batch_size]
             lists = _guarded(kind, "retrieve", lambda: retriever.retrieve(batch, depth))
@@ -91,7 +87,7 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
                 out.append(placed)
                 problems += dropped
                 duplicates += merged
-            bar.advance(task, len(batch))
+            advance(i + len(batch))
     timings["retrieve_s"] = time.perf_counter() - t0
     timings["queries_per_s"] = len(queries) / timings["retrieve_s"] if timings["retrieve_s"] > 0 else 0.0
     if problems and unplaceable == "fail":

@@ -99,7 +99,7 @@ class Checked:
 
 
 def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path | None = None,
-                           log=None) -> Checked:
+                           log=None, cache_dir: Path | None = None) -> Checked:
     """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
     model folders, tokenizers, external run files, gate rules (with ``rules``), corpus, chunking and golden set.
     Every problem is raised in one error; golden-set problems that a run flags are warnings."""
@@ -108,7 +108,10 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     if config.sweep:
         from ..config.grid import expand
 
-        points = _attempt(lambda: [cfg for cfg, _ in expand(config)], errors)
+        # Every point as the sweep runs it (on the select_on golden set when there is one), and the golden set the
+        # best point is reported on.
+        points = _attempt(lambda: [cfg for cfg, _ in expand(config, on_selection=True)]
+                          + ([expand(config)[0][0]] if config.select_on is not None else []), errors)
         if errors:  # name the file: a sweep point's own source is its parameters
             first = errors[0]
             errors[0] = ConfigError(f"{source}: {str(first).split(chr(10), 1)[0]}", getattr(first, "problems", []))
@@ -125,7 +128,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
     if any(_uses_cache(cfg.retriever) for cfg in configs):
         from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
-        _attempt(lambda: check_cache_folder(BuildContext().cache_dir), errors)
+        _attempt(lambda: check_cache_folder(cache_dir or BuildContext().cache_dir), errors)
     prepared: dict[str, Prepared] = {}
     for cfg in configs:
         key = json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),
@@ -150,7 +153,8 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
             line = f"{p.config.goldset.path}: {problem.message} (the query is flagged goldset_error)"
             if line not in warnings:
                 warnings.append(line)
-    return Checked(next(iter(prepared.values())), len(configs), warnings)
+    reported_only = 1 if config.sweep and config.select_on is not None and len(configs) > 1 else 0
+    return Checked(next(iter(prepared.values())), len(configs) - reported_only, warnings)
 
 
 def _retriever_problems(section: dict, seen: set[str]) -> list[str]:

@@ -15,7 +15,7 @@ import yaml
 from ..core.files import write_text
 from ..stats.compare import compare_runs, split_metric
 from ..config.grid import expand  # noqa: F401  (re-exported: sweeps and their callers expand the grid here)
-from ..config.schema import ExperimentConfig
+from ..config.schema import ExperimentConfig, relative_paths
 from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -25,24 +25,25 @@ if TYPE_CHECKING:
 
 
 def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progress: bool = True, log=None,
-              force: bool = False) -> dict:
+              force: bool = False, context: "BuildContext | None" = None) -> dict:
     """Every output is staged inside ``out_dir`` and moved into place when all runs are done (see ``outdir``: the
     sweep's folder owns its run subfolders; harness replaces only files it wrote). A Path is opened here."""
     from ..core.outdir import OutputFolder, open_output
 
     if not isinstance(out_dir, OutputFolder):
         with open_output(out_dir, run=config.name, force=force) as folder:
-            return run_sweep(config, folder, progress=progress, log=log)
+            return run_sweep(config, folder, progress=progress, log=log, context=context)
     with out_dir.publish() as stage:
-        return _run_sweep(config, stage, progress=progress, log=log)
+        return _run_sweep(config, stage, progress=progress, log=log, context=context, final_dir=out_dir.path)
 
 
-def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) -> dict:
+def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log, context=None,
+               final_dir: Path | None = None) -> dict:
     from .assemble import prepare, run_experiment
     from ..render.outputs import write_run_files
 
     log = log or (lambda m: print(m, file=sys.stderr))
-    points = expand(config)
+    points = expand(config, on_selection=True)
     results = []
     loaded: dict[str, object] = {}  # corpus, chunks and gold, shared by grid points that do not change them
     for i, (cfg, params) in enumerate(points, 1):
@@ -52,25 +53,53 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
         if not reused:
             loaded[key] = prepare(cfg, log=lambda m: None)
         log(f"sweep {i}/{len(points)}: {cfg.name} {params}" + (" (chunks reused)" if reused else ""))
-        result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key])
+        result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key], context=context)
         write_run_files(result, out_dir / cfg.name)
         results.append((cfg, params, result))
-    level, primary = split_metric(config.metrics[0])  # canonical name: `NDCG_cut_10` is stored as ndcg@10
+    level, primary = split_metric(config.ranking_metric())  # canonical name: `NDCG_cut_10` is stored as ndcg@10
     leaderboard, comparison, ranked = build_leaderboard(config.name, f"{level}.{primary}",
                                                         [(cfg.name, params, result) for cfg, params, result in results],
                                                         log)
     best = next(r for r in results if r[0].name == leaderboard["best"])
+    if config.select_on is not None:
+        leaderboard.update(_report_best_on_goldset(config, best, out_dir, level, primary, progress, log, context))
     write_text(out_dir / "leaderboard.json", json.dumps(leaderboard, indent=2))
     write_text(out_dir / "leaderboard.md", leaderboard_markdown(leaderboard))
     from ..render.html import render
     write_text(out_dir / "leaderboard.html", render(ranked, comparison=comparison, leaderboard=leaderboard)
                if comparison else render([best[2]], [best[2].chunk_text], leaderboard=leaderboard))
-    best_cfg = best[0].resolved()
-    best_cfg.pop("sweep", None)
-    best_cfg["output"] = None
-    write_text(out_dir / "best.yaml", f"# best run of sweep {config.name} by {level}.{primary}\n"
-               + yaml.safe_dump(best_cfg, sort_keys=False))
+    # best.yaml: the best point as a runnable config on the reported golden set, its paths relative to the folder
+    # it is written in (so it runs where the folder is copied), without the sweep keys.
+    best_cfg = {**best[0].resolved(), "goldset": config.resolved()["goldset"], "output": None}
+    for key in ("sweep", "sweep_metric", "select_on"):
+        best_cfg.pop(key, None)
+    chosen = f" on {_describe(config.selection_goldset())}" if config.select_on is not None else ""
+    write_text(out_dir / "best.yaml", f"# best run of sweep {config.name} by {level}.{primary}{chosen}\n"
+               + yaml.safe_dump(relative_paths(best_cfg, final_dir or out_dir), sort_keys=False))
     return leaderboard
+
+
+def _describe(goldset) -> str:
+    return f"{Path(goldset.path).name} ({goldset.format}, split {goldset.split})" if goldset.format == "beir" \
+        else Path(goldset.path).name
+
+
+def _report_best_on_goldset(config: ExperimentConfig, best, out_dir: Path, level: str, primary: str, progress: bool,
+                            log, context) -> dict:
+    """``select_on``: the sweep ranked its runs on the selection golden set; the chosen configuration alone is run
+    on ``goldset`` (the queries the numbers are reported on), into ``<best run>-reported/``."""
+    from .assemble import run_experiment
+    from ..render.outputs import write_outputs
+
+    cfg = best[0].model_copy(update={"goldset": config.goldset, "name": f"{best[0].name}-reported"})
+    log(f"sweep: best on {_describe(config.selection_goldset())} is {best[0].name}; reporting it on "
+        f"{_describe(config.goldset)}")
+    result = run_experiment(cfg, progress=progress, log=lambda m: None, context=context)
+    write_outputs(result, out_dir / cfg.name)
+    return {"selected_on": _describe(config.selection_goldset()), "reported_on": _describe(config.goldset),
+            "reported": {"run": cfg.name, "metric": f"{level}.{primary}",
+                         "mean": result.summary.means(level).get(primary),
+                         "queries": result.summary.level_counts(level).evaluated_queries}}
 
 
 def build_leaderboard(name: str, metric: str, runs: list[tuple[str, dict, Result]], log=None
@@ -128,4 +157,10 @@ def leaderboard_markdown(board: dict) -> str:
            f"{md(board['correction'])} correction; 'tied' = not significantly different from the best.", ""]
     out += _table(["rank", "run", "params", "mean", "queries", "delta vs best", "p (corrected)", "tied with best"],
                   rows)
+    if "selected_on" in board:
+        rep = board["reported"]
+        value = "n/a" if rep["mean"] is None else f"{rep['mean']:.4f}"
+        out += ["", f"Runs ranked on {md(board['selected_on'])} (the selection queries). The best configuration, "
+                    f"run on {md(board['reported_on'])}: {md(rep['metric'])} {value} over {rep['queries']} queries "
+                    f"({md(rep['run'])}/). Report that number: the others were tuned on the queries they score."]
     return "\n".join(out) + "\n"

@@ -121,7 +121,8 @@ def explain_saved(result: Result, query_id: str) -> dict:
     return explain_result(result, query_id, {c.chunk_id: c.text for c in chunks}, {d.doc_id: d.text for d in docs})
 
 
-def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None) -> dict:
+def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None, *,
+                 cache_dir: Path | None = None) -> dict:
     """Run the config's retriever for one ad-hoc query, judged against ``doc`` (and ``quote``) if given."""
     from ..pipeline.assemble import build_result, prepare
     from ..retrievers import BuildContext, build_retriever
@@ -148,7 +149,8 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
         judgments = (Judgment("adhoc", doc, 1, spans),)
     gold = GoldSet("adhoc", (Query("adhoc", query),), judgments)
     prepared = replace(prepared, gold=gold, problems=problems)
-    context = BuildContext(progress=False, documents=docs, unplaceable=config.retriever_hits.unplaceable)
+    context = BuildContext(progress=False, documents=docs, unplaceable=config.retriever_hits.unplaceable,
+                           **({"cache_dir": cache_dir} if cache_dir else {}))
     retriever = build_retriever(config.retriever, context)
     got = retrieve_all(retriever, prepared.chunks, gold.queries, config.depth, progress=False,
                        kind=config.retriever["kind"], documents=context.documents,

@@ -33,7 +33,7 @@ class BuildContext:
     documents by id (read-only: a retriever that places hits in documents reads them, never changes them), and
     what the run does with hits it cannot place."""
 
-    cache_dir: Path = Path(".harness-cache")
+    cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
     progress: bool = True
     documents: Mapping[str, Document] = field(default_factory=lambda: MappingProxyType({}))
     # The run's ``retriever_hits.unplaceable``: a retriever that reads hits from a file may report them by line.
@@ -42,6 +42,12 @@ class BuildContext:
     def __post_init__(self) -> None:
         if not isinstance(self.documents, MappingProxyType):
             object.__setattr__(self, "documents", MappingProxyType(dict(self.documents)))
+
+
+def _default_cache_dir() -> Path:
+    from ..cache import default_cache_dir
+
+    return default_cache_dir()
 
 
 # ---- the registry -----------------------------------------------------------------------------------------------

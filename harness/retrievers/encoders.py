@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -114,19 +113,10 @@ def load_sentence_transformer(name: str, max_length: int | None = None):
     return model
 
 
-@contextmanager
 def _progress(total: int, label: str, enabled: bool):
-    """Yields ``advance(done)``; a rich bar on stderr when enabled (only then is rich imported)."""
-    if not enabled or total == 0:
-        yield lambda done: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from ..progress import progress
 
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(file=sys.stderr), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda done: bar.update(task, completed=done)
+    return progress(total, label, enabled)
 
 
 def load_cross_encoder(name: str):
@@ -170,14 +160,15 @@ class Encoder:
         """Sentence embeddings of ``texts`` and the cache key that names them. With a cache, texts are encoded one
         batch at a time and each batch is cached as soon as it is done: an interrupted run resumes where it
         stopped."""
-        key = cache_key(self.name, self.fingerprint, prefix, normalize, self.max_length, texts)
-        show = self.progress and sys.stderr.isatty()
+        # The model's content identifies it, not how the config names it: `my-minilm`, `./my-minilm` and the
+        # same folder copied elsewhere share their cache entries.
+        key = cache_key("sentence-embeddings", self.fingerprint, prefix, normalize, self.max_length, texts)
         if self.cache is None:
-            return self._encode(texts, prefix, normalize, show), key
+            return self._encode(texts, prefix, normalize, self.progress and sys.stderr.isatty()), key
         # Longest first, as sentence-transformers orders one call's texts: each batch pads to similar lengths.
         # A stable sort, so the batches (and the cached shards) are the same on every run.
         order = np.argsort(-np.array([len(t) for t in texts], dtype=np.int64), kind="stable")
-        with _progress(len(texts), f"encoding {kind}", show) as advance:
+        with _progress(len(texts), f"encoding {kind}", self.progress) as advance:
             vectors = self.cache.get_or_build_rows(
                 kind, key, order, self.batch_size,
                 lambda rows: self._encode([texts[i] for i in rows.tolist()], prefix, normalize, False), advance)

@@ -1,0 +1,68 @@
+"""``harness cache info|clear``: the embedding caches (``harness.cache``), shown or removed."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cli_options import cache_dir_option
+from .render.fmt import plural
+
+# What ArrayCache.save writes (KIND/KEY.npz and KEY.sha256, KEY = 32 hex digits; an interrupted encode's shards in
+# KIND/KEY.parts/SIZE-NUMBER.npz|sha256) and atomic writes' temp files.
+_ENTRY = re.compile(r"^(?:[0-9a-f]{32}\.(?:npz|sha256)|\..+\.tmp)$")
+_SHARD = re.compile(r"^(?:\d+-\d{6}\.(?:npz|sha256)|\..+\.tmp)$")
+_SHARD_FOLDER = re.compile(r"^[0-9a-f]{32}\.parts$")
+
+
+class CacheAction(str, Enum):
+    info = "info"
+    clear = "clear"
+
+
+def _is_cache_file(root: Path, path: Path) -> bool:
+    if path.parent.parent == root:
+        return bool(_ENTRY.match(path.name))
+    return (path.parent.parent.parent == root and bool(_SHARD_FOLDER.match(path.parent.name))
+            and bool(_SHARD.match(path.name)))
+
+
+def _not_cache_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_symlink() or not p.is_dir() and not _is_cache_file(root, p))
+
+
+def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"),
+                  cache_dir: Optional[Path] = cache_dir_option("--dir")) -> None:
+    """Show or clear the embedding and token-embedding caches.
+
+    Example: harness cache info --cache-dir ~/.cache/harness
+    """
+    from .cache import ArrayCache, default_cache_dir
+    from .core.errors import InputError
+
+    cache_dir = cache_dir or default_cache_dir()
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise InputError(f"--cache-dir {cache_dir}: is a file, not a cache folder")
+    if action == CacheAction.info:
+        info = ArrayCache(cache_dir).info() if cache_dir.exists() else {}
+        if not info:
+            print(f"{cache_dir}: empty")
+        for kind, stats in info.items():
+            print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{stats['mb']:.1f} MB")
+        return
+    # clear removes the folder whole: refuse one that holds anything the cache did not write (a --cache-dir typo
+    # pointing at a project or home folder must not delete it).
+    foreign = _not_cache_files(cache_dir) if cache_dir.is_dir() else []
+    if foreign:
+        shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise InputError(f"--cache-dir {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
+    if not cache_dir.exists():
+        print(f"{cache_dir}: no cache there; nothing to clear")
+        return
+    ArrayCache(cache_dir).clear()
+    print(f"{cache_dir}: cleared")

@@ -1,0 +1,101 @@
+"""``--set KEY.PATH=VALUE``: change one value of a config from the command line, validated like the file.
+
+A value is read as YAML (``--set cutoff.k=10`` is the number 10, ``--set metrics=[ndcg@10,recall@100]`` a list,
+``--set retriever={kind: dense}`` a mapping), exactly as if it were written in the file at that key path, so a
+relative path in a value is relative to the config file's folder, like every path in the file. A path goes through
+mappings by key and through lists by index (``retriever.children.0.k1=1.2``); a key that does not exist yet is
+added, and the config's validation then names it if it is not a config key.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Sequence
+
+from ..core.errors import ConfigError
+
+OPTION = "--set"
+
+
+def _path(text: str) -> list[str]:
+    return text.split(".")
+
+
+def apply_overrides(data: Any, overrides: Sequence[str]) -> Any:
+    """A copy of ``data`` (the parsed config file) with every override applied in order; every malformed override
+    is reported in one ConfigError, each naming the override as typed."""
+    from ..core.safeyaml import parse_yaml
+
+    if not overrides:
+        return data
+    out = copy.deepcopy(data) if data is not None else {}
+    problems: list[str] = []
+    for item in overrides:
+        where = f"{OPTION} {item}"
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            problems.append(f"{where}: expected KEY.PATH=VALUE, e.g. {OPTION} cutoff.k=10")
+            continue
+        parts = _path(key)
+        if any(not p for p in parts):
+            problems.append(f"{where}: {key!r} has an empty key between dots")
+            continue
+        try:
+            value = parse_yaml(raw, where, ConfigError) if raw.strip() else ""
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        problem = _assign(out, parts, value)
+        if problem:
+            problems.append(f"{where}: {problem}")
+    if problems:
+        raise ConfigError(f"{OPTION}: {len(problems)} override(s) could not be applied", problems)
+    return out
+
+
+def _assign(root: Any, parts: list[str], value: Any) -> str | None:
+    if not isinstance(root, dict):
+        return "the config is not a mapping"
+    node: Any = root
+    for depth, part in enumerate(parts[:-1]):
+        here = ".".join(parts[:depth + 1])
+        if isinstance(node, dict):
+            if part not in node or node[part] is None:
+                node[part] = {}
+            node = node[part]
+        elif isinstance(node, list):
+            index = _index(part, len(node))
+            if index is None:
+                return f"{here}: {'.'.join(parts[:depth]) or 'the config'} is a list of {len(node)}; use an index 0-{len(node) - 1}"
+            node = node[index]
+        else:
+            return f"{here}: {'.'.join(parts[:depth])} is {_what(node)}, not a mapping or a list"
+    last = parts[-1]
+    if isinstance(node, dict):
+        node[last] = value
+    elif isinstance(node, list):
+        index = _index(last, len(node))
+        if index is None:
+            return f"{'.'.join(parts)}: {'.'.join(parts[:-1])} is a list of {len(node)}; use an index 0-{len(node) - 1}"
+        node[index] = value
+    else:
+        return f"{'.'.join(parts)}: {'.'.join(parts[:-1])} is {_what(node)}, not a mapping"
+    return None
+
+
+def _index(part: str, size: int) -> int | None:
+    if not part.isdigit():
+        return None
+    index = int(part)
+    return index if index < size else None
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    return f"a {type(value).__name__}"
