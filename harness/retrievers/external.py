@@ -26,6 +26,9 @@ class ExternalConfig(Strict):
     kind: Literal["external"] = "external"
     path: Path
     format: Literal["trec", "jsonl", "auto"] = "auto"
+    # lenient: hits that name no chunk of the corpus are skipped and reported (results.json hit_problems), as
+    # retriever_hits.unplaceable: skip does for the whole run; strict: they stop the run, each named.
+    placement: Literal["strict", "lenient"] = "strict"
 
     def preflight(self, where: str) -> list[str]:  # the file's content is read as the run, after this check
         return [] if self.path.is_file() else [f"{where}.path: {self.path}: external run file not found"]
@@ -84,6 +87,7 @@ class ExternalRetriever:
                     problems.append(f"{row['where']}: query {qid!r}: {placed[1]}")
                 hits.append(hit)
             self.resolved[qid] = hits
+        self.loosely_placed = list(placer.loose)
         if problems and self.unplaceable == "fail":
             raise RunFileError(f"{self.config.path}: {len(problems)} hit(s) could not be placed in the corpus "
                                f"(retriever_hits.unplaceable: fail; skip drops them)", shown_lines(problems))
@@ -122,5 +126,6 @@ def _documents_from(chunks: Sequence[Chunk]) -> dict[str, Document]:
 
 
 register(RetrieverKind("external", ExternalConfig,
-                       lambda c, ctx: ExternalRetriever(c, ctx.documents, ctx.unplaceable),
+                       lambda c, ctx: ExternalRetriever(c, ctx.documents,
+                                                        "skip" if c.placement == "lenient" else ctx.unplaceable),
                        "a run produced elsewhere (TREC run or JSONL with chunk hits)"))
