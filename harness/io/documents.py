@@ -17,7 +17,7 @@ from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from ..core.types import Document
 
-from .extract import SUFFIXES as DOC_SUFFIXES, Unreadable, extract
+from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
 
 
 def _stderr_warning(message: str) -> None:
@@ -110,9 +110,10 @@ def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
 
 
 def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
-    """Every document file in the folder (``extract``: text, Markdown, HTML, PDF, DOCX). A file whose text cannot be
-    extracted (an encrypted or scanned PDF, a broken DOCX) is skipped with a warning naming it and why; files of
-    other kinds are counted in one warning. Nothing is dropped without a line saying so."""
+    """Every document file in the folder (``extract``: text, Markdown, HTML, PDF, DOCX). A PDF, HTML or DOCX file
+    whose text cannot be extracted (encrypted, a scan, broken) is skipped with a warning naming it and why; a text
+    file that is not UTF-8 is an error; files of other kinds are counted in one warning. Nothing is dropped without
+    a line saying so."""
     if not path.is_dir():
         raise CorpusError(f"{path}: corpus folder not found")
     docs, problems, unreadable = [], [], []
@@ -125,7 +126,9 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
         try:
             got = extract(file)
         except Unreadable as exc:
-            unreadable.append(f"{file}: {exc}")
+            # A text file that is not UTF-8 is yours to fix (an error); a PDF without a text layer or a broken DOCX
+            # is common in a real folder: it is skipped, named, and the rest is read.
+            (problems if file.suffix.lower() in TEXT_SUFFIXES else unreadable).append(f"{file}: {exc}")
             continue
         except OSError as exc:
             problems.append(f"{file}: cannot be read ({exc.strerror or exc})")
