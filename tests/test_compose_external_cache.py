@@ -108,7 +108,7 @@ def test_external_reports_every_hit_it_cannot_place(tmp_path):
                    + "{broken\n")
     docs = documents(d1="hello")
     r = build_retriever({"kind": "external", "path": str(run)}, BuildContext(documents=docs))
-    with pytest.raises(RunFileError, match=r"run.jsonl:2: expected"):
+    with pytest.raises(RunFileError, match=r"run.jsonl:2: not valid JSON"):
         r.index([])
     run.write_text(run.read_text().splitlines()[0] + "\n")
     with pytest.raises(RunFileError) as exc:  # unplaceable: fail (the default): every line, before any query

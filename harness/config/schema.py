@@ -42,9 +42,23 @@ class ChunkingConfig(Strict):
         return self
 
 
+class GoldColumns(Strict):
+    """Which column of a CSV/TSV/Parquet golden set holds what (one row per judgment)."""
+
+    query_id: str = "query_id"
+    query: str = "query"
+    doc: str = "doc_id"
+    grade: str = "grade"
+    quote: str = "quote"
+    start: str = "start"
+    end: str = "end"
+    tags: list[str] = []
+
+
 class GoldsetConfig(Strict):
     path: Path
-    format: Literal["native", "beir", "trec"] = "native"
+    format: Literal["native", "beir", "trec", "csv", "tsv", "parquet"] = "native"
+    columns: GoldColumns | None = Field(None, description="csv, tsv, parquet: the column of each field")
     split: str = "test"
     queries: Path | None = Field(None, description="trec format: the queries TSV (id<TAB>text)")
     evidence: Path | None = Field(None, description="beir format: optional evidence JSONL (SciFact style)")
@@ -114,6 +128,13 @@ class ExperimentConfig(Strict):
         if self.select_on is None:
             return None
         return GoldsetConfig.model_validate({**self.goldset.model_dump(), **self.select_on})
+
+    def unplaceable(self) -> str:
+        """What the run does with hits that name no chunk: ``retriever_hits.unplaceable``, or ``skip`` for a
+        retriever configured with ``placement: lenient``."""
+        if isinstance(self.retriever, dict) and self.retriever.get("placement") == "lenient":
+            return "skip"
+        return self.retriever_hits.unplaceable
 
     def output_dir(self) -> Path:
         return self.output or Path("reports") / self.name

@@ -255,6 +255,9 @@ class HitProblemsRecord(Record):
     by_reason: dict[str, Count]
     duplicates: Count
     examples: list[HitProblemRecord]
+    # Hits whose text matched their document only after normalising case, whitespace and Unicode forms.
+    placed_by_normalised_text: Count = 0
+    normalised_examples: list[JsonObject] = []
 
 
 class RetrieverRecord(Record):

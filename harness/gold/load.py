@@ -50,6 +50,9 @@ def read_goldset(cfg: GoldsetConfig) -> list[RawQuery]:
         return _read_beir(cfg)
     if cfg.format == "trec":
         return _read_trec(cfg)
+    if cfg.format in ("csv", "tsv", "parquet"):
+        from .tabular import tabular_rows
+        return _read_native(cfg.path, tabular_rows(cfg))
     return _read_native(cfg.path)
 
 
@@ -99,8 +102,15 @@ def _native_rows(path: Path) -> list[tuple[str, object]]:
     if base_suffix(path) in (".yaml", ".yml"):
         return _yaml_queries(path)
     rows, problems = [], []
+    text = read_utf8(path, GoldSetError)
+    from .tabular import looks_tabular
+    kind = looks_tabular(path, text)
+    if kind:  # one line naming what the file is, not a "not valid JSON" line per row
+        raise GoldSetError(f"{path}: this looks like a {kind} file (first line {_short(text.lstrip().split(chr(10), 1)[0].strip())}), "
+                           f"read as a native JSONL golden set; set goldset.format: {kind.lower()} (and "
+                           f"goldset.columns if its columns are not query_id, query, doc_id, grade)")
     # Lines end at "\n" only: a JSON string may hold a raw U+2028, which splitlines() would cut.
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -181,10 +191,11 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _read_native(path: Path) -> list[RawQuery]:
+def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> list[RawQuery]:
+    """A native golden set (JSONL or YAML), or ``rows`` already in its form (a table's, ``gold.tabular``)."""
     queries, problems = [], []
     seen: dict[str, str] = {}
-    for where, row in _native_rows(path):
+    for where, row in (_native_rows(path) if rows is None else rows):
         if not isinstance(row, dict):
             problems.append(f"{where}: expected an object with id, query, relevant")
             continue

@@ -1,5 +1,5 @@
-"""Load documents: JSONL (``id``/``_id``, ``text``, optional ``title``, ``metadata``), a folder of .txt/.md files
-(id = relative path), or a BEIR folder/``corpus.jsonl``. Every problem is reported with its location.
+"""Load documents: JSONL (``id``/``_id``, ``text``, optional ``title``, ``metadata``), a folder of documents (id =
+relative path; text, Markdown, HTML, PDF and DOCX files, through ``extract``), or a BEIR folder/``corpus.jsonl``. Every problem is reported with its location.
 
 A folder corpus reads only files inside the folder: a link pointing outside it is skipped with a warning (a link
 to /etc/passwd would otherwise put that file into the reports)."""
@@ -17,7 +17,7 @@ from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from ..core.types import Document
 
-DOC_SUFFIXES = (".txt", ".md")
+from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
 
 
 def _stderr_warning(message: str) -> None:
@@ -95,7 +95,7 @@ def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
         dirnames.sort()
         for name in dirnames + sorted(filenames):
             p = Path(dirpath) / name
-            is_doc = name in filenames and p.suffix in DOC_SUFFIXES
+            is_doc = name in filenames and p.suffix.lower() in DOC_SUFFIXES
             if p.is_symlink() and (is_doc or name in dirnames):
                 target = p.resolve()
                 if not target.exists():
@@ -110,9 +110,13 @@ def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
 
 
 def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
+    """Every document file in the folder (``extract``: text, Markdown, HTML, PDF, DOCX). A PDF, HTML or DOCX file
+    whose text cannot be extracted (encrypted, a scan, broken) is skipped with a warning naming it and why; a text
+    file that is not UTF-8 is an error; files of other kinds are counted in one warning. Nothing is dropped without
+    a line saying so."""
     if not path.is_dir():
         raise CorpusError(f"{path}: corpus folder not found")
-    docs, problems = [], []
+    docs, problems, unreadable = [], [], []
     for file in _folder_files(path, warn):
         rel = file.relative_to(path).as_posix()
         bad_id = id_problem(rel, "document id (the file's path in the folder)")
@@ -120,19 +124,40 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
             problems.append(f"{file}: {bad_id}; rename the file")
             continue
         try:
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            problems.append(f"{file}: not UTF-8 text")
+            got = extract(file)
+        except Unreadable as exc:
+            # A text file that is not UTF-8 is yours to fix (an error); a PDF without a text layer or a broken DOCX
+            # is common in a real folder: it is skipped, named, and the rest is read.
+            (problems if file.suffix.lower() in TEXT_SUFFIXES else unreadable).append(f"{file}: {exc}")
             continue
         except OSError as exc:
             problems.append(f"{file}: cannot be read ({exc.strerror or exc})")
             continue
-        if not text.strip():
+        if not got.text.strip():
             problems.append(f"{file}: empty document")
             continue
-        docs.append(Document(rel, text, Path(rel).stem))
+        docs.append(Document(rel, got.text, got.title or Path(rel).stem, got.metadata))
     if problems:
         raise CorpusError(f"{path}: {len(problems)} problem(s) in the corpus", problems)
+    for line in unreadable:
+        warn(f"{line}; skipped")
+    others = _other_files(path)
+    if others:
+        kinds = ", ".join(f"{n} {s or 'without a suffix'}" for s, n in sorted(others.items(), key=lambda x: -x[1]))
+        warn(f"{path}: skipped {sum(others.values())} file(s) of other kinds ({kinds}); documents are "
+             f"{', '.join(DOC_SUFFIXES)}")
     if not docs:
-        raise CorpusError(f"{path}: no .txt or .md files found")
+        raise CorpusError(f"{path}: no readable document in the folder (read: {', '.join(DOC_SUFFIXES)})",
+                          unreadable)
     return docs
+
+
+def _other_files(path: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            suffix = Path(name).suffix.lower()
+            if suffix not in DOC_SUFFIXES and not name.startswith("."):
+                counts[suffix] = counts.get(suffix, 0) + 1
+    return counts

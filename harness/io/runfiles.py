@@ -8,7 +8,6 @@ of a problem) line by line. Names ending in ``.gz`` are gunzipped."""
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from pathlib import Path
@@ -132,40 +131,13 @@ def read_trec_run(path: Path) -> ColumnarRun:
 
 
 def read_jsonl_run(path: Path) -> ColumnarRun:
-    """``{"query_id": ..., "hits": [{"doc_id": ..., "score": ...}, ...]}`` per line."""
-    if not path.is_file():
-        raise RunFileError(f"{path}: run file not found")
-    lists: dict[str, list[tuple[str, float]]] = {}
-    ranks: dict[str, list[int]] = {}
-    problems = []
-    for lineno, line in enumerate(read_utf8(path, RunFileError).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            qid = str(row["query_id"])
-            hits = row["hits"]
-            pairs = [(str(h["doc_id"]), float(h["score"])) for h in hits]
-        except json.JSONDecodeError as exc:
-            problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
-            continue
-        except RecursionError:
-            problems.append(f"{path}:{lineno}: nested too deeply")
-            continue
-        except (KeyError, TypeError, ValueError) as exc:
-            problems.append(f"{path}:{lineno}: expected {{'query_id': ..., 'hits': [{{'doc_id': ..., 'score': "
-                            f"number}}]}} ({type(exc).__name__}: {exc})")
-            continue
-        if qid in lists:
-            problems.append(f"{path}:{lineno}: query {qid!r} appears twice")
-            continue
-        if any(score != score for _, score in pairs):
-            problems.append(f"{path}:{lineno}: a score is NaN, which has no place in a ranking")
-            continue
-        lists[qid] = pairs
-        ranks[qid] = list(range(1, len(pairs) + 1))
-    if problems:
-        raise RunFileError(f"{path}: {len(problems)} problem(s) in the run", problems[:50])
+    """A JSONL run (``io.jsonl_run``: a query per line with its hits, or a hit per line) as documents ranked per
+    query: ``eval`` judges documents, so every hit must name its ``doc_id``."""
+    from .jsonl_run import read_jsonl_hits
+
+    runs = read_jsonl_hits(path, need_doc=True)
+    lists = {qid: [(h.doc_id, h.score) for h in hits] for qid, hits in runs.items()}
+    ranks = {qid: list(range(1, len(hits) + 1)) for qid, hits in runs.items()}
     return ColumnarRun.from_lists(lists, ranks=ranks)
 
 

@@ -40,7 +40,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     else:
         prepared = Prepared(config, prepared.docs, prepared.chunks, prepared.gold, prepared.problems)
     check_runnable(prepared)
-    documents, unplaceable = {d.doc_id: d for d in prepared.docs}, config.retriever_hits.unplaceable
+    documents, unplaceable = {d.doc_id: d for d in prepared.docs}, config.unplaceable()
     context = replace(context or BuildContext(progress=progress), documents=documents, unplaceable=unplaceable)
     retriever = build_retriever(config.retriever, context)
     kind = config.retriever["kind"]
@@ -148,7 +148,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                  "has_evidence": gold.has_evidence, "fingerprint": goldset_fingerprint(gold),
                  "query_ids_fingerprint": fingerprint(sorted(q.query_id for q in gold.queries)),
                  "problems": [p.__dict__ for p in prepared.problems]},
-        hit_problems=(hits or HitReport()).to_dict(config.retriever_hits.unplaceable),
+        hit_problems=(hits or HitReport()).to_dict(config.unplaceable()),
         summary=Summary(
             doc=levels.doc.mean(), chunk=levels.chunk.mean(),
             counts=SummaryCounts(doc=_counts(levels, "doc"), chunk=_counts(levels, "chunk")),

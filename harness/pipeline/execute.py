@@ -30,11 +30,14 @@ class Retrieved:
     def warning(self, kind: str) -> str | None:
         """The stderr warning for skipped hits (``retriever_hits.unplaceable: skip``), or None."""
         r = self.hits
+        note = (f"note: retriever.kind {kind!r}: {r.loose} hit text(s) matched their document only after "
+                f"normalising case, whitespace and Unicode forms; placed there (listed in results.json "
+                f"hit_problems)") if r.loose else None
         if not r.skipped:
-            return None
+            return note
         lines = [p.line() for p in r.examples] + ([f"... and {r.skipped - len(r.examples)} more"]
                                                   if r.skipped > len(r.examples) else [])
-        return (f"warning: retriever.kind {kind!r}: skipped {r.skipped} hit(s) in {r.queries} queries that name no "
+        return (f"{note}\n" if note else "") + (f"warning: retriever.kind {kind!r}: skipped {r.skipped} hit(s) in {r.queries} queries that name no "
                 f"chunk of the corpus (retriever_hits.unplaceable: skip; listed in results.json hit_problems)\n"
                 + "\n".join(f"  - {line}" for line in lines))
 
@@ -95,7 +98,9 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
         raise RetrieverError(f"retriever.kind {kind!r}: {len(problems)} hit(s) in {n_queries} of {len(queries)} "
                              f"queries name no chunk of the corpus (retriever_hits.unplaceable: fail; set it to "
                              f"skip to drop them, counted in results.json)", shown(problems))
-    return Retrieved(out, list(chunks) + list(placer.adopted.values()), timings, HitReport.of(problems, duplicates))
+    loose = list(getattr(retriever, "loosely_placed", ())) + placer.loose  # the external run places its own hits
+    return Retrieved(out, list(chunks) + list(placer.adopted.values()), timings,
+                     HitReport.of(problems, duplicates, loose))
 
 
 def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -149,12 +149,12 @@ def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: s
         judgments = (Judgment("adhoc", doc, 1, spans),)
     gold = GoldSet("adhoc", (Query("adhoc", query),), judgments)
     prepared = replace(prepared, gold=gold, problems=problems)
-    context = BuildContext(progress=False, documents=docs, unplaceable=config.retriever_hits.unplaceable,
+    context = BuildContext(progress=False, documents=docs, unplaceable=config.unplaceable(),
                            **({"cache_dir": cache_dir} if cache_dir else {}))
     retriever = build_retriever(config.retriever, context)
     got = retrieve_all(retriever, prepared.chunks, gold.queries, config.depth, progress=False,
                        kind=config.retriever["kind"], documents=context.documents,
-                       unplaceable=config.retriever_hits.unplaceable, include_title=config.chunking.include_title)
+                       unplaceable=config.unplaceable(), include_title=config.chunking.include_title)
     lists = got.lists
     coverage = Coverage(*query_coverage(retriever, gold.queries))  # an external run has no answer for an ad-hoc query
     result = build_result(replace(prepared, chunks=got.chunks), lists, got.timings, coverage, got.hits)

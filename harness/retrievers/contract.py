@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 
 from ..core.errors import RetrieverError
 from ..core.types import Chunk, Document, Hit, Query, RankedList
+from ..core.normalize import LooseText, find_loose
 from .ranking import rank_hits
 
 MAX_SHOWN = 20  # problems listed in one error or warning; the rest are counted
@@ -100,6 +101,9 @@ class HitPlacer:
         self.include_title = include_title
         self.adopted: dict[str, Chunk] = {}
         self._by_span: dict[tuple[str, int, int], Chunk] | None = None
+        self._loose_docs: dict[str, LooseText] = {}
+        # Hits whose text was found only after normalising case, whitespace and Unicode forms: (doc, span, text).
+        self.loose: list[tuple[str, int, int, str]] = []
 
     def chunk(self, h: Hit) -> Chunk | tuple[str, str]:
         """The chunk ``h`` names, or ``(reason, message)``."""
@@ -133,7 +137,7 @@ class HitPlacer:
         if h.text is not None:
             at = doc.text.find(h.text) if h.text else -1
             if at < 0:
-                return "text_not_found", f"hit text {h.text[:50]!r} not found in document {h.doc_id!r}"
+                return self._loosely(doc, h.text)
             again = doc.text.find(h.text, at + 1)
             if again >= 0:  # two places: which one the retriever meant is a guess, so it is not made
                 return "ambiguous_text", (f"hit text {h.text[:50]!r} occurs more than once in document "
@@ -142,6 +146,22 @@ class HitPlacer:
         if h.chunk_id:
             return "unknown_chunk", f"chunk {h.chunk_id!r} is not a chunk of this corpus and has no span or text"
         return "unlocated", f"the hit names document {h.doc_id!r} but no chunk id, span or text in it"
+
+    def _loosely(self, doc: Document, text: str) -> Chunk | tuple[str, str]:
+        """A hit text that differs from the document by case, whitespace or Unicode forms only: placed on the
+        document's own characters, and recorded."""
+        if doc.doc_id not in self._loose_docs:
+            self._loose_docs[doc.doc_id] = LooseText.of(doc.text)
+        found = find_loose(self._loose_docs[doc.doc_id], text) if text else None
+        if found is None:
+            return "text_not_found", f"hit text {text[:50]!r} not found in document {doc.doc_id!r}"
+        if len(found) == 3:
+            return "ambiguous_text", (f"hit text {text[:50]!r} occurs more than once in document {doc.doc_id!r} "
+                                      f"once case and whitespace are ignored (at {found[0]} and {found[2]}); give "
+                                      f"start and end")
+        start, end = found
+        self.loose.append((doc.doc_id, start, end, text))
+        return self._at(doc, start, end)
 
     def _at(self, doc: Document, start: int, end: int) -> Chunk:
         if self._by_span is None:
@@ -195,19 +215,26 @@ class HitReport:
     by_reason: Mapping[str, int] = field(default_factory=dict)
     duplicates: int = 0
     examples: tuple[HitProblem, ...] = ()
+    # Hits placed only after normalising case, whitespace and Unicode forms (HitPlacer.loose), and the first ones.
+    loose: int = 0
+    loose_examples: tuple[tuple[str, int, int, str], ...] = ()
 
     @classmethod
-    def of(cls, problems: Sequence[HitProblem], duplicates: int) -> "HitReport":
+    def of(cls, problems: Sequence[HitProblem], duplicates: int,
+           loose: Sequence[tuple[str, int, int, str]] = ()) -> "HitReport":
         by_reason: dict[str, int] = {}
         for p in problems:
             by_reason[p.reason] = by_reason.get(p.reason, 0) + 1
         return cls(len(problems), len({p.query_id for p in problems}), by_reason, duplicates,
-                   tuple(problems[:MAX_SHOWN]))
+                   tuple(problems[:MAX_SHOWN]), len(loose), tuple(loose[:MAX_SHOWN]))
 
     def to_dict(self, policy: str) -> dict:
         return {"unplaceable": policy, "skipped": self.skipped, "queries": self.queries,
                 "by_reason": dict(self.by_reason), "duplicates": self.duplicates,
-                "examples": [p.to_dict() for p in self.examples]}
+                "examples": [p.to_dict() for p in self.examples],
+                "placed_by_normalised_text": self.loose,
+                "normalised_examples": [{"doc_id": d, "start": s, "end": e, "hit_text": t[:200]}
+                                        for d, s, e, t in self.loose_examples]}
 
 
 def shown(problems: Sequence[HitProblem]) -> list[str]:

@@ -1,20 +1,19 @@
 """A run produced by another system, judged like any retriever here.
 
-TREC run files name documents: each hit becomes the whole document as one span. JSONL runs may name chunks:
-``{"query_id": ..., "hits": [{"doc_id": ..., "chunk_id"?, "start"?, "end"?, "text"?, "score": ...}]}``; a hit
-given only by its text is located in its document (``base.HitPlacer``, the same rules as every retriever's hits).
+TREC run files name documents: each hit becomes the whole document as one span. JSONL runs (``io.jsonl_run``: a
+query per line, or a hit per line) may name chunks: ``{"doc_id"?, "chunk_id"?, "start"?, "end"?, "text"?,
+"score"}``; a hit given only by its text is located in its document (``base.HitPlacer``, the same rules as every retriever's hits).
 Hits that cannot be placed are reported by the run with their query and value, or skipped and counted."""
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
 from ..core.schema import Strict
 from ..core.errors import RunFileError
 from ..core.ids import data_lines
+from ..io.jsonl_run import read_jsonl_hits
 from ..io.runfiles import run_line_problem, score_problem
 from ..core.textfile import read_utf8
 from ..core.types import Chunk, Document, Hit, Query, RankedList
@@ -27,6 +26,9 @@ class ExternalConfig(Strict):
     kind: Literal["external"] = "external"
     path: Path
     format: Literal["trec", "jsonl", "auto"] = "auto"
+    # lenient: hits that name no chunk of the corpus are skipped and reported (results.json hit_problems), as
+    # retriever_hits.unplaceable: skip does for the whole run; strict: they stop the run, each named.
+    placement: Literal["strict", "lenient"] = "strict"
 
     def preflight(self, where: str) -> list[str]:  # the file's content is read as the run, after this check
         return [] if self.path.is_file() else [f"{where}.path: {self.path}: external run file not found"]
@@ -47,8 +49,8 @@ class ExternalRetriever:
         if fmt == "auto":
             fmt = "jsonl" if path.suffix in (".jsonl", ".json") else "trec"
         problems = []
-        text = read_utf8(path, RunFileError)
         if fmt == "trec":
+            text = read_utf8(path, RunFileError)
             # The same lines as `harness eval` reads: # comments skipped, columns after the tag ignored.
             for lineno, line, parts in data_lines(text):
                 problem = run_line_problem(line, parts) or score_problem(parts[4])
@@ -58,19 +60,9 @@ class ExternalRetriever:
                 self.raw.setdefault(parts[0], []).append({"doc_id": parts[2], "score": float(parts[4]),
                                                           "where": f"{path}:{lineno}"})
         else:
-            for lineno, line in enumerate(text.split("\n"), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    hits = [dict(h, score=float(h["score"]), doc_id=str(h["doc_id"]), where=f"{path}:{lineno}")
-                            for h in row["hits"]]
-                    if any(math.isnan(h["score"]) for h in hits):
-                        raise ValueError("a score is NaN, which cannot be ranked")
-                    self.raw.setdefault(str(row["query_id"]), []).extend(hits)
-                except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError) as exc:
-                    problems.append(f"{path}:{lineno}: expected {{'query_id', 'hits': [{{'doc_id', 'score', ...}}]}} "
-                                    f"({type(exc).__name__}: {exc})")
+            for qid, hits in read_jsonl_hits(path, what="external run").items():
+                self.raw[qid] = [{"doc_id": h.doc_id, "chunk_id": h.chunk_id, "start": h.start, "end": h.end,
+                                  "text": h.text, "score": h.score, "where": h.where} for h in hits]
         if problems:
             raise RunFileError(f"{path}: {len(problems)} problem(s) in the external run", problems[:50])
 
@@ -95,6 +87,7 @@ class ExternalRetriever:
                     problems.append(f"{row['where']}: query {qid!r}: {placed[1]}")
                 hits.append(hit)
             self.resolved[qid] = hits
+        self.loosely_placed = list(placer.loose)
         if problems and self.unplaceable == "fail":
             raise RunFileError(f"{self.config.path}: {len(problems)} hit(s) could not be placed in the corpus "
                                f"(retriever_hits.unplaceable: fail; skip drops them)", shown_lines(problems))
@@ -114,10 +107,11 @@ def _hit(row: dict, documents: Mapping[str, Document]) -> Hit:
     # Given values go to placement as they are: a span that is not two offsets is reported there, never ignored.
     span = (-1, -1) if start is None and end is None else (-1 if start is None else start, -1 if end is None else end)
     text = row.get("text")
-    doc = documents.get(row["doc_id"])
+    doc_id = row.get("doc_id") or ""
+    doc = documents.get(doc_id)
     if not chunk_id and span == (-1, -1) and text is None and doc is not None:
         span = (0, len(doc.text))  # a TREC line names a document: its whole text is the retrieved span
-    return Hit(str(chunk_id) if chunk_id else "", row["doc_id"], row["score"], 0, span[0], span[1], text)
+    return Hit(str(chunk_id) if chunk_id else "", doc_id, row["score"], 0, span[0], span[1], text)
 
 
 def _documents_from(chunks: Sequence[Chunk]) -> dict[str, Document]:
@@ -132,5 +126,6 @@ def _documents_from(chunks: Sequence[Chunk]) -> dict[str, Document]:
 
 
 register(RetrieverKind("external", ExternalConfig,
-                       lambda c, ctx: ExternalRetriever(c, ctx.documents, ctx.unplaceable),
+                       lambda c, ctx: ExternalRetriever(c, ctx.documents,
+                                                        "skip" if c.placement == "lenient" else ctx.unplaceable),
                        "a run produced elsewhere (TREC run or JSONL with chunk hits)"))

@@ -1,0 +1,138 @@
+"""Golden sets from tables teams keep in spreadsheets: CSV, TSV or Parquet, one row per judgment.
+
+Columns are mapped in the config (``goldset.columns``); the defaults are ``query_id``, ``query``, ``doc_id``,
+``grade``, and optionally ``quote`` or ``start``/``end`` for evidence, and ``tags`` (a list of columns kept as the
+query's tags, for slices). Rows of one query are gathered (its text must be the same on each); rows of one
+(query, document) add evidence to one judgment (their grades must agree). A row with an empty document cell is a
+query with no judgment. Each row becomes the native form and is validated by the same rules (``gold.load``).
+Quoted cells may span lines (the csv module reads them); messages name the row's first line.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Iterator
+
+from ..config.schema import GoldColumns, GoldsetConfig
+from ..core.errors import GoldSetError
+from ..core.textfile import read_utf8
+
+_WHOLE = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
+
+
+def _rows(path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
+    """(where, row as column -> text or value) for each row."""
+    if not path.is_file():
+        raise GoldSetError(f"{path}: golden set file not found")
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet as pq
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+            raise GoldSetError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+        for i, row in enumerate(table.to_pylist(), start=1):
+            yield f"{path}: row {i}", row
+        return
+    text = read_utf8(path, GoldSetError)
+    reader = csv.reader(text.splitlines(keepends=True), delimiter="\t" if fmt == "tsv" else ",")
+    header: list[str] | None = None
+    line = 1
+    for cells in reader:
+        where, line = f"{path}:{line}", reader.line_num + 1
+        if not any(c.strip() for c in cells):
+            continue
+        if header is None:
+            header = [c.strip() for c in cells]
+            dupes = sorted({h for h in header if header.count(h) > 1})
+            if dupes:
+                raise GoldSetError(f"{where}: the header names column(s) {', '.join(map(repr, dupes))} twice")
+            continue
+        if len(cells) != len(header):
+            raise GoldSetError(f"{where}: {len(cells)} cells, but the header (line 1) has {len(header)} columns"
+                               f"{'; is it tab-separated? set goldset.format: tsv' if fmt == 'csv' and chr(9) in ''.join(cells) else ''}")
+        yield where, dict(zip(header, cells))
+
+
+def _cell(row: dict, column: str | None) -> object:
+    if column is None:
+        return None
+    value = row.get(column)
+    return value.strip() if isinstance(value, str) else value
+
+
+def _number(value: object) -> object:
+    """A table's text "2" or "2.0" as the integer it is; anything else as it is (validation names it)."""
+    if isinstance(value, str) and _WHOLE.fullmatch(value):
+        return int(float(value))
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
+    """The golden set as native rows ``(where, {"id", "query", "relevant", "tags"})``, one per query."""
+    cols: GoldColumns = cfg.columns or GoldColumns()
+    queries: dict[str, tuple[str, dict]] = {}
+    problems: list[str] = []
+    first = True
+    for where, row in _rows(cfg.path, cfg.format):
+        if first:
+            wanted = [("query_id", cols.query_id), ("query", cols.query), ("doc", cols.doc)]
+            wanted += [(k, getattr(cols, k)) for k in ("grade", "quote", "start", "end") if k in cols.model_fields_set]
+            missing = [f"{key} ({name!r})" for key, name in wanted if name not in row]
+            missing += [f"tags ({t!r})" for t in cols.tags if t not in row]
+            if missing:
+                raise GoldSetError(f"{where}: no column for goldset.columns {', '.join(missing)}; the table has "
+                                   f"{', '.join(map(repr, row))}; map them with goldset.columns")
+            first = False
+        qid, text = _cell(row, cols.query_id), _cell(row, cols.query)
+        qid = _number(qid) if not isinstance(qid, str) else qid
+        key = str(qid)
+        if key not in queries:
+            tags = {t: str(_cell(row, t)) for t in cols.tags if _cell(row, t) not in (None, "")}
+            queries[key] = (where, {"id": qid, "query": text, "relevant": [], "tags": tags})
+        first_where, query = queries[key]
+        if text != query["query"]:
+            problems.append(f"{where}: query {key!r} has another text than on its first row ({first_where}): "
+                            f"{str(text)[:40]!r} vs {str(query['query'])[:40]!r}")
+            continue
+        doc = _cell(row, cols.doc)
+        if doc in (None, ""):
+            continue
+        grade = _number(_cell(row, cols.grade)) if cols.grade in row and _cell(row, cols.grade) not in (None, "") \
+            else 1
+        evidence = []
+        quote = _cell(row, cols.quote)
+        start, end = _number(_cell(row, cols.start)), _number(_cell(row, cols.end))
+        if quote not in (None, ""):
+            evidence.append({"quote": row.get(cols.quote)})  # the cell as written: spaces may be part of a quote
+        elif start not in (None, "") or end not in (None, ""):
+            evidence.append({"start": start, "end": end})
+        same = next((r for r in query["relevant"] if r["doc"] == doc), None)
+        if same is None:
+            query["relevant"].append({"doc": doc, "grade": grade, "evidence": evidence})
+        elif same["grade"] != grade:
+            problems.append(f"{where}: query {key!r} document {doc!r}: grade {grade!r} here, {same['grade']!r} on "
+                            f"an earlier row; one judgment has one grade")
+        else:
+            same["evidence"] += evidence
+    if problems:
+        raise GoldSetError(f"{cfg.path}: {len(problems)} problem(s) in the golden set", problems[:50])
+    return list(queries.values())
+
+
+def looks_tabular(path: Path, text: str) -> str | None:
+    """For a file read as JSONL that is not: "CSV"/"TSV" when its first line looks like a header of one, else
+    None (so 49 "not valid JSON" lines become one line naming what the file is)."""
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    if first.lstrip().startswith(("{", "[")):
+        return None
+    if path.suffix.lower() in (".csv", ".tsv"):
+        return path.suffix[1:].upper()
+    if first.count("\t") >= 1:
+        return "TSV"
+    if first.count(",") >= 1:
+        return "CSV"
+    return None
