@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import replace
+from pathlib import Path
 
 from typing import TYPE_CHECKING
 
