@@ -1,0 +1,288 @@
+"""The ``backend: fast`` BM25 index: per-(term, chunk) score contributions computed once at index time (bm25s-style
+eager scoring) with rank-bm25's formulas, held as plain NumPy arrays so the index pickles cheaply and slices into
+shards that score with the corpus-wide idf and average length.
+
+A query's score for a chunk is the sum, in query-term order (rank-bm25's order, repeats counted again), of the
+stored contributions of the terms the chunk contains; BM25Plus's contribution for a term a chunk lacks
+(delta x idf) is a per-query constant added at the end. Top-k is exact, with the one tie rule (score descending,
+chunk id descending), and usually touches a small part of the corpus: MaxScore-style pruning scores a sample of
+the chunks of the query's highest-weight term exactly, takes the k-th best as a threshold, and drops the terms whose
+maximum contributions together stay below it (a chunk holding only those cannot reach the top k). Only chunks
+holding one of the remaining terms are scored. Very common terms are stored as dense columns, so adding them for
+a set of chunks is a gather rather than a binary search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ranking import top_k
+
+DENSE_SHARE = 0.25  # a term in at least this share of the chunks is stored as a dense column
+SEED_SIZE = 4096  # chunks scored exactly to find the pruning threshold
+SPARSE_PATH_SHARE = 0.125  # above this many candidate chunks (share of the corpus), accumulate into a dense vector
+MARGIN = 1e-9  # relative safety margin of the pruning test against rounding in sums of bounds
+
+
+# ``config`` below is bm25.BM25Config (variant, k1, b, epsilon, delta); not imported, as bm25 imports this module.
+def bm25_delta(config: Any) -> float:
+    if config.delta is not None:
+        return config.delta
+    return 0.5 if config.variant == "l" else 1.0
+
+
+@dataclass
+class BM25Index:
+    """Term-major postings (``indptr`` over terms; ``docs`` ascending within a term; ``weights``), dense columns
+    for very common terms (``dense[dense_slot[t]]``, their postings empty), each term's largest contribution
+    (``bound``) and BM25Plus's absent-term constant (``absent``). ``n`` chunks, numbered from 0 in this index."""
+
+    n: int
+    indptr: np.ndarray  # int64, n_terms + 1
+    docs: np.ndarray  # int32
+    weights: np.ndarray  # float64
+    dense_slot: np.ndarray  # int32 per term, -1 = sparse
+    dense: np.ndarray  # float64, (n_dense, n)
+    bound: np.ndarray  # float64 per term
+    absent: np.ndarray  # float64 per term
+    nonnegative: bool  # pruning and "untouched chunks score 0" need contributions >= 0 (okapi's floor can be < 0)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.indptr) - 1
+
+    # ---- building -----------------------------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, term_ids: np.ndarray, lengths: np.ndarray, n_terms: int, config: Any,
+              dense_share: float = DENSE_SHARE) -> "BM25Index":
+        """``term_ids``: every chunk's tokens in chunk order; ``lengths``: tokens per chunk."""
+        import scipy.sparse as sp
+
+        n = len(lengths)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        docs = np.repeat(np.arange(n, dtype=np.int32), lengths)
+        # A counting sort by term in C (scipy's coo -> csr) that keeps chunk order within a term and sums repeats
+        # into term frequencies: linear in the tokens, unlike sorting (term, chunk) keys.
+        m = sp.coo_matrix((np.ones(len(term_ids), dtype=np.int32), (np.asarray(term_ids, dtype=np.int32), docs)),
+                          shape=(n_terms, max(n, 1))).tocsr()
+        del docs
+        m.sum_duplicates()
+        indptr = m.indptr.astype(np.int64)
+        post_docs = m.indices.astype(np.int32, copy=False)
+        tf = m.data.astype(np.float64)
+        del m
+        df = np.diff(indptr).astype(np.float64)
+        terms = np.repeat(np.arange(n_terms, dtype=np.int32), np.diff(indptr))
+        doc_len = lengths.astype(np.float64)
+        total = doc_len.sum()
+        avgdl = total / n if n and total else 1.0
+        k1, b, delta = config.k1, config.b, bm25_delta(config)
+        norm = (1 - b) + b * doc_len[post_docs] / avgdl
+        if config.variant == "okapi":
+            idf = np.log(n - df + 0.5) - np.log(df + 0.5)
+            # rank-bm25 floors negative idf at epsilon x the mean idf over all terms.
+            average_idf = idf.sum() / len(idf) if len(idf) else 0.0
+            idf = np.where(idf < 0, config.epsilon * average_idf, idf)
+            weights = idf[terms] * (tf * (k1 + 1) / (tf + k1 * norm))
+            absent = np.zeros(n_terms)
+        elif config.variant == "l":
+            idf = np.log(n + 1) - np.log(df + 0.5)
+            ctd = tf / norm
+            # rank-bm25 0.2.2 multiplies BM25L's term score by tf, so a term a chunk lacks adds nothing.
+            weights = idf[terms] * tf * (k1 + 1) * (ctd + delta) / (k1 + ctd + delta)
+            absent = np.zeros(n_terms)
+        else:
+            with np.errstate(divide="ignore"):
+                idf = np.log((n + 1) / df)
+            weights = idf[terms] * (delta + (tf * (k1 + 1)) / (k1 * norm + tf))
+            absent = np.where(df > 0, idf * delta, 0.0)
+            weights = weights - absent[terms]
+        del norm, tf, terms
+        # rank-bm25 divides 0/0 for a term a chunk lacks when k1 = 0 or for an empty chunk when b = 1; here only
+        # chunks holding a term have a contribution, so none of that arises (a NaN would be a bug, not data).
+        return cls._assemble(n, indptr, post_docs, weights, absent, dense_share)
+
+    @classmethod
+    def _assemble(cls, n, indptr, post_docs, weights, absent, dense_share) -> "BM25Index":
+        df = np.diff(indptr)
+        dense_terms = np.flatnonzero(df >= max(dense_share * n, 1)) if dense_share <= 1 else np.zeros(0, np.int64)
+        dense = np.zeros((len(dense_terms), n), dtype=np.float64)
+        dense_slot = np.full(len(df), -1, dtype=np.int32)
+        keep = np.ones(len(post_docs), dtype=bool)
+        for slot, t in enumerate(dense_terms.tolist()):
+            lo, hi = indptr[t], indptr[t + 1]
+            dense[slot, post_docs[lo:hi]] = weights[lo:hi]
+            dense_slot[t] = slot
+            keep[lo:hi] = False
+        bound = np.zeros(len(df))
+        nonempty = df > 0
+        if nonempty.any():
+            bound[nonempty] = np.maximum.reduceat(weights, indptr[:-1][nonempty])
+        nonnegative = bool(len(weights) == 0 or weights.min() >= 0)
+        if len(dense_terms):
+            kept = np.concatenate([[0], np.cumsum(keep)])
+            indptr, post_docs, weights = kept[indptr], post_docs[keep], weights[keep]
+        return cls(n, indptr.astype(np.int64), post_docs, weights, dense_slot, dense, bound, absent, nonnegative)
+
+    def slice(self, lo: int, hi: int) -> "BM25Index":
+        """The chunks ``lo:hi`` (renumbered from 0) with their contributions unchanged: the corpus-wide idf and
+        average length stay in them, so a shard's scores are the whole index's scores."""
+        inside = (self.docs >= lo) & (self.docs < hi)
+        kept = np.concatenate([[0], np.cumsum(inside)])
+        indptr = kept[self.indptr]
+        weights = self.weights[inside]
+        bound = np.zeros(self.n_terms)
+        df = np.diff(indptr)
+        if (df > 0).any():
+            bound[df > 0] = np.maximum.reduceat(weights, indptr[:-1][df > 0])
+        dense = np.ascontiguousarray(self.dense[:, lo:hi])
+        dense_bound = dense.max(axis=1) if dense.shape[1] else np.zeros(len(dense))
+        has_dense = self.dense_slot >= 0
+        bound[has_dense] = dense_bound[self.dense_slot[has_dense]]
+        return BM25Index(hi - lo, indptr, (self.docs[inside] - lo).astype(np.int32), weights, self.dense_slot.copy(),
+                         dense, bound, self.absent.copy(), self.nonnegative)
+
+    # ---- scoring ------------------------------------------------------------------------------------------------
+
+    def constant(self, query: np.ndarray) -> float:
+        total = 0.0
+        for t in query.tolist():
+            total += float(self.absent[t])
+        return total
+
+    def get_scores(self, query: np.ndarray) -> np.ndarray:
+        """Every chunk's score (a dense vector; for tests, explanations and indexes with negative contributions)."""
+        scores = np.zeros(self.n, dtype=np.float64)
+        for t in query.tolist():
+            self._add_into(scores, t)
+        constant = self.constant(query)
+        return scores + constant if constant else scores
+
+    def _add_into(self, scores: np.ndarray, t: int) -> None:
+        slot = self.dense_slot[t]
+        if slot >= 0:
+            scores += self.dense[slot]
+        else:
+            lo, hi = self.indptr[t], self.indptr[t + 1]
+            # A term's postings name each chunk once, so a fancy-index add is exact (np.add.at is slow).
+            scores[self.docs[lo:hi]] += self.weights[lo:hi]
+
+    def lookup(self, t: int, chunks: np.ndarray) -> np.ndarray:
+        """Term ``t``'s contribution to each of ``chunks`` (ascending), 0 where a chunk lacks it."""
+        slot = self.dense_slot[t]
+        if slot >= 0:
+            return self.dense[slot, chunks]
+        lo, hi = self.indptr[t], self.indptr[t + 1]
+        out = np.zeros(len(chunks))
+        if hi > lo and len(chunks):
+            post = self.docs[lo:hi]
+            if hi - lo <= len(chunks):  # walk the postings into the chunks, or the chunks into the postings
+                at = np.searchsorted(chunks, post)
+                found = at < len(chunks)
+                found[found] = chunks[at[found]] == post[found]
+                out[at[found]] = self.weights[lo:hi][found]
+            else:
+                at = np.minimum(np.searchsorted(post, chunks), hi - lo - 1)
+                found = post[at] == chunks
+                out[found] = self.weights[lo:hi][at[found]]
+        return out
+
+    def _exact(self, query: list[int], chunks: np.ndarray) -> np.ndarray:
+        """Scores of ``chunks`` summed in query order: bit-equal to ``get_scores`` (x + 0.0 == x)."""
+        scores = np.zeros(len(chunks))
+        for t in query:
+            scores += self.lookup(t, chunks)
+        return scores
+
+    def _postings(self, t: int) -> np.ndarray:
+        slot = self.dense_slot[t]
+        if slot >= 0:
+            return np.flatnonzero(self.dense[slot] != 0).astype(np.int32)
+        return self.docs[self.indptr[t]:self.indptr[t + 1]]
+
+    def _df(self, t: int) -> int:
+        return self.n if self.dense_slot[t] >= 0 else int(self.indptr[t + 1] - self.indptr[t])
+
+    def top(self, query: np.ndarray, k: int, id_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The k best chunks (positions in this index) and their scores, in the tie rule's order; ``id_rank`` is
+        each chunk's rank in chunk-id order (any increasing function of the id: shards pass the global ranks)."""
+        k = min(k, self.n)
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        constant = self.constant(query)
+        terms = query.tolist()
+        if not self.nonnegative:
+            scores = self.get_scores(query)
+            idx = top_k(scores, k, id_rank)
+            return idx, scores[idx]
+        floor, candidates = self._prune(terms, k, constant)
+        if candidates is None:  # too many chunks to score one by one: accumulate every term into one vector
+            acc = np.zeros(self.n)
+            for t in terms:
+                self._add_into(acc, t)
+            candidates = np.flatnonzero(acc >= floor)
+            stored = acc[candidates]
+        else:
+            stored = self._exact(terms, candidates)
+            if len(candidates) < k or (len(stored) and np.partition(stored, len(stored) - k)[len(stored) - k] <= 0):
+                # Chunks holding no query term score 0 (+ BM25Plus's constant) and may belong in the top k: the
+                # first k of them in the tie rule's order (chunk id descending) are the only ones that can.
+                candidates, stored = self._with_untouched(candidates, stored, k, id_rank)
+        final = stored + constant if constant else stored
+        pick = top_k(final, k, id_rank[candidates])
+        return candidates[pick], final[pick]
+
+    def _prune(self, terms: list[int], k: int, constant: float) -> tuple[float, np.ndarray | None]:
+        """(floor, candidates): every chunk outside ``candidates`` scores below ``floor`` (by more than rounding),
+        which the k-th best candidate reaches. ``candidates`` None: take every chunk scoring at least ``floor``."""
+        if not terms:
+            return -np.inf, np.zeros(0, dtype=np.int64)
+        bounds = self.bound[terms]
+        by_bound = np.argsort(-bounds, kind="stable")
+        # Seed: chunks of the highest-bound terms (a strided sample of at most SEED_SIZE each), scored exactly.
+        seed_parts, seen = [], 0
+        for j in by_bound.tolist():
+            t = terms[j]
+            # A dense term is in most chunks: a strided sample of all chunks seeds as well, without a scan.
+            post = np.arange(0, self.n, -(-self.n // SEED_SIZE)) if self.dense_slot[t] >= 0 else self._postings(t)
+            if len(post) > SEED_SIZE:
+                post = post[:: -(-len(post) // SEED_SIZE)]
+            seed_parts.append(post)
+            seen += len(post)
+            if seen >= k:
+                break
+        seed = _union(seed_parts)
+        threshold = -np.inf
+        if len(seed) >= k:
+            seed_scores = self._exact(terms, seed)
+            threshold = float(np.partition(seed_scores, len(seed) - k)[len(seed) - k])
+        # Non-essential terms: the lowest bounds whose sum stays below the threshold (with a margin, so rounding in
+        # either sum, or in adding BM25Plus's constant, cannot put a pruned chunk level with the k-th).
+        order = np.argsort(bounds, kind="stable")
+        margin = MARGIN * (abs(threshold) + abs(constant)) if np.isfinite(threshold) else 0.0
+        below = np.cumsum(bounds[order]) + margin < threshold
+        essential = sorted(set(terms[j] for j in order[int(below.sum()):].tolist()))
+        if sum(self._df(t) for t in essential) > SPARSE_PATH_SHARE * self.n:
+            return threshold - margin, None
+        return threshold, _union([self._postings(t) for t in essential])
+
+    def _with_untouched(self, candidates, stored, k, id_rank):
+        touched = np.zeros(self.n, dtype=bool)
+        touched[candidates] = True
+        by_id_desc = np.argsort(-id_rank[: self.n], kind="stable")
+        extra = by_id_desc[: k + len(candidates)]
+        extra = extra[~touched[extra]][:k]
+        return np.concatenate([candidates, extra]), np.concatenate([stored, np.zeros(len(extra))])
+
+
+def _union(parts: list[np.ndarray]) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    if len(parts) == 1:
+        return parts[0].astype(np.int64)
+    s = np.sort(np.concatenate(parts)).astype(np.int64)
+    return s[np.concatenate([[True], s[1:] != s[:-1]])] if len(s) else s
