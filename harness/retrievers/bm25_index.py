@@ -22,8 +22,8 @@ import numpy as np
 from .ranking import top_k
 
 DENSE_SHARE = 0.25  # a term in at least this share of the chunks is stored as a dense column
-SEED_SIZE = 4096  # chunks scored exactly to find the pruning threshold
-SPARSE_PATH_SHARE = 0.125  # above this many candidate chunks (share of the corpus), accumulate into a dense vector
+SEED_SIZE = 512  # chunks per seed term scored exactly to find the pruning threshold
+SPARSE_PATH_SHARE = 0.25  # candidates x query terms above this share of the corpus: accumulate into a dense vector
 MARGIN = 1e-9  # relative safety margin of the pruning test against rounding in sums of bounds
 
 
@@ -156,20 +156,29 @@ class BM25Index:
 
     def get_scores(self, query: np.ndarray) -> np.ndarray:
         """Every chunk's score (a dense vector; for tests, explanations and indexes with negative contributions)."""
-        scores = np.zeros(self.n, dtype=np.float64)
-        for t in query.tolist():
-            self._add_into(scores, t)
+        scores = self._accumulate(self._summation_order(query.tolist()))
         constant = self.constant(query)
         return scores + constant if constant else scores
 
-    def _add_into(self, scores: np.ndarray, t: int) -> None:
-        slot = self.dense_slot[t]
-        if slot >= 0:
-            scores += self.dense[slot]
+    def _summation_order(self, terms: list[int]) -> list[int]:
+        """The order a chunk's contributions are added in, the same on every path and in every shard (dense-ness
+        is the whole index's), so a chunk's score is the same float however it was found: the sparse terms in
+        query order, then the dense ones (rank-bm25 adds in query order; the sums agree to rounding)."""
+        slots = self.dense_slot
+        return [t for t in terms if slots[t] < 0] + [t for t in terms if slots[t] >= 0]
+
+    def _accumulate(self, ordered: list[int]) -> np.ndarray:
+        sparse = [t for t in ordered if self.dense_slot[t] < 0]
+        if sparse:
+            # One pass in C that adds each posting in turn, from 0.0: the same sums as adding term by term.
+            docs = np.concatenate([self.docs[self.indptr[t]:self.indptr[t + 1]] for t in sparse])
+            weights = np.concatenate([self.weights[self.indptr[t]:self.indptr[t + 1]] for t in sparse])
+            scores = np.bincount(docs, weights=weights, minlength=self.n).astype(np.float64, copy=False)
         else:
-            lo, hi = self.indptr[t], self.indptr[t + 1]
-            # A term's postings name each chunk once, so a fancy-index add is exact (np.add.at is slow).
-            scores[self.docs[lo:hi]] += self.weights[lo:hi]
+            scores = np.zeros(self.n)
+        for t in ordered[len(sparse):]:
+            scores += self.dense[self.dense_slot[t]]
+        return scores
 
     def lookup(self, t: int, chunks: np.ndarray) -> np.ndarray:
         """Term ``t``'s contribution to each of ``chunks`` (ascending), 0 where a chunk lacks it."""
@@ -191,10 +200,10 @@ class BM25Index:
                 out[found] = self.weights[lo:hi][at[found]]
         return out
 
-    def _exact(self, query: list[int], chunks: np.ndarray) -> np.ndarray:
-        """Scores of ``chunks`` summed in query order: bit-equal to ``get_scores`` (x + 0.0 == x)."""
+    def _exact(self, ordered: list[int], chunks: np.ndarray) -> np.ndarray:
+        """Scores of ``chunks``, bit-equal to ``_accumulate``'s (same order; x + 0.0 == x for an absent term)."""
         scores = np.zeros(len(chunks))
-        for t in query:
+        for t in ordered:
             scores += self.lookup(t, chunks)
         return scores
 
@@ -214,16 +223,14 @@ class BM25Index:
         if k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         constant = self.constant(query)
-        terms = query.tolist()
+        terms = self._summation_order(query.tolist())
         if not self.nonnegative:
             scores = self.get_scores(query)
             idx = top_k(scores, k, id_rank)
             return idx, scores[idx]
         floor, candidates = self._prune(terms, k, constant)
         if candidates is None:  # too many chunks to score one by one: accumulate every term into one vector
-            acc = np.zeros(self.n)
-            for t in terms:
-                self._add_into(acc, t)
+            acc = self._accumulate(terms)
             candidates = np.flatnonzero(acc >= floor)
             stored = acc[candidates]
         else:
@@ -242,19 +249,19 @@ class BM25Index:
         if not terms:
             return -np.inf, np.zeros(0, dtype=np.int64)
         bounds = self.bound[terms]
-        by_bound = np.argsort(-bounds, kind="stable")
-        # Seed: chunks of the highest-bound terms (a strided sample of at most SEED_SIZE each), scored exactly.
-        seed_parts, seen = [], 0
-        for j in by_bound.tolist():
-            t = terms[j]
-            # A dense term is in most chunks: a strided sample of all chunks seeds as well, without a scan.
-            post = np.arange(0, self.n, -(-self.n // SEED_SIZE)) if self.dense_slot[t] >= 0 else self._postings(t)
-            if len(post) > SEED_SIZE:
-                post = post[:: -(-len(post) // SEED_SIZE)]
-            seed_parts.append(post)
-            seen += len(post)
-            if seen >= k:
-                break
+        # Seed: the chunks where the two highest-bound terms weigh most (a sample of all chunks for a dense term),
+        # scored exactly; their k-th best score is a lower bound of the true k-th best.
+        seed_parts = []
+        for t in dict.fromkeys(terms[j] for j in np.argsort(-bounds, kind="stable")[:2].tolist()):
+            if self.dense_slot[t] >= 0:
+                seed_parts.append(np.arange(0, self.n, -(-self.n // SEED_SIZE)))
+                continue
+            lo, hi = self.indptr[t], self.indptr[t + 1]
+            if hi - lo > SEED_SIZE:
+                best = np.argpartition(self.weights[lo:hi], hi - lo - SEED_SIZE)[hi - lo - SEED_SIZE:]
+                seed_parts.append(np.sort(self.docs[lo:hi][best]))
+            else:
+                seed_parts.append(self.docs[lo:hi])
         seed = _union(seed_parts)
         threshold = -np.inf
         if len(seed) >= k:
@@ -266,7 +273,8 @@ class BM25Index:
         margin = MARGIN * (abs(threshold) + abs(constant)) if np.isfinite(threshold) else 0.0
         below = np.cumsum(bounds[order]) + margin < threshold
         essential = sorted(set(terms[j] for j in order[int(below.sum()):].tolist()))
-        if sum(self._df(t) for t in essential) > SPARSE_PATH_SHARE * self.n:
+        # Scoring candidates one by one costs a binary search per term; accumulating costs a pass over all chunks.
+        if sum(self._df(t) for t in essential) * len(terms) > SPARSE_PATH_SHARE * self.n:
             return threshold - margin, None
         return threshold, _union([self._postings(t) for t in essential])
 

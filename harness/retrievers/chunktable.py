@@ -12,23 +12,24 @@ import numpy as np
 from ..core.types import Chunk, Hit, RankedList
 
 
-def _pack(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _pack(strings: Sequence[str]) -> tuple[bytes, np.ndarray]:
     encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
+    return b"".join(encoded), offsets
 
 
-def _unpack(data: np.ndarray, offsets: np.ndarray, i: int) -> str:
-    return data[offsets[i]:offsets[i + 1]].tobytes().decode("utf-8", "surrogatepass")
+def _unpack(data: bytes, offsets: np.ndarray, indices: list[int]) -> list[str]:
+    starts, ends = offsets[indices].tolist(), offsets[np.asarray(indices, dtype=np.int64) + 1].tolist()
+    return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends)]
 
 
 @dataclass
 class ChunkTable:
-    id_data: np.ndarray
+    id_data: bytes  # the chunk ids, UTF-8, one after another
     id_offsets: np.ndarray
     doc_of: np.ndarray  # int32: which of the document ids
-    doc_data: np.ndarray
+    doc_data: bytes
     doc_offsets: np.ndarray
     start: np.ndarray
     end: np.ndarray
@@ -50,18 +51,19 @@ class ChunkTable:
         return len(self.doc_of)
 
     def chunk_id(self, i: int) -> str:
-        return _unpack(self.id_data, self.id_offsets, i)
+        return _unpack(self.id_data, self.id_offsets, [i])[0]
 
     def ranked_list(self, query_id: str, indices: np.ndarray, scores: np.ndarray) -> RankedList:
         """Hits for chunks ``indices``, already in rank order."""
-        hits = tuple(
-            Hit(self.chunk_id(i), _unpack(self.doc_data, self.doc_offsets, int(self.doc_of[i])), float(s), rank,
-                int(self.start[i]), int(self.end[i]))
-            for rank, (i, s) in enumerate(zip(indices.tolist(), scores.tolist()), start=1))
+        at = indices.tolist()
+        chunk_ids = _unpack(self.id_data, self.id_offsets, at)
+        doc_ids = _unpack(self.doc_data, self.doc_offsets, self.doc_of[at].tolist())
+        hits = tuple(map(Hit, chunk_ids, doc_ids, scores.tolist(), range(1, len(at) + 1), self.start[at].tolist(),
+                         self.end[at].tolist()))
         return RankedList(query_id, hits)
 
     def slice(self, lo: int, hi: int) -> "ChunkTable":
         a, b = self.id_offsets[lo], self.id_offsets[hi]
-        return ChunkTable(self.id_data[a:b].copy(), self.id_offsets[lo:hi + 1] - a, self.doc_of[lo:hi].copy(),
+        return ChunkTable(self.id_data[a:b], self.id_offsets[lo:hi + 1] - a, self.doc_of[lo:hi].copy(),
                           self.doc_data, self.doc_offsets, self.start[lo:hi].copy(), self.end[lo:hi].copy(),
                           self.id_rank[lo:hi].copy())
