@@ -148,20 +148,22 @@ class BM25Index:
         dense_terms = np.flatnonzero(df >= max(dense_share * n, 1)) if dense_share <= 1 else np.zeros(0, np.int64)
         dense = np.zeros((len(dense_terms), n), dtype=np.float64)
         dense_slot = np.full(len(df), -1, dtype=np.int32)
-        keep = np.ones(len(post_docs), dtype=bool)
         for slot, t in enumerate(dense_terms.tolist()):
             lo, hi = indptr[t], indptr[t + 1]
             dense[slot, post_docs[lo:hi]] = weights[lo:hi]
             dense_slot[t] = slot
-            keep[lo:hi] = False
         bound = np.zeros(len(df))
         nonempty = df > 0
         if nonempty.any():
             bound[nonempty] = np.maximum.reduceat(weights, indptr[:-1][nonempty])
         nonnegative = bool(len(weights) == 0 or weights.min() >= 0)
         if len(dense_terms):
-            kept = np.concatenate([[0], np.cumsum(keep)])
-            indptr, post_docs, weights = kept[indptr], post_docs[keep], weights[keep]
+            # Drop the dense terms' postings: copy the runs between them (memcpy) rather than mask every posting.
+            cuts = [(int(indptr[t]), int(indptr[t + 1])) for t in dense_terms.tolist()]
+            runs = list(zip([0] + [hi for _, hi in cuts], [lo for lo, _ in cuts] + [len(post_docs)]))
+            post_docs = np.concatenate([post_docs[a:b] for a, b in runs])
+            weights = np.concatenate([weights[a:b] for a, b in runs])
+            indptr = np.concatenate([[0], np.cumsum(np.where(dense_slot >= 0, 0, df))])
         return cls(n, indptr.astype(np.int64), post_docs, weights, dense_slot, dense, bound, absent, nonnegative)
 
     def slice(self, lo: int, hi: int) -> "BM25Index":
