@@ -2,14 +2,16 @@
 eager scoring) with rank-bm25's formulas, held as plain NumPy arrays so the index pickles cheaply and slices into
 shards that score with the corpus-wide idf and average length.
 
-A query's score for a chunk is the sum, in query-term order (rank-bm25's order, repeats counted again), of the
-stored contributions of the terms the chunk contains; BM25Plus's contribution for a term a chunk lacks
-(delta x idf) is a per-query constant added at the end. Top-k is exact, with the one tie rule (score descending,
-chunk id descending), and usually touches a small part of the corpus: MaxScore-style pruning scores a sample of
-the chunks of the query's highest-weight term exactly, takes the k-th best as a threshold, and drops the terms whose
-maximum contributions together stay below it (a chunk holding only those cannot reach the top k). Only chunks
-holding one of the remaining terms are scored. Very common terms are stored as dense columns, so adding them for
-a set of chunks is a gather rather than a binary search.
+A query's score for a chunk is the sum of the stored contributions of the query terms the chunk holds (repeats
+counted again, as in rank-bm25), always added in one order (``_summation_order``), so a chunk's score is the same
+float whichever path or shard found it; BM25Plus's contribution for a term a chunk lacks (delta x idf) is a
+per-query constant added at the end. Top-k is exact, with the one tie rule (score descending, chunk id descending),
+and usually touches a small part of the corpus (MaxScore-style): the chunks where the query's highest-weight terms
+weigh most (found at index time) are scored exactly and their k-th best score is a threshold; the terms whose
+largest contributions together stay below it cannot bring a chunk into the top k on their own, so only chunks
+holding one of the other terms are scored, one by one or, when that would cost more, by adding whole terms into a
+vector over all chunks. The most common terms are dense columns: adding one is a vector add, looking one up a
+gather.
 """
 
 from __future__ import annotations
