@@ -3,16 +3,22 @@ scores from a precomputed sparse term x chunk weight matrix (rank-bm25's idf rul
 
 from __future__ import annotations
 
+import itertools
+from collections import defaultdict
 from typing import Literal, Sequence
 
 import numpy as np
 from pydantic import Field, field_validator
 
+from ..core.errors import RetrieverError
 from ..core.schema import Strict
 from ..text import Analyzer, token_pattern_problem
 from ..core.types import Chunk, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
-from .ranking import id_order, ranked_list, top_k
+from .bm25_index import BM25Index, bm25_delta
+from .bm25_tokens import tokenize_corpus
+from .chunktable import ChunkTable
+from .ranking import top_k
 
 
 class AnalyzerConfig(Strict):
@@ -45,43 +51,96 @@ class BM25Config(Strict):
 
 
 class BM25Retriever:
+    """After ``index()`` it holds plain arrays (the chunk table, the fast backend's index, its vocabulary) and its
+    config: it pickles for worker processes, the analyzer (whose stemmer is a C method) being rebuilt on use."""
+
     def __init__(self, config: BM25Config):
         self.config = config
-        self.analyze = config.tokenizer.build()
-        self._chunks: Sequence[Chunk] = ()
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._engine = None
+        self._analyzer: Analyzer | None = None
+        self._table: ChunkTable | None = None
+        self._index: BM25Index | None = None  # backend fast
+        self._terms: list[str] = []
+        self._vocab: dict[str, int] | None = None
+        self._engine: RankBM25 | None = None  # backend rank_bm25
+
+    @property
+    def analyze(self) -> Analyzer:
+        if self._analyzer is None:
+            self._analyzer = self.config.tokenizer.build()
+        return self._analyzer
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_analyzer": None, "_vocab": None}
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        self._chunks = chunks
-        self._ids = id_order(chunks)
-        tokenized = [self.analyze(c.index_text) for c in chunks]
-        cls = FastBM25 if self.config.backend == "fast" else RankBM25
-        self._engine = cls(tokenized, self.config)
+        self._table = ChunkTable.from_chunks(chunks)
+        if self.config.backend == "fast":
+            tokens = tokenize_corpus((c.index_text for c in chunks), self.analyze)
+            self._terms, self._vocab = tokens.terms, None
+            self._index = BM25Index.build(tokens.ids, tokens.lengths, len(tokens.terms), self.config)
+        else:
+            self._engine = RankBM25([self.analyze(c.index_text) for c in chunks], self.config)
+
+    def _term_ids(self, text: str) -> np.ndarray:
+        if self._vocab is None:
+            self._vocab = dict(zip(self._terms, range(len(self._terms))))
+        vocab = self._vocab
+        return np.array([vocab[t] for t in self.analyze(text) if t in vocab], dtype=np.int64)
 
     def scores(self, query_text: str) -> np.ndarray:
+        if self._index is not None:
+            return self._index.get_scores(self._term_ids(query_text))
         return self._engine.get_scores(self.analyze(query_text))
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
+        table = self._table
         out = []
         for q in queries:
-            scores = self.scores(q.text)
-            idx = top_k(scores, k, self._ids)
-            out.append(ranked_list(q.query_id, self._chunks, idx, scores[idx]))
+            if self._index is not None:
+                idx, scores = self._index.top(self._term_ids(q.text), k, table.id_rank)
+            else:
+                all_scores = self.scores(q.text)
+                idx = top_k(all_scores, k, table.id_rank)
+                scores = all_scores[idx]
+            out.append(table.ranked_list(q.query_id, idx, scores))
+        return out
+
+    def shards(self, n: int) -> list["BM25Retriever"]:
+        """``n`` picklable retrievers over contiguous slices of the indexed chunks, scoring with the whole corpus's
+        idf and average length: merging their lists (``ranking.merge_shard_lists``) gives this retriever's."""
+        if self._index is None:
+            raise RetrieverError("bm25: only backend: fast can be sharded (set retriever.backend: fast)"
+                                 if self._engine is not None else "bm25: index() the chunks before sharding")
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"shards: n must be a positive integer, got {n!r}")
+        bounds = np.linspace(0, len(self._table), n + 1).round().astype(int).tolist()
+        out = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            shard = BM25Retriever(self.config)
+            shard._table = self._table.slice(lo, hi)
+            shard._index = self._index.slice(lo, hi)
+            shard._terms = self._terms
+            out.append(shard)
         return out
 
     def term_contributions(self, query_text: str, chunk_index: int) -> dict[str, float]:
         """Per query term, its share of the chunk's score (for explaining a hit)."""
         out: dict[str, float] = {}
+        if self._index is not None:
+            self._term_ids("")  # builds the vocabulary if needed
         for term in self.analyze(query_text):
-            out[term] = out.get(term, 0.0) + float(self._engine.get_scores([term])[chunk_index])
+            if self._index is not None:
+                t = self._vocab.get(term)
+                value = 0.0 if t is None else float(self._index.lookup(t, np.array([chunk_index]))[0]
+                                                     + self._index.absent[t])
+            else:
+                value = float(self._engine.get_scores([term])[chunk_index])
+            out[term] = out.get(term, 0.0) + value
         return out
 
 
 def _delta(config: BM25Config) -> float:
-    if config.delta is not None:
-        return config.delta
-    return 0.5 if config.variant == "l" else 1.0
+    return bm25_delta(config)
 
 
 class RankBM25:
@@ -118,64 +177,22 @@ class RankBM25:
 
 
 class FastBM25:
-    """Precomputed per-(term, chunk) weights; a query sums the postings of its terms (repeats count again,
-    as in rank-bm25). BM25Plus gives every chunk a constant for a term it lacks: added as a scalar."""
+    """``backend: fast`` over token lists (tests and benchmarks): the same index the retriever builds from text."""
 
     def __init__(self, tokenized: list[list[str]], config: BM25Config):
-        self.n = n = len(tokenized)
-        vocab: dict[str, int] = {}
-        term_ids, doc_ids = [], []
-        for d, tokens in enumerate(tokenized):
-            for t in tokens:
-                term_ids.append(vocab.setdefault(t, len(vocab)))
-                doc_ids.append(d)
-        self.vocab = vocab
-        doc_len = np.array([len(t) for t in tokenized], dtype=np.float64)
-        avgdl = doc_len.sum() / n if n and doc_len.sum() else 1.0
-        keys = np.array(term_ids, dtype=np.int64) * max(n, 1) + np.array(doc_ids, dtype=np.int64)
-        uniq, tf = np.unique(keys, return_counts=True)
-        terms, docs = uniq // max(n, 1), uniq % max(n, 1)
-        df = np.bincount(terms, minlength=len(vocab)).astype(np.float64)
-        k1, b, delta = config.k1, config.b, _delta(config)
-        norm = 1 - b + b * doc_len[docs] / avgdl
-        tf = tf.astype(np.float64)
-        if config.variant == "okapi":
-            idf = np.log(n - df + 0.5) - np.log(df + 0.5)
-            # rank-bm25 floors negative idf at epsilon x the mean idf over all terms (math.log, same values).
-            average_idf = idf.sum() / len(idf) if len(idf) else 0.0
-            idf = np.where(idf < 0, config.epsilon * average_idf, idf)
-            weights = idf[terms] * (tf * (k1 + 1) / (tf + k1 * norm))
-            self.absent = np.zeros(len(vocab))
-        elif config.variant == "l":
-            idf = np.log(n + 1) - np.log(df + 0.5)
-            ctd = tf / norm
-            # rank-bm25 0.2.2 multiplies BM25L's term score by tf, so a term a chunk lacks adds nothing.
-            weights = idf[terms] * tf * (k1 + 1) * (ctd + delta) / (k1 + ctd + delta)
-            self.absent = np.zeros(len(vocab))
-        else:
-            idf = np.log((n + 1) / df)
-            weights = idf[terms] * (delta + (tf * (k1 + 1)) / (k1 * norm + tf))
-            self.absent = idf * delta
-            weights = weights - self.absent[terms]
-        order = np.argsort(terms, kind="stable")
-        self.post_docs = docs[order]
-        self.post_weights = weights[order]
-        self.post_start = np.searchsorted(terms[order], np.arange(len(vocab) + 1))
+        vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        lengths = np.fromiter(map(len, tokenized), dtype=np.int64, count=len(tokenized))
+        ids = np.fromiter(map(vocab.__getitem__, itertools.chain.from_iterable(tokenized)), dtype=np.int32,
+                          count=int(lengths.sum()))
+        self.vocab = dict(vocab)
+        self.n = len(tokenized)
+        self.index = BM25Index.build(ids, lengths, len(vocab), config)
+
+    def term_ids(self, query: list[str]) -> np.ndarray:
+        return np.array([self.vocab[t] for t in query if t in self.vocab], dtype=np.int64)
 
     def get_scores(self, query: list[str]) -> np.ndarray:
-        scores = np.zeros(self.n, dtype=np.float64)
-        constant = 0.0
-        for term in query:
-            t = self.vocab.get(term)
-            if t is None:
-                continue
-            lo, hi = self.post_start[t], self.post_start[t + 1]
-            # np.add.at is slow; postings of one term have unique docs, so fancy-index add is exact.
-            scores[self.post_docs[lo:hi]] += self.post_weights[lo:hi]
-            constant += self.absent[t]
-        if constant:
-            scores += constant
-        return scores
+        return self.index.get_scores(self.term_ids(query))
 
 
 def _factory(config: BM25Config, context: BuildContext) -> BM25Retriever:

@@ -51,3 +51,23 @@ def rank_hits(query_id: str, hits: Iterable[Hit], k: int | None = None) -> Ranke
     return RankedList(query_id, tuple(h if h.rank == r else Hit(h.chunk_id, h.doc_id, h.score, r, h.start, h.end,
                                                                   h.text)
                                       for r, h in enumerate(ordered, 1)))
+
+
+def merge_shard_lists(lists_per_shard: Sequence[Sequence[RankedList]], depth: int) -> list[RankedList]:
+    """One ranked list per query from the lists of several shards (each shard's lists in the same query order):
+    every shard's hits together, in the tie rule's order, cut at ``depth``. When each shard returns its own top
+    ``depth`` with scores that do not depend on the sharding (BM25 shards score with corpus-wide statistics), this
+    is exactly the unsharded ranking."""
+    if not lists_per_shard:
+        return []
+    n = len(lists_per_shard[0])
+    if any(len(lists) != n for lists in lists_per_shard):
+        raise ValueError(f"merge_shard_lists: shards returned {[len(x) for x in lists_per_shard]} lists; "
+                         f"each must return one per query")
+    out = []
+    for per_query in zip(*lists_per_shard):
+        query_id = per_query[0].query_id
+        if any(r.query_id != query_id for r in per_query):
+            raise ValueError(f"merge_shard_lists: query {query_id!r} is not at the same position in every shard")
+        out.append(rank_hits(query_id, (h for r in per_query for h in r.hits), depth))
+    return out

@@ -1,0 +1,124 @@
+"""Tokenising a whole corpus for BM25 into term ids, with exactly ``Analyzer``'s tokens but without a Python object
+per token: for the token patterns ``\\w+`` (the default) and ``\\S+`` the token boundaries come from a per-code-point
+table over each batch of texts, and the token strings are hashed by Arrow's dictionary encoding. Other patterns use
+the regex per text. Stopwords and stemming are functions of the token, so they are applied once per distinct token
+(the vocabulary), not once per occurrence.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..text import SPACE_CODE_POINTS, STOPWORD_LISTS, Analyzer
+
+BATCH_CHUNKS = 20_000  # texts per batch: bounds the memory of the per-code-point arrays
+VECTOR_PATTERNS = (r"\w+", r"\S+")
+
+
+@lru_cache(maxsize=2)
+def _table(pattern: str, unicode: bool) -> np.ndarray:
+    """Which code points a token of ``pattern`` is made of. Python's ``\\w`` is ``str.isalnum()`` or '_' (sre's
+    SRE_UNI_IS_WORD); ``\\S`` is not ``str.isspace()``; a test checks both against ``re`` on every code point."""
+    size = 0x110000 if unicode else 128
+    if pattern == r"\S+":
+        table = np.ones(size, dtype=bool)
+        table[[c for c in SPACE_CODE_POINTS if c < size]] = False
+        return table
+    return np.fromiter((chr(c).isalnum() or c == 0x5F for c in range(size)), dtype=bool, count=size)
+
+
+class CorpusTokens:
+    """Term ids of every token (``ids``, chunk after chunk), tokens per chunk (``lengths``) and the terms."""
+
+    def __init__(self, terms: list[str], ids: np.ndarray, lengths: np.ndarray):
+        self.terms, self.ids, self.lengths = terms, ids, lengths
+
+
+def tokenize_corpus(texts: Iterable[str], analyzer: Analyzer, batch: int = BATCH_CHUNKS) -> CorpusTokens:
+    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)  # a new token gets the next id, in C
+    ids, lengths = [], []
+    it = iter(texts)
+    while True:
+        texts_batch = list(itertools.islice(it, batch))
+        if not texts_batch:
+            break
+        if analyzer.lowercase:
+            texts_batch = [t.lower() for t in texts_batch]
+        got = _vector_batch(texts_batch, analyzer.pattern, vocab) if analyzer.pattern in VECTOR_PATTERNS else None
+        if got is None:
+            got = _regex_batch(texts_batch, analyzer, vocab)
+        ids.append(got[0])
+        lengths.append(got[1])
+    raw_terms = list(vocab)
+    all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32)
+    all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    return _normalise(raw_terms, all_ids, all_lengths, analyzer)
+
+
+def _regex_batch(texts: Sequence[str], analyzer: Analyzer, vocab) -> tuple[np.ndarray, np.ndarray]:
+    tokens = list(map(analyzer._regex.findall, texts))
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    ids = np.fromiter(map(vocab.__getitem__, itertools.chain.from_iterable(tokens)), dtype=np.int32,
+                      count=int(lengths.sum()))
+    return ids, lengths
+
+
+def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray, np.ndarray] | None:
+    import pyarrow as pa
+
+    # "\n" is neither \w nor \S, so no token spans two texts; lowercasing already happened text by text.
+    joined = "\n".join(texts)
+    if joined.isascii():
+        data = joined.encode("ascii")
+        codes = np.frombuffer(data, dtype=np.uint8)
+        word = _table(pattern, False)[codes]
+        byte_word, byte_at = word, None
+    else:
+        try:
+            data = joined.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for Arrow; the regex path handles it
+            return None
+        codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        word = _table(pattern, True)[codes]
+        width = 1 + (codes >= 0x80) + (codes >= 0x800) + (codes >= 0x10000)
+        byte_word = np.repeat(word, width)
+        byte_at = np.concatenate([[0], np.cumsum(width)])
+    edges = np.diff(word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    text_starts = np.concatenate([[0], np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)])
+    which = np.searchsorted(text_starts, starts, side="right") - 1
+    lengths = np.bincount(which, minlength=len(texts)).astype(np.int64)
+    if byte_at is not None:
+        starts, ends = byte_at[starts], byte_at[ends]
+    token_bytes = np.frombuffer(data, dtype=np.uint8)[byte_word]
+    offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
+    tokens = pa.Array.from_buffers(pa.large_string(), len(starts), [None, pa.py_buffer(offsets),
+                                                                    pa.py_buffer(token_bytes)])
+    encoded = tokens.dictionary_encode()
+    local = encoded.indices.to_numpy(zero_copy_only=False)
+    to_global = np.fromiter(map(vocab.__getitem__, encoded.dictionary.to_pylist()), dtype=np.int32,
+                            count=len(encoded.dictionary))
+    return to_global[local] if len(local) else np.zeros(0, dtype=np.int32), lengths
+
+
+def _normalise(raw_terms: list[str], ids: np.ndarray, lengths: np.ndarray, analyzer: Analyzer) -> CorpusTokens:
+    """Drop stopwords and stem, per distinct token; renumber the terms that remain."""
+    stop = STOPWORD_LISTS[analyzer.stopwords]
+    if not stop and analyzer.stemmer == "none":
+        return CorpusTokens(raw_terms, ids, lengths)
+    kept = [t for t in raw_terms if t not in stop]
+    final = analyzer._stem(kept) if analyzer._stem is not None else kept
+    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    kept_ids = iter(map(vocab.__getitem__, final))
+    mapping = np.array([-1 if t in stop else next(kept_ids) for t in raw_terms], dtype=np.int32)
+    if not len(mapping):
+        return CorpusTokens([], ids, lengths)
+    new = mapping[ids]
+    keep = new >= 0
+    chunk_of = np.repeat(np.arange(len(lengths)), lengths)
+    return CorpusTokens(list(vocab), new[keep], np.bincount(chunk_of[keep], minlength=len(lengths)).astype(np.int64))
