@@ -141,8 +141,8 @@ def bench_run(n_chunks: int, n_queries: int, args, work: Path) -> dict:
     row = {"chunks": n_chunks, "queries": n_queries, "wall": wall, "cpu": cpu, "rss": rss, "index": index,
            "retrieve": retrieve,
            "rest": wall - index - retrieve, "files": files, "timings": t}
-    print(f"{n_chunks:,} chunks x {n_queries:,} queries (data made in {made:.1f} s): wall {wall:.1f} s, "
-          f"peak RSS {rss:.2f} GB")
+    print(f"{n_chunks:,} chunks x {n_queries:,} queries (data made in {made:.1f} s): wall {wall:.1f} s "
+          f"(CPU {cpu:.1f} s), peak RSS {rss:.2f} GB")
     print(f"  index {index:.1f} s ({n_chunks / max(index, 1e-9):,.0f} chunks/s); retrieve {retrieve:.1f} s "
           f"({n_queries / max(retrieve, 1e-9):,.0f} queries/s); load + metrics + diagnostics + outputs "
           f"{row['rest']:.1f} s ({n_queries / max(row['rest'], 1e-9):,.0f} queries/s)")
