@@ -1,5 +1,7 @@
-"""Fast readers for TREC files whose columns are separated by single spaces (or single tabs): pyarrow's
-multithreaded CSV reader, and doc ids interned by hashing in C instead of sorting every row in Python.
+"""Fast readers for TREC files whose columns are separated by single spaces (or single tabs): pyarrow's CSV reader,
+and doc ids interned by hashing in C instead of sorting every row in Python. A run is parsed in blocks
+(``BLOCK_BYTES``) and kept as codes, scores and ranks only, so a 1M-query run never sits in memory as text; qrels
+(much smaller) are read whole with the multithreaded reader.
 
 Every reader here returns None when it cannot be sure of reading the file exactly as the line-by-line readers do
 (pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; an empty
