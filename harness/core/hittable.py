@@ -64,6 +64,14 @@ class HitTable(Sequence[RankedList]):
         for i in range(len(self)):
             yield self[i]
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to any list, tuple or table of the same ranked lists (it stands where a list of them stood)."""
+        if not isinstance(other, (list, tuple, HitTable)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
     # ---- columns ----
 
     @property
