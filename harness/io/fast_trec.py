@@ -1,5 +1,7 @@
-"""Fast readers for TREC files whose columns are separated by single spaces (or single tabs): pyarrow's
-multithreaded CSV reader, and doc ids interned by hashing in C instead of sorting every row in Python.
+"""Fast readers for TREC files whose columns are separated by single spaces (or single tabs): pyarrow's CSV reader,
+and doc ids interned by hashing in C instead of sorting every row in Python. A run is parsed in blocks
+(``BLOCK_BYTES``) and kept as codes, scores and ranks only, so a 1M-query run never sits in memory as text; qrels
+(much smaller) are read whole with the multithreaded reader.
 
 Every reader here returns None when it cannot be sure of reading the file exactly as the line-by-line readers do
 (pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; an empty
@@ -11,6 +13,7 @@ trec_eval, only ASCII whitespace separates columns."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -88,6 +91,29 @@ def _ids_are_clean(dictionary, first_column: bool) -> None:
         raise _Declined
 
 
+def _csv_options(columns: Sequence[str], types: dict, delimiter: bytes, **read) -> dict:
+    pacsv = _arrow()[2]
+    return dict(
+        read_options=pacsv.ReadOptions(column_names=list(columns), **read),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, double_quote=False,
+                                         escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
+        convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
+                                             strings_can_be_null=False))
+
+
+def _source(path: Path):
+    pa = _arrow()[0]
+    # The compression is said explicitly: arrow would otherwise guess it from any suffix.
+    return pa.input_stream(str(path), compression="gzip") if is_gzip(path) else pa.OSFile(str(path))
+
+
+def _scan(path: Path, delimiter: bytes) -> bool:
+    try:
+        return _only_delimiter_separates(path, delimiter)
+    except (OSError, EOFError):
+        return False
+
+
 def _read_table(path: Path, columns: Sequence[str], types: dict):
     """The typed ``columns`` of a file delimited by single spaces (or single tabs) as a pyarrow table, or None
     (see the module docstring)."""
@@ -100,20 +126,10 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
         delimiter = _delimiter(path)
     except (OSError, EOFError):  # a broken gzip file: the line reader says what is wrong with it
         return None
-    options = dict(
-        read_options=pacsv.ReadOptions(column_names=list(columns)),
-        parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, double_quote=False,
-                                         escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
-        convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
-                                             strings_can_be_null=False))
-    # The compression is said explicitly: arrow would otherwise guess it from any suffix.
-    source = pa.input_stream(str(path), compression="gzip") if is_gzip(path) else pa.memory_map(str(path))
-    with source, ThreadPoolExecutor(1) as pool:
+    options = _csv_options(columns, types, delimiter)
+    with _source(path) as source, ThreadPoolExecutor(1) as pool:
         parsing = pool.submit(pacsv.read_csv, source, **options)
-        try:
-            clean = _only_delimiter_separates(path, delimiter)  # checked while arrow parses (it releases the GIL)
-        except (OSError, EOFError):
-            clean = False
+        clean = _scan(path, delimiter)  # checked while arrow parses (it releases the GIL)
         try:
             table = parsing.result()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
@@ -123,15 +139,6 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
     # An empty column (two delimiters in a row, or one at a line's end) is a line of five to the line reader.
     if any(_has_empty(table.column(c)) for c in _FILLER if c in types):
         return None
-    return table
-
-
-def _run_table(path: Path):
-    pa, pc, _ = _arrow()
-    table = _read_table(path, RUN_COLUMNS, {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(),
-                                            "score": pa.float64(), "q0": _filler_type(), "tag": _filler_type()})
-    if table is None or pc.any(pc.is_nan(table.column("score"))).as_py():
-        return None  # a NaN score: the line reader names its line
     return table
 
 
@@ -145,6 +152,79 @@ def _qrels_table(path: Path):
     if not -GRADE_LIMIT < low.as_py() <= high.as_py() < GRADE_LIMIT:
         return None  # a grade out of range: the line reader names its line
     return table
+
+
+# A run is parsed this many bytes at a time: memory holds one block's text, never the whole file's, plus ~24 bytes
+# a row (doc and query codes, score, rank) and the distinct ids.
+BLOCK_BYTES = 1 << 26
+
+
+@dataclass
+class _Streamed:
+    docs: object  # pa.StringArray: the doc vocabulary, in order of first appearance (after the seed's entries)
+    doc_codes: np.ndarray  # (n,) int32
+    queries: tuple  # as ``_queries`` gives it
+    scores: np.ndarray  # (n,) float64
+    ranks: np.ndarray  # (n,) int64
+
+
+def _extend(vocab, column):
+    """(``vocab`` with the column's new ids appended in order of first appearance, the column's codes into it):
+    what dictionary-encoding the whole file at once gives, one block at a time (arrow's dictionary unifier keeps the
+    first dictionary's entries where they are)."""
+    pa, pc, _ = _arrow()
+    encoded = pc.dictionary_encode(column)
+    seed = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), vocab)
+    unified = pa.chunked_array([seed, encoded]).unify_dictionaries().chunk(1)
+    return unified.dictionary, unified.indices.to_numpy(zero_copy_only=False)
+
+
+def _stream_run(path: Path, seed=None) -> _Streamed | None:
+    """A run read block by block, its doc ids coded into ``seed`` (a vocabulary, extended) or a new vocabulary;
+    None as the module docstring says."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pa, pc, pacsv = _arrow()
+    if path.stat().st_size == 0:
+        return None
+    try:
+        delimiter = _delimiter(path)
+    except (OSError, EOFError):  # a broken gzip file: the line reader says what is wrong with it
+        return None
+    types = {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(), "score": pa.float64(),
+             "q0": _filler_type(), "tag": _filler_type()}
+    docs = pa.array([], pa.string()) if seed is None else seed
+    doc_codes, query_codes, scores, ranks = [], [], [], []
+    with _source(path) as source, ThreadPoolExecutor(1) as pool:
+        scanning = pool.submit(_scan, path, delimiter)  # arrow parses on this thread meanwhile (it releases the GIL)
+        try:
+            for batch in pacsv.open_csv(source, **_csv_options(RUN_COLUMNS, types, delimiter,
+                                                                block_size=BLOCK_BYTES)):
+                if any(batch.column(c).null_count for c in types) or any(
+                        _has_empty(batch.column(c)) for c in ("q0", "tag")):
+                    return None
+                if pc.any(pc.is_nan(batch.column("score"))).as_py():
+                    return None  # a NaN score: the line reader names its line
+                docs, codes = _extend(docs, batch.column("doc_id"))
+                doc_codes.append(codes)
+                # A block's query ids are mostly its own (a run lists each query's hits together): their
+                # dictionaries are unified once, at the end, rather than block by block as doc ids are.
+                query_codes.append(pc.dictionary_encode(batch.column("query_id")))
+                scores.append(batch.column("score").to_numpy())
+                ranks.append(batch.column("rank").to_numpy())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+            return None
+        clean = scanning.result()
+    if not clean or not doc_codes or not sum(len(c) for c in doc_codes):
+        return None
+    unified = pa.chunked_array(query_codes).unify_dictionaries()
+    query_vocab = _dictionary(unified)
+    _ids_are_clean(query_vocab, first_column=True)
+    qcodes = _indices(unified)
+    together = int(np.count_nonzero(qcodes[1:] != qcodes[:-1])) == len(query_vocab) - 1
+    return _Streamed(docs, np.concatenate(doc_codes), (query_vocab, qcodes, together),
+                     np.concatenate(scores).astype(np.float64, copy=False),
+                     np.concatenate(ranks).astype(np.int64, copy=False))
 
 
 def _indices(encoded) -> np.ndarray:
@@ -203,11 +283,9 @@ def _queries(column):
     return dictionary, codes, int(np.count_nonzero(codes[1:] != codes[:-1])) == len(dictionary) - 1
 
 
-def _columnar_run(table, doc_vocab: np.ndarray, doc_order: np.ndarray, doc_codes: np.ndarray,
-                  queries) -> ColumnarRun:
-    scores = np.ascontiguousarray(table.column("score").to_numpy(), dtype=np.float64)
-    ranks = np.ascontiguousarray(table.column("rank").to_numpy(), dtype=np.int64)
-    dictionary, qcodes, together = queries
+def _columnar_run(run: _Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) -> ColumnarRun:
+    doc_codes, scores, ranks = run.doc_codes, run.scores, run.ranks
+    dictionary, qcodes, together = run.queries
     if together:  # the usual case: no sort, queries in order of appearance
         query_ids = _objects(dictionary)
     else:  # interleaved queries: grouped, in sorted order of query id, each keeping its file order
@@ -255,8 +333,11 @@ def _or_none(reader: Callable) -> Callable:
 
 @_or_none
 def read_run(path: Path) -> ColumnarRun | None:
-    table = _run_table(path) if _arrow() is not None else None
-    return None if table is None else _columnar_run(table, *_interned(table))
+    run = _stream_run(path) if _arrow() is not None else None
+    if run is None:
+        return None
+    _ids_are_clean(run.docs, first_column=False)
+    return _columnar_run(run, _objects(run.docs), _positions(run.docs))
 
 
 @_or_none
@@ -271,18 +352,21 @@ def read_qrels(path: Path) -> Qrels | None:
 
 @_or_none
 def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, ColumnarRun] | None:
-    """Both files at once, their doc ids interned together: the engine then joins them on integer codes without
-    looking a string up again."""
+    """Both files, their doc ids interned together (the qrels' first, then the run's new ones, block by block): the
+    engine then joins them on integer codes without looking a string up again."""
     if _arrow() is None:
         return None
+    pc = _arrow()[1]
     qrels_table = _qrels_table(qrels_path)
-    run_table = _run_table(run_path) if qrels_table is not None else None
-    if run_table is None:
+    if qrels_table is None:
         return None
-    vocab, order, (qrels_codes, run_codes), (qrels_queries, run_queries) = _shared_vocab(
-        [qrels_table.column("doc_id"), run_table.column("doc_id")],
-        meanwhile=[lambda: _queries(qrels_table.column("query_id")), lambda: _queries(run_table.column("query_id"))])
-    qrels = _qrels(qrels_table, vocab, qrels_codes, qrels_queries)
+    encoded = pc.dictionary_encode(qrels_table.column("doc_id"))
+    run = _stream_run(run_path, seed=_dictionary(encoded))
+    if run is None:
+        return None
+    _ids_are_clean(run.docs, first_column=False)
+    vocab = _objects(run.docs)
+    qrels = _qrels(qrels_table, vocab, _indices(encoded), _queries(qrels_table.column("query_id")))
     if qrels is None:
         return None
-    return qrels, _columnar_run(run_table, vocab, order, run_codes, run_queries)
+    return qrels, _columnar_run(run, vocab, _positions(run.docs))

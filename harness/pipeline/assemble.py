@@ -16,6 +16,7 @@ from .. import __version__
 from ..config.schema import ExperimentConfig
 from ..core.result import (KINDS, LEVELS, Counts, GoldRecord, HitRecord, LevelCounts, LevelFlags, QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
+from ..core.hittable import HitTable
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, summarize_verdicts
 from ..core.errors import GoldSetError
@@ -129,7 +130,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                                       "relevant (wrong_chunk cannot be diagnosed)")
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
     kinds = [verdicts[q.query_id].kind for q in gold.queries]
-    run = Run(config.name, tuple(lists), config.config_hash(), timings)
+    # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
+    run = Run(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
     result = Result(
         name=config.name,
         config=config.resolved(),

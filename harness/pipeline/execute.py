@@ -9,20 +9,24 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
+import numpy as np
+
 from ..config.schema import CutoffConfig
 from ..core.errors import ConfigError, HarnessError, RetrieverError
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
 from ..retrievers.contract import HitReport, shown
 from ..text import TokenCounter
+from ..core.hittable import HitTable, HitTableBuilder
 from ..core.types import Chunk, Document, Query, RankedList
 
 
 @dataclass(frozen=True)
 class Retrieved:
     """What a retriever produced, placed: one list per query (hits on the run's chunks, contract order), the run's
-    chunks (the corpus's, then those made for hits' own spans), timings, and the hits skipped as unplaceable."""
+    chunks (the corpus's, then those made for hits' own spans), timings, and the hits skipped as unplaceable.
+    ``lists`` is a ``HitTable``: columns (chunk index, score) that read as a sequence of ``RankedList``."""
 
-    lists: list[RankedList]
+    lists: HitTable
     chunks: list[Chunk]
     timings: dict[str, float]
     hits: HitReport
@@ -77,7 +81,9 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     timings["index_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     placer = HitPlacer(chunks, documents, include_title)
-    out: list[RankedList] = []
+    # Each batch's hits become columns at once: memory grows by ~12 bytes a hit, not by a Hit object a hit.
+    table = HitTableBuilder(chunks)
+    n_adopted = 0
     problems: list[HitProblem] = []
     duplicates = 0
     with _progress(len(queries), "retrieving", progress) as advance:
@@ -85,11 +91,16 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
             batch = queries[i:i + batch_size]
             lists = _guarded(kind, "retrieve", lambda: retriever.retrieve(batch, depth))
             check_output(kind, batch, lists, depth)
+            placed_lists = []
             for ranked in lists:
                 placed, dropped, merged = placer.place(ranked)
-                out.append(placed)
+                placed_lists.append(placed)
                 problems += dropped
                 duplicates += merged
+            if len(placer.adopted) > n_adopted:
+                table.added(list(placer.adopted.values())[n_adopted:])
+                n_adopted = len(placer.adopted)
+            table.add(placed_lists)
             advance(i + len(batch))
     timings["retrieve_s"] = time.perf_counter() - t0
     timings["queries_per_s"] = len(queries) / timings["retrieve_s"] if timings["retrieve_s"] > 0 else 0.0
@@ -99,8 +110,8 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
                              f"queries name no chunk of the corpus (retriever_hits.unplaceable: fail; set it to "
                              f"skip to drop them, counted in results.json)", shown(problems))
     loose = list(getattr(retriever, "loosely_placed", ())) + placer.loose  # the external run places its own hits
-    return Retrieved(out, list(chunks) + list(placer.adopted.values()), timings,
-                     HitReport.of(problems, duplicates, loose))
+    run_chunks = list(chunks) + list(placer.adopted.values())
+    return Retrieved(table.build(run_chunks), run_chunks, timings, HitReport.of(problems, duplicates, loose))
 
 
 def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -119,6 +130,8 @@ def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tupl
 def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: dict[str, str]) -> list[int]:
     """The effective k of each query: ``k``, or as many chunks in rank order as fit in the token budget."""
     if cutoff.k is not None:
+        if isinstance(lists, HitTable):  # from the columns: no list is made
+            return np.minimum(lists.lengths, cutoff.k).tolist()
         return [min(cutoff.k, len(r.hits)) for r in lists]
     counter = TokenCounter(cutoff.tokenizer)
     budget = cutoff.token_budget or 0
@@ -164,7 +177,10 @@ def empty_window_warning(cutoff: CutoffConfig, lists: Sequence[RankedList], size
     """The warning for queries whose first hit alone is over the token budget (their window holds 0 chunks)."""
     if cutoff.token_budget is None:
         return None
-    empty = [r.query_id for r, k in zip(lists, sizes) if k == 0 and r.hits]
+    if isinstance(lists, HitTable):
+        empty = [str(q) for q, k, n in zip(lists.query_ids, sizes, lists.lengths.tolist()) if k == 0 and n]
+    else:
+        empty = [r.query_id for r, k in zip(lists, sizes) if k == 0 and r.hits]
     if not empty:
         return None
     shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")

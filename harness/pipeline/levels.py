@@ -7,7 +7,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
-from ..core.runtable import ColumnarRun, Qrels
+import numpy as np
+
+from ..core.hittable import HitTable
+from ..core.runtable import ColumnarRun, Qrels, _offsets
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics.engine import Window, evaluate
@@ -96,8 +99,58 @@ def evaluate_levels(dq: dict[str, dict[str, int]], cq: dict[str, dict[str, int]]
                     gold_errors: Collection[str], coverage: Coverage = Coverage()) -> Levels:
     """One table per level: the configured metrics, then the window metrics not among them."""
     specs = parse_metrics(list(metrics) + list(WINDOW_METRICS))
+    if isinstance(lists, HitTable):
+        return Levels(*(evaluate(Qrels.from_dict(qrels), run, specs, query_policy=query_policy, order="rank",
+                                 gold_errors=gold_errors, window=window)
+                        for qrels, (run, window) in ((dq, _columnar_level(lists, window_k, coverage, "doc")),
+                                                     (cq, _columnar_level(lists, window_k, coverage, "chunk")))))
     doc_window, chunk_window = _window_cuts(lists, window_k)
     tables = [evaluate(Qrels.from_dict(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
                        order="rank", gold_errors=gold_errors, window=window)
               for qrels, ranked, window in ((dq, doc_lists(lists), doc_window), (cq, chunk_lists(lists), chunk_window))]
     return Levels(*tables)
+
+
+def _columnar_level(table: HitTable, window_k: Sequence[int], coverage: Coverage, level: str
+                    ) -> tuple[ColumnarRun, Window]:
+    """What ``_ranked_run`` and ``_window_cuts`` make from ranked lists, made from a ``HitTable``'s columns without a
+    Python object per hit: at doc level each document at its best-ranked chunk (``HitTable.best_per_doc``), ranks
+    given in list order; the queries the retriever had no answer for left out, those the golden set lacks added
+    with no hits."""
+    k = np.asarray(window_k, dtype=np.int64)
+    query_ids = [str(q) for q in table.query_ids.tolist()]
+    ranks = table.ranks()
+    if level == "doc":
+        keep = table.best_per_doc()
+        vocab, doc_of_chunk = table.doc_index()
+        codes = doc_of_chunk[table.chunk[keep]]
+        in_window = (ranks[keep] <= np.repeat(k, table.lengths)[keep])
+        lengths = np.bincount(table.row_of_hit()[keep], minlength=len(table)).astype(np.int64)
+        cut = np.bincount(table.row_of_hit()[keep][in_window], minlength=len(table)).astype(np.int64)
+        scores = table.scores[keep]
+    else:
+        keep = None
+        vocab, codes, lengths, scores = table.chunk_ids(), table.chunk, table.lengths, table.scores
+        cut = np.minimum(k, lengths)
+    size = dict(zip(query_ids, k.tolist()))
+    window = Window(dict(zip(query_ids, cut.tolist())), size)
+    # The vocabulary is in first-appearance order, not sorted: ``doc_order`` gives each code's sorted position
+    # (the engine looks at it only to break score ties, which order="rank" never does).
+    order = np.argsort(vocab.astype(str)) if len(vocab) else np.zeros(0, np.int64)
+    doc_order = np.empty(len(vocab), dtype=np.int64)
+    doc_order[order] = np.arange(len(vocab))
+    offsets = _offsets(lengths)
+    rank_in_level = np.arange(1, len(codes) + 1, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    absent, answered = set(coverage.absent), set(query_ids)
+    rows = np.array([i for i, q in enumerate(query_ids) if q not in absent], dtype=np.int64)
+    extra = [q for q in dict.fromkeys(coverage.unknown) if q not in answered]
+    if len(rows) < len(query_ids) or extra:
+        take = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in rows]) if len(rows) else \
+            np.zeros(0, np.int64)
+        codes, scores, rank_in_level = codes[take], scores[take], rank_in_level[take]
+        lengths = np.concatenate([lengths[rows], np.zeros(len(extra), np.int64)])
+        query_ids = [query_ids[i] for i in rows] + extra
+        offsets = _offsets(lengths)
+    run = ColumnarRun(np.array(query_ids, dtype=object), offsets, vocab, codes,
+                      np.ascontiguousarray(scores, dtype=np.float64), rank_in_level, doc_order)
+    return run, window

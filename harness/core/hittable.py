@@ -1,0 +1,158 @@
+"""A run's placed hits held as columns: per query a CSR slice of chunk indices (into the run's chunks) and scores.
+
+A run of 100k queries x depth 100 is 10M hits: as ``Hit`` objects in ``RankedList`` tuples that is several GB; here
+it is ~12 bytes a hit (int32 chunk index + float64 score) plus the offsets. Ranks are implicit (1..n in row order:
+placed lists are in the contract's order). ``HitTable`` is also a ``Sequence[RankedList]``: code that reads one
+query at a time (diagnostics, a report's hit list) gets that query's ``RankedList`` made on demand, equal to the
+placed list it was built from; code that reads the whole run (metrics, writers) reads the columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence, overload
+
+import numpy as np
+
+from .types import Chunk, Hit, RankedList
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+@dataclass(frozen=True, eq=False)
+class HitTable(Sequence[RankedList]):
+    """Query ``i`` (``query_ids[i]``) owns hits ``offsets[i]:offsets[i+1]``, in rank order; hit ``j`` is
+    ``chunks[chunk[j]]`` with score ``scores[j]`` and rank ``j - offsets[i] + 1``."""
+
+    query_ids: np.ndarray  # (Q,) object
+    offsets: np.ndarray  # (Q+1,) int64
+    chunk: np.ndarray  # (n,) int32 (int64 past 2**31 chunks)
+    scores: np.ndarray  # (n,) float64: a retriever's score as given (placed hits carry Python floats)
+    chunks: Sequence[Chunk]  # the run's chunks: the corpus's, then those adopted for hits' own spans
+    _columns: dict = field(default_factory=dict, repr=False, compare=False)  # derived arrays, made once
+
+    # ---- Sequence[RankedList] ----
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    @overload
+    def __getitem__(self, i: int) -> RankedList: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[RankedList]: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        chunks = self.chunks
+        hits = tuple(Hit(c.chunk_id, c.doc_id, s, rank, c.start, c.end)
+                     for rank, (c, s) in enumerate(zip((chunks[j] for j in self.chunk[lo:hi].tolist()),
+                                                       self.scores[lo:hi].tolist()), 1))
+        return RankedList(str(self.query_ids[i]), hits)
+
+    def __iter__(self) -> Iterator[RankedList]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any list, tuple or table of the same ranked lists (it stands where a list of them stood)."""
+        if not isinstance(other, (list, tuple, HitTable)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ---- columns ----
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def n_hits(self) -> int:
+        return len(self.chunk)
+
+    def ranks(self) -> np.ndarray:
+        """(n,) int64: each hit's rank, 1..n within its query."""
+        return np.arange(1, self.n_hits + 1, dtype=np.int64) - np.repeat(self.offsets[:-1], self.lengths)
+
+    def row_of_hit(self) -> np.ndarray:
+        """(n,) int64: each hit's query row."""
+        return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
+
+    def chunk_ids(self) -> np.ndarray:
+        """(C,) object: the id of every chunk of the run, by chunk index."""
+        return self._derived("chunk_ids", lambda: np.array([c.chunk_id for c in self.chunks], dtype=object))
+
+    def doc_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(doc ids of the run's chunks, in order of first appearance; (C,) each chunk's index into them)."""
+        def make():
+            first: dict[str, int] = {}
+            codes = np.fromiter((first.setdefault(c.doc_id, len(first)) for c in self.chunks), dtype=np.int64,
+                                count=len(self.chunks))
+            return np.array(list(first), dtype=object), codes
+        return self._derived("doc_index", make)
+
+    def best_per_doc(self) -> np.ndarray:
+        """(n,) bool: the hit is its document's first (best-ranked) hit in its query, as ``types.best_hits``."""
+        def make():
+            docs, doc_of_chunk = self.doc_index()
+            key = self.row_of_hit() * max(len(docs), 1) + doc_of_chunk[self.chunk]
+            _, first = np.unique(key, return_index=True)  # index of each key's first occurrence
+            keep = np.zeros(self.n_hits, dtype=bool)
+            keep[first] = True
+            return keep
+        return self._derived("best_per_doc", make)
+
+    def _derived(self, name: str, make):
+        if name not in self._columns:
+            self._columns[name] = make()
+        return self._columns[name]
+
+
+class HitTableBuilder:
+    """Collects placed ranked lists batch by batch; each batch becomes arrays at once, so no ``Hit`` object outlives
+    its batch. Chunk indices follow ``chunks`` and then the chunks adopted for hits' spans, in adoption order
+    (``added``), which is the order ``Retrieved.chunks`` lists them in."""
+
+    def __init__(self, chunks: Sequence[Chunk]):
+        self._index = {c.chunk_id: i for i, c in enumerate(chunks)}
+        self._n_corpus = len(chunks)
+        self._ids: list[str] = []
+        self._lengths: list[np.ndarray] = []
+        self._chunk: list[np.ndarray] = []
+        self._scores: list[np.ndarray] = []
+
+    def added(self, chunks: Sequence[Chunk]) -> None:
+        """Chunks adopted since the last call, in adoption order (their indices follow the corpus's)."""
+        for c in chunks:
+            self._index.setdefault(c.chunk_id, len(self._index))
+
+    def add(self, lists: Sequence[RankedList]) -> None:
+        index = self._index
+        self._ids.extend(r.query_id for r in lists)
+        self._lengths.append(np.fromiter((len(r.hits) for r in lists), dtype=np.int64, count=len(lists)))
+        n = int(self._lengths[-1].sum())
+        codes = np.fromiter((index[h.chunk_id] for r in lists for h in r.hits), dtype=np.int64, count=n)
+        self._chunk.append(codes.astype(np.int32) if len(index) < 2**31 else codes)
+        self._scores.append(np.fromiter((h.score for r in lists for h in r.hits), dtype=np.float64, count=n))
+
+    def build(self, chunks: Sequence[Chunk]) -> HitTable:
+        """The table over ``chunks``: the corpus's chunks, then every adopted one (as given to ``added``)."""
+        assert len(chunks) == len(self._index), "every adopted chunk must be passed to added() in order"
+        dtype = np.int32 if len(chunks) < 2**31 else np.int64
+        chunk = np.concatenate(self._chunk).astype(dtype, copy=False) if self._chunk else np.zeros(0, dtype)
+        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
+        scores = np.concatenate(self._scores) if self._scores else np.zeros(0, np.float64)
+        return HitTable(np.array(self._ids, dtype=object), _offsets(lengths), chunk, scores,
+                        tuple(chunks))

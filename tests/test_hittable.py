@@ -1,0 +1,115 @@
+"""The columnar in-memory run (core/hittable.HitTable) against the ranked lists it replaces: the same lists back,
+and every per-query metric, count, window cut and verdict of a run identical on both paths."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from harness.config.schema import load_config
+from harness.core.hittable import HitTable, HitTableBuilder
+from harness.core.types import Chunk, Hit, RankedList
+from harness.metrics.spec import parse_metrics
+from harness.pipeline.assemble import build_result, prepare
+from harness.pipeline.execute import retrieve_all, window_sizes
+from harness.pipeline.levels import Coverage, evaluate_levels
+from harness.retrievers import BuildContext, build_retriever
+from harness.retrievers.ranking import rank_hits
+
+METRICS = parse_metrics(["ap", "ndcg@5", "rr", "recall@3", "precision@2", "hit@1"])
+
+
+def _chunks(rng: random.Random, n_docs: int) -> list[Chunk]:
+    out = []
+    for d in range(n_docs):
+        for c in range(rng.randint(1, 4)):
+            out.append(Chunk(f"d{d}#{c * 10}-{c * 10 + 10}", f"d{d}", c * 10, c * 10 + 10, "x", "x"))
+    return out
+
+
+def _lists(rng: random.Random, chunks: list[Chunk], n_queries: int, depth: int) -> list[RankedList]:
+    out = []
+    for q in range(n_queries):
+        picked = rng.sample(chunks, rng.randint(0, min(depth, len(chunks))))
+        # Coarse scores: ties are common, and ranking.rank_hits orders them as every retriever does.
+        hits = [Hit(c.chunk_id, c.doc_id, float(rng.randint(0, 5)), 0, c.start, c.end) for c in picked]
+        out.append(rank_hits(f"q{q}", hits))
+    return out
+
+
+def _table(lists: list[RankedList], chunks: list[Chunk], batch: int = 3) -> HitTable:
+    builder = HitTableBuilder(chunks)
+    for i in range(0, len(lists), batch):
+        builder.add(lists[i:i + batch])
+    return builder.build(chunks)
+
+
+def _qrels(rng: random.Random, lists, chunks, level: str) -> dict[str, dict[str, int]]:
+    ids = sorted({c.doc_id if level == "doc" else c.chunk_id for c in chunks})
+    return {r.query_id: {i: rng.randint(-1, 3) for i in rng.sample(ids, rng.randint(0, min(4, len(ids))))} for r in lists}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_levels_identical_on_both_paths(seed):
+    rng = random.Random(seed)
+    chunks = _chunks(rng, rng.randint(1, 12))
+    lists = _lists(rng, chunks, rng.randint(1, 15), depth=rng.randint(1, 9))
+    table = _table(lists, chunks)
+    assert list(table) == lists and table[-1] == lists[-1] and table[1:3] == lists[1:3]
+    window_k = [rng.randint(0, 6) for _ in lists]
+    dq, cq = _qrels(rng, lists, chunks, "doc"), _qrels(rng, lists, chunks, "chunk")
+    ids = [r.query_id for r in lists]
+    coverage = Coverage(tuple(rng.sample(ids, rng.randint(0, 2))), ("unknown-a", "unknown-b")[:rng.randint(0, 2)])
+    gold_errors = set(rng.sample(ids, rng.randint(0, 1)))
+    for policy in ("exclude", "zero"):
+        old = evaluate_levels(dq, cq, lists, window_k, METRICS, policy, gold_errors, coverage)
+        new = evaluate_levels(dq, cq, table, window_k, METRICS, policy, gold_errors, coverage)
+        for level in ("doc", "chunk"):
+            a, b = old.table(level), new.table(level)
+            assert a.per_query() == b.per_query(), (seed, level)
+            assert a.counts == b.counts and a.counted() == b.counted()
+            assert a.mean() == b.mean()
+
+
+def test_window_sizes_from_columns():
+    rng = random.Random(5)
+    chunks = _chunks(rng, 6)
+    lists = _lists(rng, chunks, 10, 7)
+    cutoff = load_config(ROOT / "configs" / "demo-bm25.yaml").cutoff
+    assert window_sizes(_table(lists, chunks), cutoff, {}) == window_sizes(lists, cutoff, {})
+
+
+def test_adopted_chunks_are_indexed_after_the_corpus():
+    corpus = [Chunk("a#0-5", "a", 0, 5, "x", "x")]
+    extra = Chunk("a#2-4", "a", 2, 4, "x", "x")
+    builder = HitTableBuilder(corpus)
+    builder.added([extra])
+    lists = [RankedList("q", (Hit("a#2-4", "a", 2.0, 1, 2, 4), Hit("a#0-5", "a", 1.0, 2, 0, 5)))]
+    builder.add(lists)
+    table = builder.build(corpus + [extra])
+    assert table.chunk.tolist() == [1, 0] and list(table) == lists
+    assert table.chunk.dtype == np.int32 and table.scores.dtype == np.float64
+
+
+@pytest.mark.parametrize("cutoff", ["{k: 3}", "{token_budget: 40, tokenizer: words}"])
+def test_demo_run_identical_on_both_paths(tmp_path, cutoff):
+    """The demo through retrieve_all (which makes a HitTable) and the same lists as plain RankedLists: every
+    per-query metric, count, verdict and hit of the Result is the same."""
+    from clihelp import demo_config
+
+    config = load_config(demo_config(tmp_path, cutoff=cutoff, depth=100))
+    prepared = prepare(config, log=lambda m: None)
+    retriever = build_retriever(config.retriever, BuildContext(progress=False))
+    got = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth, batch_size=7, progress=False)
+    assert isinstance(got.lists, HitTable) and got.lists.n_hits > 0
+    plain = list(got.lists)
+    prepared = replace(prepared, chunks=got.chunks)
+    new, old = build_result(prepared, got.lists, got.timings), build_result(prepared, plain, got.timings)
+    new_d, old_d = new.to_dict(), old.to_dict()
+    new_d.pop("created_at"), old_d.pop("created_at")
+    assert new_d == old_d
+    assert any(q.counted.doc for q in new.queries)
