@@ -347,15 +347,8 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
     if len(loaded) == 1:
-        from .render.explain import texts_for
-        from .config.schema import parse_config
-        try:
-            _, chunks = texts_for(parse_config(loaded[0].config.as_dict(), str(results[0])))
-            texts = [{c.chunk_id: c.text for c in chunks}]
-        except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
-            _err(f"warning: chunk texts not loaded ({exc})")
-            texts = [{}]
-        html_text = render(loaded, texts)
+        from .render.explain import report_texts  # the texts the result carries (an older one: reloaded)
+        html_text = render(loaded, [report_texts(loaded[0], str(results[0]), _err)])
     else:
         from .stats.compare import compare_runs
         html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
