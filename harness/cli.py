@@ -79,7 +79,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
                                                           "or over another run's outputs; files harness did not "
                                                           "write are never deleted or overwritten")) -> None:
-    """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv and report.md.
+    """Run an experiment and write results.json, run.trec, run.chunks.trec, hits.parquet, per_query.csv and report.md.
 
     Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
 

@@ -163,17 +163,24 @@ class ParquetHits:
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
         """(query id, relevant flags in rank order) per query, streamed over the row groups (a query's rows are
         written together, in rank order)."""
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        current, flags = None, []
+        current, parts = None, []
         for batch in pq.ParquetFile(self._file(self.hits_path, "the hits")).iter_batches(
                 columns=["query_id", "relevant"]):
-            ids, rel = batch.column(0).to_pylist(), batch.column(1).to_numpy(zero_copy_only=False)
-            for i, query_id in enumerate(ids):
+            ids, n = batch.column(0), batch.num_rows
+            rel = batch.column(1).to_numpy(zero_copy_only=False)
+            changes = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False) if n > 1 else []
+            cuts = [0, *(np.flatnonzero(changes) + 1).tolist(), n]
+            for a, b in zip(cuts, cuts[1:]):
+                if a == b:
+                    continue
+                query_id = ids[a].as_py()
                 if query_id != current:
                     if current is not None:
-                        yield current, np.array(flags, dtype=bool)
-                    current, flags = query_id, []
-                flags.append(rel[i])
+                        yield current, np.concatenate(parts)
+                    current, parts = query_id, []
+                parts.append(rel[a:b])
         if current is not None:
-            yield current, np.array(flags, dtype=bool)
+            yield current, np.concatenate(parts)
