@@ -17,7 +17,6 @@ from .cli_cache import cache_command
 from .cli_options import (HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices, format_choices, format_option, metric_option,
                           out_option, output_problems, quiet_libraries, registry_help, retriever_kinds,
                           run_summary_json, set_option, verdict_kinds, write_output)
-from .core.errors import HarnessError
 from .metrics.engine import ORDERS, QUERY_POLICIES
 from .metrics.spec import DEFAULT_METRICS
 from .render.fmt import plural
@@ -80,8 +79,8 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
                                                           "or over another run's outputs; files harness did not "
                                                           "write are never deleted or overwritten")) -> None:
-    """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv, report.md and
-    report.html.
+    """Run an experiment and write results.json, run.trec, run.chunks.trec, hits.parquet, per_query.csv, report.md
+    and report.html.
 
     Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
 
@@ -362,15 +361,8 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
     if len(loaded) == 1:
-        from .render.explain import texts_for
-        from .config.schema import parse_config
-        try:
-            _, chunks = texts_for(parse_config(loaded[0].config.as_dict(), str(results[0])))
-            texts = [{c.chunk_id: c.text for c in chunks}]
-        except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
-            _err(f"warning: chunk texts not loaded ({exc})")
-            texts = [{}]
-        html_text = render(loaded, texts)
+        from .render.explain import report_texts  # the texts the result carries (an older one: reloaded)
+        html_text = render(loaded, [report_texts(loaded[0], str(results[0]), _err)])
     else:
         from .stats.compare import compare_runs
         html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))

@@ -20,7 +20,7 @@ import pytest
 
 from clihelp import DEMO, ROOT, Case, assert_no_traceback, demo_config, harness, run_case, snapshot
 
-OUTPUTS = {"results.json", "run.trec", "run.chunks.trec", "per_query.csv", "report.md", "report.html"}
+OUTPUTS = {"results.json", "run.trec", "run.chunks.trec", "hits.parquet", "per_query.csv", "report.md", "report.html"}
 MESSAGE = "interrupted: nothing half-written was left behind"
 
 

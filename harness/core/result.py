@@ -16,10 +16,11 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
-from .errors import HarnessError, InputError
+from .errors import InputError
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
+from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
 from .result_check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
 
 # The verdict kinds in order of precedence and the flags: decided by ``harness.diagnostics``, named here so the
@@ -32,37 +33,17 @@ LEVELS = ("doc", "chunk")
 Kind = Literal[KINDS]  # type: ignore[valid-type]
 Flag = Literal[FLAGS]  # type: ignore[valid-type]
 Level = Literal[LEVELS]  # type: ignore[valid-type]
-Count = Annotated[int, Field(ge=0)]
 Span = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]  # [start, end)
 JsonObject = dict[str, JsonValue]
 
 
-class Record(BaseModel):
-    """Base of every results.json model: unknown keys are errors, nothing is coerced (ints pass as floats), and a
-    built record is not changed afterwards (``model_copy(update=...)`` makes a changed copy)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
 # ---- one query -------------------------------------------------------------------------------------------------
-
-class HitRecord(Record):
-    rank: Annotated[int, Field(ge=1)]
-    chunk_id: str
-    doc_id: str
-    start: Count
-    end: Count
-    score: float
-    relevant: bool
-    doc_relevant: bool
-    grade: int | None  # the document's judged grade; null when unjudged
-    in_window: bool
-
 
 class GoldRecord(Record):
     doc_id: str
     grade: int
     evidence: list[Span]
+    evidence_text: list[str] | None = None  # the text of each span (absent from results written before it was kept)
 
 
 class Verdict(Record):
@@ -107,7 +88,8 @@ class QueryResult(Record):
     effective_k: Count
     gold: list[GoldRecord]
     verdict: Verdict
-    hits: list[HitRecord]
+    # null: not kept in this results.json (a run over KEEP_ALL_HITS_UP_TO queries); ``Result.hits_of`` reads them
+    hits: list[HitRecord] | None = None
 
     def value(self, level: str, metric: str) -> float:
         return getattr(self.metrics, level)[metric]
@@ -287,9 +269,9 @@ class Timings(Record):
     queries_per_s: float
 
 
-class Result(Record):
-    """A whole results.json, and, for a run made in this process, the in-memory run (for the TREC writers) and
-    chunk texts (for the HTML report's snippets), which are not written."""
+class Result(StoredHits, Record):
+    """A whole results.json, and, for a run made in this process, the in-memory run (for the TREC writers), chunk
+    texts and hits (for hits.parquet and the reports), which are not written."""
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]  # a config name
     config: ConfigRecord
@@ -305,9 +287,16 @@ class Result(Record):
     diagnostics_settings: JsonObject
     timings: Timings
     queries: list[QueryResult]
+    # Where the hits are (``core.selection``): "all" in ``queries``, or "selected" queries there and every hit in
+    # ``hits_file``; ``chunks`` holds the texts of the kept hits' windows, ``chunks_file`` those of every hit.
+    hits_kept: Literal["all", "selected"] = "all"
+    hits_file: str | None = None
+    chunks: dict[str, ChunkRecord] | None = None  # null: a results.json written before results carried texts
+    chunks_file: str | None = None
 
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)
+    _hits: Any = PrivateAttr(default=None)  # io.hitsfile.RunHits (this process) or ParquetHits (a loaded file)
 
     # ---- reading ----
 
@@ -325,12 +314,14 @@ class Result(Record):
 
     @property
     def chunk_text(self) -> dict[str, str]:
-        return self._chunk_text
+        """Every chunk's text for a run in memory; the kept windows' texts for a loaded results.json."""
+        return self._chunk_text or {cid: c.text for cid, c in (self.chunks or {}).items()}
 
-    def with_memory(self, run=None, chunk_text: dict[str, str] | None = None) -> "Result":
+    def with_memory(self, run=None, chunk_text: dict[str, str] | None = None, hits=None) -> "Result":
         """Attach the in-memory parts (kept by ``model_copy`` too)."""
         self._run = run
         self._chunk_text = dict(chunk_text or {})
+        self._hits = hits if hits is not None else self._hits
         return self
 
     # ---- writing and reading back ----
@@ -339,14 +330,19 @@ class Result(Record):
         return self.model_dump(mode="json")
 
     def to_json(self) -> str:
-        """results.json text, checked against the schema before anything is written. A failure here is a bug in
-        the writer (a record built around validation), not bad input."""
-        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
-        problems = schema_problems(json.loads(text))
-        if problems:
-            raise HarnessError(f"internal error: the result of run {self.name!r} does not match the results.json "
-                               "schema (please report this)\n" + "\n".join(shown("results.json", problems)))
-        return text
+        """results.json text (``write_json`` into a string)."""
+        import io
+
+        buf = io.StringIO()
+        self.write_json(buf)
+        return buf.getvalue()
+
+    def write_json(self, fh) -> None:
+        """results.json into an open text file, a query at a time, checked against the schema as it goes (a
+        failure is a bug in the writer, raised after the last record, not bad input)."""
+        from .result_json import write_json
+
+        write_json(self, fh)
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "results.json") -> "Result":
@@ -386,7 +382,12 @@ def load_result(path: Path) -> Result:
                          f"hand-edited results.json?") from None
     except RecursionError:
         raise InputError(f"{path}: JSON nested too deeply: not a results.json written by harness run") from None
-    return Result.from_dict(data, str(path))
+    result = Result.from_dict(data, str(path))
+    if result.hits_kept == "selected" and result.hits_file:  # the hits not kept here are read from beside it
+        from ..io.hitsfile import ParquetHits
+        result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
+                                            path.parent / result.chunks_file if result.chunks_file else None))
+    return result
 
 
 def as_result(value: Result | dict, where: str = "results.json") -> Result:

@@ -145,7 +145,15 @@ def consistency_problems(result: Any) -> list[str]:
             problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not counted "
                             f"at {level} level (queries.N.counted.{level})")
         problems += _mean_problems(result, level, names)
-    return problems
+    return problems + _hits_problems(result)
+
+
+def _hits_problems(result: Any) -> list[str]:
+    """A query without hits must say where they are: ``hits_kept`` "selected" and a ``hits_file``."""
+    if result.hits_kept == "selected":
+        return [] if result.hits_file else ["hits_file: required when hits_kept is 'selected'"]
+    missing = [i for i, q in enumerate(result.queries) if q.hits is None]
+    return [f"queries.{missing[0]}.hits: null, but hits_kept is 'all' ({len(missing)} such queries)"] if missing else []
 
 
 def _mean_problems(result: Any, level: str, names: set[str]) -> list[str]:

@@ -6,7 +6,7 @@ Character spans are half-open ``[start, end)`` offsets into a document's ``text`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Mapping
+from typing import Iterable, Iterator, Literal, Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +133,15 @@ class Run:
         """TREC run format (``qid Q0 docno rank score tag``), readable by trec_eval and ranx.
 
         ``level="doc"`` keeps each document's best-ranked chunk only (trec_eval rejects duplicates)."""
+        return "".join(self.trec_lines(level, tag))
+
+    def trec_lines(self, level: str = "doc", tag: str | None = None) -> Iterator[str]:
+        """``to_trec`` a line at a time (each ending in a newline), for writing a large run as a stream."""
         tag = tag or self.name or "harness"
-        lines: list[str] = []
         for ranked in self.lists:
             for rank, hit in enumerate(best_hits(ranked.hits, level), 1):
                 item = hit.doc_id if level == "doc" else hit.chunk_id
-                lines.append(f"{ranked.query_id} Q0 {item} {rank} {hit.score:.10g} {tag}")
-        return "\n".join(lines) + ("\n" if lines else "")
+                yield f"{ranked.query_id} Q0 {item} {rank} {hit.score:.10g} {tag}\n"
 
     def to_dict(self, level: str = "doc") -> dict[str, dict[str, float]]:
         """The dict-of-dicts form pytrec_eval, ranx and ir_measures read (best chunk per doc)."""

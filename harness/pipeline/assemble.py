@@ -14,11 +14,13 @@ import numpy as np
 
 from .. import __version__
 from ..config.schema import ExperimentConfig
-from ..core.result import (KINDS, LEVELS, Counts, GoldRecord, HitRecord, LevelCounts, LevelFlags, QueryMetrics,
+from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, GoldRecord, LevelCounts, LevelFlags, QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
+from ..core.selection import kept
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, summarize_verdicts
+from ..io.hitsfile import CHUNKS_FILE, HITS_FILE, RunHits
 from ..core.errors import GoldSetError
 from ..metrics.engine import conventions as metric_conventions
 from ..metrics.spec import parse_metrics
@@ -100,24 +102,31 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                   for level in LEVELS}
 
     by_query = gold.judgments_by_query()
+    # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
+    # of them go to hits.parquet from ``store``.
+    store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
+    keep = kept([(q.query_id, verdicts[q.query_id].kind, per_query["chunk"][q.query_id].get("rr@window", 0.0))
+                 for q in gold.queries])
+    keep_set = set(range(len(gold.queries)) if keep is None else keep)
+    doc_text = {d.doc_id: d.text for d in prepared.docs}
     queries = []
-    for q, ranked, k in zip(gold.queries, lists, window_k):
-        qid, grades, doc_grades = q.query_id, cq[q.query_id], dq[q.query_id]
+    for i, (q, k) in enumerate(zip(gold.queries, window_k)):
+        qid = q.query_id
         queries.append(QueryResult(
             id=qid, text=q.text, tags=dict(q.tags),
             metrics=QueryMetrics(doc=per_query["doc"][qid], chunk=per_query["chunk"][qid]),
             n_relevant=LevelCounts(doc=int(n_relevant["doc"][qid]), chunk=int(n_relevant["chunk"][qid])),
             counted=LevelFlags(doc=counted["doc"][qid], chunk=counted["chunk"][qid]),
             effective_k=int(k),
-            gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance, evidence=[[sp.start, sp.end] for sp in j.evidence])
+            gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance, evidence=[[sp.start, sp.end] for sp in j.evidence],
+                             evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
                   for j in by_query.get(qid, [])],
             verdict=verdicts[qid],
-            hits=[HitRecord(rank=h.rank, chunk_id=h.chunk_id, doc_id=h.doc_id, start=h.start, end=h.end,
-                            score=float(h.score), relevant=grades.get(h.chunk_id, 0) >= 1,
-                            doc_relevant=doc_grades.get(h.doc_id, 0) >= 1, grade=doc_grades.get(h.doc_id),
-                            in_window=h.rank <= k)
-                  for h in ranked.hits],
+            hits=store.records(i) if i in keep_set else None,
         ))
+    # The texts explain and the reports show: the windows of the kept hits (chunks.parquet has every hit's).
+    window_chunks = {h.chunk_id: store.chunks[h.chunk_id] for i in sorted(keep_set)
+                     for h in lists[i].hits[: max(window_k[i], 1)]}
 
     conventions = metric_conventions(order="rank", query_policy=policy, trec_compat=False)
     conventions["order"] = "retriever score descending, ties by chunk id descending; documents at their best chunk"
@@ -160,5 +169,9 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         timings={"index_s": float(timings.get("index_s", 0.0)), "retrieve_s": float(timings.get("retrieve_s", 0.0)),
                  "queries_per_s": float(timings.get("queries_per_s", 0.0))},
         queries=queries,
+        hits_kept="all" if keep is None else "selected", hits_file=HITS_FILE,
+        chunks={cid: ChunkRecord(doc_id=c.doc_id, start=c.start, end=c.end, text=c.text)
+                for cid, c in window_chunks.items()},
+        chunks_file=None if keep is None else CHUNKS_FILE,
     )
-    return result.with_memory(run, chunk_text)
+    return result.with_memory(run, chunk_text, hits=store)

@@ -23,10 +23,12 @@ def _snippet(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def explain_result(result: Result | dict, query_id: str, chunk_text: dict[str, str], doc_text: dict[str, str],
+def explain_result(result: Result | dict, query_id: str, chunk_text: dict[str, str] | None = None,
+                   doc_text: dict[str, str] | None = None,
                    contributions: dict[str, dict[str, float]] | None = None) -> dict:
     """One query of a result explained, as a JSON-ready dict: its gold evidence (the spans the run judged with,
-    from the result), its window with snippets, relevant hits past the window, verdict, metrics and counted flags."""
+    from the result), its window with snippets, relevant hits past the window, verdict, metrics and counted flags.
+    Texts come from the result (kept in it or beside it) unless ``chunk_text``/``doc_text`` give them."""
     from ..core.result import as_result
 
     result = as_result(result)
@@ -34,17 +36,20 @@ def explain_result(result: Result | dict, query_id: str, chunk_text: dict[str, s
     if q is None:
         known = ", ".join(x.id for x in result.queries[:10])
         raise InputError(f"query {query_id!r} is not in this result (first ids: {known})")
-    k = q.effective_k
-    evidence = [{"doc_id": g.doc_id, "start": a, "end": b, "text": doc_text.get(g.doc_id, "")[a:b]}
-                for g in q.gold for a, b in g.evidence]
+    k, hits = q.effective_k, result.hits_of(q)
+    if chunk_text is None:
+        chunk_text = result.texts_of(h.chunk_id for h in hits[:k])
+    evidence = [{"doc_id": g.doc_id, "start": a, "end": b,
+                 "text": g.evidence_text[i] if g.evidence_text is not None else (doc_text or {}).get(g.doc_id, "")[a:b]}
+                for g in q.gold for i, (a, b) in enumerate(g.evidence)]
     window = []
-    for h in q.hits[:k]:
+    for h in hits[:k]:
         row = dict(h.model_dump(), snippet=_snippet(chunk_text.get(h.chunk_id, "")))
         if contributions and h.chunk_id in contributions:
             row["terms"] = {t: round(v, 4) for t, v in contributions[h.chunk_id].items() if v > 0}
         window.append(row)
     beyond = [{"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id, "score": h.score}
-              for h in q.hits[k:] if h.relevant or h.doc_relevant][:10]
+              for h in hits[k:] if h.relevant or h.doc_relevant][:10]
     return {"query_id": query_id, "query": q.text, "tags": dict(q.tags), "window_size": k,
             "verdict": q.verdict.to_dict(), "evidence": evidence, "window": window, "relevant_beyond_window": beyond,
             "metrics": q.metrics.model_dump(), "counted": q.counted.model_dump()}
@@ -116,10 +121,28 @@ def texts_for(config: ExperimentConfig):
 
 
 def explain_saved(result: Result, query_id: str) -> dict:
-    """Explain a query of a saved result; the corpus and chunks are loaded again from its config for the texts."""
+    """Explain a query of a saved result from the texts it carries. A results.json written before results carried
+    texts (no ``chunks``) has the corpus and chunks loaded again from its config."""
+    if result.chunks is not None:
+        return explain_result(result, query_id)
     config = parse_config(result.config.as_dict(), "results.json config")
     docs, chunks = texts_for(config)
     return explain_result(result, query_id, {c.chunk_id: c.text for c in chunks}, {d.doc_id: d.text for d in docs})
+
+
+def report_texts(result: Result, where: str, warn) -> dict[str, str]:
+    """The chunk texts ``harness report`` shows: those the result carries; for a results.json written before
+    results carried texts, the corpus loaded again from its config (``warn`` is told when it cannot be)."""
+    from ..core.errors import HarnessError
+
+    if result.chunks is not None:
+        return result.chunk_text
+    try:
+        _, chunks = texts_for(parse_config(result.config.as_dict(), where))
+    except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
+        warn(f"warning: chunk texts not loaded ({exc})")
+        return {}
+    return {c.chunk_id: c.text for c in chunks}
 
 
 def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None, *,

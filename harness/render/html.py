@@ -54,15 +54,19 @@ def e(value) -> str:
 def _curves(result: Result):
     """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks, over the queries
     counted at chunk level (the summary's queries)."""
+    # Every query's relevance flags: from the result, or hits.parquet when it keeps a bounded set of hits.
+    counted = {q.id: None for q in result.counted("chunk")}
+    flags = {qid: rel for qid, rel in result.relevance() if qid in counted}
     # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
-    depth = min(result.cutoff.depth, max([len(q.hits) for q in result.queries] + [1]))
+    depth = min(result.cutoff.depth, max([len(f) for f in flags.values()] + [1]))
     recall, precision, firsts, n = [0.0] * depth, [0.0] * depth, [], 0
     for q in result.counted("chunk"):
         n += 1
         found, first = 0, None
         n_rel = q.n_relevant.chunk
+        rel = flags.get(q.id, ())
         for i in range(depth):
-            if i < len(q.hits) and q.hits[i].relevant:
+            if i < len(rel) and rel[i]:
                 found += 1
                 first = first or i + 1
             recall[i] += found / n_rel if n_rel else 0.0  # query_policy zero: a query with nothing relevant is 0
@@ -140,10 +144,19 @@ def _highlight(text: str, start: int, spans: list[list[int]]) -> str:
     return "".join(out)
 
 
+def shown_queries(result: Result) -> list:
+    """The queries the per-query table shows: all up to ``SHOWN_QUERIES``, else the worst of each failing verdict
+    and a fixed sample (``core.selection``), so the page's size does not grow with the run's."""
+    from ..core.selection import rows_of, select
+
+    return [result.queries[i] for i in select(rows_of(result.queries))]
+
+
 def _query_rows(result: Result, chunk_text: dict[str, str]) -> str:
     tags = sorted({t for q in result.queries for t in q.tags})
     rows = []
-    for i, q in enumerate(result.queries):
+    shown = shown_queries(result)
+    for i, q in enumerate(shown):
         v = q.verdict
         data_html = f' data-verdict="{e(v.kind)}"' + "".join(f' data-tag{e(j)}="{e(q.tags.get(t, ""))}"'
                                                              for j, t in enumerate(tags))
@@ -172,7 +185,11 @@ def _query_rows(result: Result, chunk_text: dict[str, str]) -> str:
         selects.append(f'<select data-filter="tag{e(j)}"><option value="">all {e(t)}</option>' +
                        "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values) + "</select>")
     selects_html, rows_html = "".join(selects), "".join(rows)
-    return (f'<p>{selects_html} <span id="shown"></span> queries shown; click a row for its window.</p>'
+    note_html = "" if len(shown) == len(result.queries) else (
+        f'<p class="muted" id="shown-note">Showing {e(len(shown))} of {e(len(result.queries))} queries: the worst of '
+        f'each failing verdict and a fixed sample; all are in per_query.csv and {e(result.hits_file or "hits.parquet")}'
+        f' (harness explain results.json QUERY_ID shows any of them).</p>')
+    return (f'{note_html}<p>{selects_html} <span id="shown"></span> queries shown; click a row for its window.</p>'
             '<table id="queries"><tr><th>id</th><th>query</th><th>verdict</th><th>flags</th><th>chunk recall@window</th>'
             f"<th>doc nDCG@10</th><th>counted</th></tr>{rows_html}</table>")
 

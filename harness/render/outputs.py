@@ -1,4 +1,5 @@
-"""Render a run's Result: results.json, run.trec, run.chunks.trec, per_query.csv, report.md.
+"""Render a run's Result: results.json, run.trec, run.chunks.trec, hits.parquet (and chunks.parquet), per_query.csv,
+report.md, report.html. The large files are streamed into the staging folder (``core.files.atomic_open``).
 
 Numbers are rounded here and only here. Which queries a mean is over is never decided here: each query's
 ``counted`` flag says it (``metrics.table.included``)."""
@@ -11,7 +12,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.files import write_text
+from ..core.files import atomic_open, write_text
 from .fmt import fmt, means_sentence, plural
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def markdown(result: Result | dict, worst: int = 5) -> str:
         out += [f"### {md(kind)} ({len(rows)})", ""]
         for q in rows[:worst]:
             out.append(f"- **{md(q.id)}** “{md(q.text)}”: {md(q.verdict.reason)}")
-            for h in q.hits[: max(q.effective_k, 1)][:5]:
+            for h in result.hits_of(q)[: max(q.effective_k, 1)][:5]:
                 mark = "evidence" if h.relevant else ("right doc" if h.doc_relevant else "")
                 out.append(f"  - {md(h.rank)}. {md_code(h.chunk_id)} score {md(format(h.score, '.3f'))} {mark}")
         out.append("")
@@ -154,10 +155,18 @@ def write_outputs(result: Result, out_dir: Path | OutputFolder, *, force: bool =
 
 def write_run_files(result: Result, folder: Path) -> None:
     """The files of one run, written plainly into ``folder`` (a staging folder: ``write_outputs`` or a sweep)."""
+    from ..io.hitsfile import write_chunks, write_hits
+
     run = result.run
-    write_text(folder / "results.json", result.to_json())
-    write_text(folder / "run.trec", run.to_trec("doc"))
-    write_text(folder / "run.chunks.trec", run.to_trec("chunk"))
+    with atomic_open(folder / "results.json") as fh:
+        result.write_json(fh)
+    for name, level in (("run.trec", "doc"), ("run.chunks.trec", "chunk")):
+        with atomic_open(folder / name) as fh:
+            fh.writelines(run.trec_lines(level))
+    store = result.hit_source  # the run's hits in memory (io.hitsfile.RunHits)
+    write_hits(folder / result.hits_file, store)
+    if result.chunks_file:
+        write_chunks(folder / result.chunks_file, [store.chunks[c] for c in store.hit_chunk_ids()])
     write_text(folder / "per_query.csv", per_query_csv(result))
     write_text(folder / "report.md", markdown(result))
     from .html import render

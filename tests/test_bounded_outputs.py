@@ -1,0 +1,206 @@
+"""Outputs that stay bounded (issue 14) and saved results that carry their texts (issue 13).
+
+A small run keeps every hit and the texts explain/report show, so both work with the corpus gone; a run over
+``KEEP_ALL_HITS_UP_TO`` queries keeps the hits of the queries the reports show, every hit goes to hits.parquet
+(read back equal to the run's hits), and results.json / report.html stay bounded per query."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clihelp import harness
+from conftest import ROOT
+
+DEMO = ROOT / "goldsets" / "demo"
+
+
+# ---- the selection rule ----------------------------------------------------------------------------------------
+
+def test_selection_keeps_all_small_runs_and_the_worst_of_each_kind_of_large_ones():
+    from harness.core.selection import FAILING, SAMPLE, kept, select
+
+    rows = [(f"q{i}", "ok", 1.0) for i in range(10)]
+    assert select(rows, cap=10) == list(range(10)) and kept(rows) is None
+    rng = random.Random(3)
+    kinds = ["ok"] * 5 + list(FAILING)
+    rows = [(f"q{i}", rng.choice(kinds), rng.choice([0.0, 0.25, 0.5, 1.0])) for i in range(3000)]
+    picked = select(rows, cap=200)
+    assert len(picked) == 200 and picked == sorted(set(picked)) and select(rows, cap=200) == picked
+    for kind in FAILING:  # each failing kind gets its share, worst first (rr@window, then id: report.md's order)
+        mine = sorted((r[2], r[0], i) for i, r in enumerate(rows) if r[1] == kind)
+        assert {i for _, _, i in mine[:25]} <= set(picked), kind
+    assert sum(rows[i][1] in FAILING for i in picked) >= 200 - SAMPLE  # and a fixed sample of the rest
+
+
+# ---- a small run: everything kept, texts carried -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("small")
+    data = tmp / "data"
+    shutil.copytree(DEMO, data)
+    cfg = tmp / "cfg.yaml"
+    cfg.write_text(f"name: small\ncorpus: {{path: {data / 'corpus.jsonl'}}}\n"
+                   f"chunking: {{strategy: sentences, size: 2}}\ngoldset: {{path: {data / 'goldset.jsonl'}}}\n"
+                   "retriever: {kind: bm25, backend: fast}\ncutoff: {k: 5}\n")
+    proc = harness("run", cfg, "--out", tmp / "out", "-q")
+    assert proc.returncode == 0, proc.stderr
+    shutil.move(data, tmp / "moved")  # the corpus is gone: explain and report must not need it
+    return tmp / "out"
+
+
+def test_small_run_keeps_every_hit_and_the_window_texts(small):
+    import pyarrow.parquet as pq
+
+    data = json.loads((small / "results.json").read_text())
+    assert data["hits_kept"] == "all" and data["hits_file"] == "hits.parquet" and data["chunks_file"] is None
+    assert all(q["hits"] for q in data["queries"])
+    windows = {h["chunk_id"] for q in data["queries"] for h in q["hits"][: max(q["effective_k"], 1)]}
+    assert set(data["chunks"]) == windows
+    corpus = {json.loads(line)["id"]: json.loads(line)["text"] for line in (DEMO / "corpus.jsonl").open()}
+    for chunk in data["chunks"].values():
+        assert chunk["text"] == corpus[chunk["doc_id"]][chunk["start"]:chunk["end"]]
+    q16 = next(q for q in data["queries"] if q["id"] == "q16")
+    g = q16["gold"][0]
+    assert g["evidence_text"] == [corpus[g["doc_id"]][a:b] for a, b in g["evidence"]]
+    rows = pq.read_table(small / "hits.parquet").to_pylist()
+    assert rows == [dict(query_id=q["id"], **h) for q in data["queries"] for h in q["hits"]]
+    assert not (small / "chunks.parquet").exists()
+
+
+def test_explain_and_report_work_with_the_corpus_moved(small, tmp_path):
+    proc = harness("explain", small / "results.json", "q16", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    ex = json.loads(proc.stdout)
+    assert ex["evidence"][0]["text"].startswith("Annual plans cancelled within the first 30 days")
+    assert len(ex["window"]) == 5 and all(h["snippet"] for h in ex["window"])
+    proc = harness("report", small / "results.json", "-o", tmp_path / "r.html")
+    assert proc.returncode == 0 and "not loaded" not in proc.stderr, proc.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "(text not loaded)" not in page and "Showing" not in page
+    assert page.count('<tr class="q"') == 46
+
+
+def test_an_older_results_json_without_texts_still_reloads_the_corpus(small, tmp_path):
+    data = json.loads((small / "results.json").read_text())
+    for key in ("hits_kept", "hits_file", "chunks", "chunks_file"):
+        del data[key]
+    for q in data["queries"]:
+        for g in q["gold"]:
+            del g["evidence_text"]
+    old = tmp_path / "results.json"
+    old.write_text(json.dumps(data))
+    proc = harness("report", old, "-o", tmp_path / "r.html")  # its corpus was moved: the report warns, renders
+    assert proc.returncode == 0 and "warning: chunk texts not loaded" in proc.stderr, proc.stderr
+    proc = harness("explain", old, "q16")
+    assert proc.returncode == 2 and "corpus.jsonl" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---- a run over the threshold: bounded results.json and report.html ----------------------------------------------
+
+N_DOCS, N_QUERIES, DEPTH = 1_500, 6_000, 20
+
+
+def _synthetic(folder: Path) -> Path:
+    """N_DOCS documents of two 12-word sentences (one chunk each), N_QUERIES queries judging one document with its
+    second sentence as evidence; query words are mostly from the document, so every verdict kind shows up."""
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(3000)]
+    docs = [(" ".join(rng.choices(vocab, k=12)) + ".", " ".join(rng.choices(vocab, k=12)) + ".") for _ in range(N_DOCS)]
+    (folder / "corpus.jsonl").write_text("".join(
+        json.dumps({"id": f"d{i}", "title": f"doc {i}", "text": f"{a} {b}"}) + "\n" for i, (a, b) in enumerate(docs)))
+    lines = []
+    for q in range(N_QUERIES):
+        d = rng.randrange(N_DOCS)
+        words = " ".join(docs[d]).replace(".", "").split()
+        lines.append(json.dumps({"id": f"q{q}", "query": " ".join(rng.sample(words, 4) + rng.choices(vocab, k=2)),
+                                 "relevant": [{"doc": f"d{d}", "evidence": [{"quote": docs[d][1]}]}]}) + "\n")
+    (folder / "goldset.jsonl").write_text("".join(lines))
+    cfg = folder / "cfg.yaml"
+    cfg.write_text(f"name: synth\ncorpus: {{path: corpus.jsonl}}\nchunking: {{strategy: sentences, size: 1}}\n"
+                   f"goldset: {{path: goldset.jsonl}}\nretriever: {{kind: bm25, backend: fast}}\ncutoff: {{k: 5}}\n"
+                   f"depth: {DEPTH}\nmetrics: [ndcg@10, recall@20]\n")
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    from harness.config.schema import load_config
+    from harness.pipeline.assemble import run_experiment
+    from harness.render.outputs import write_outputs
+
+    tmp = tmp_path_factory.mktemp("large")
+    result = run_experiment(load_config(_synthetic(tmp)), progress=False, log=lambda m: None)
+    out = write_outputs(result, tmp / "out")
+    return result, out
+
+
+def test_large_run_keeps_a_bounded_set_and_every_hit_in_parquet(large):
+    import pyarrow.parquet as pq
+
+    from harness.core.selection import SHOWN_QUERIES, rows_of, select
+
+    result, out = large
+    assert result.hits_kept == "selected" and result.chunks_file == "chunks.parquet"
+    kept = [q.id for q in result.queries if q.hits is not None]
+    assert kept == [result.queries[i].id for i in select(rows_of(result.queries))] and len(kept) == SHOWN_QUERIES
+    assert len({q.verdict.kind for q in result.queries if q.hits is not None}) >= 3
+    # hits.parquet: one row per query x rank, equal to the run's hits in memory, in golden-set then rank order
+    table = pq.read_table(out / "hits.parquet")
+    assert pq.ParquetFile(out / "hits.parquet").num_row_groups == N_QUERIES // 1_000
+    assert table.num_rows == sum(len(r.hits) for r in result.run.lists) and table.num_rows >= N_QUERIES * DEPTH * 0.9
+    source = result.hit_source
+    expected = [dict(query_id=q.id, **h.model_dump()) for i, q in enumerate(result.queries)
+                for h in source.records(i)]
+    assert table.to_pylist() == expected
+    # chunks.parquet: the text of every chunk any hit names
+    chunks = pq.read_table(out / "chunks.parquet").to_pylist()
+    assert {c["chunk_id"] for c in chunks} == set(table.column("chunk_id").to_pylist())
+    assert all(c["text"] == result.chunk_text[c["chunk_id"]] for c in chunks)
+
+
+def test_large_run_files_are_bounded(large):
+    result, out = large
+    size = (out / "results.json").stat().st_size
+    data = json.loads((out / "results.json").read_text())
+    lean = [len(json.dumps(q, separators=(",", ":"))) for q in data["queries"] if q["hits"] is None]
+    assert len(lean) == N_QUERIES - 500 and max(lean) < 1_500  # ~1 KB per query not kept (was ~6 KB at depth 20)
+    assert size < 1_500 * N_QUERIES + 500 * DEPTH * 300 + 1_000_000  # + the kept hits and their texts: bounded
+    page = (out / "report.html").read_text()
+    assert page.count('<tr class="q"') == 500 and "Showing 500 of 6000 queries" in page
+    assert len(page) < 1_500_000  # was ~1.2 KB per query (7 MB at 6,000 queries)
+    for name in ("run.trec", "run.chunks.trec"):
+        assert (out / name).read_text() == result.run.to_trec("doc" if name == "run.trec" else "chunk")
+
+
+def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
+    from harness.core.errors import InputError
+    from harness.core.result import load_result
+    from harness.render.explain import explain_result, explain_saved
+    from harness.render.html import render
+
+    result, out = large
+    saved = load_result(out / "results.json")  # the loader's schema and consistency checks pass
+    q = next(q for q in saved.queries if q.hits is None)
+    assert saved.hits_of(q) == result.hit_source.hits(q.id)
+    ex = explain_result(saved, q.id)
+    live = explain_result(result, q.id)
+    assert ex == live and all(h["snippet"] for h in ex["window"]) and ex["evidence"][0]["text"]
+    proc = harness("explain", out / "results.json", q.id, "--format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == json.loads(json.dumps(ex)), proc.stderr
+    # The report of the saved file shows the same queries, rows and curves as the one the run wrote.
+    page = render([saved], [saved.chunk_text])
+    written = (out / "report.html").read_text()
+    section = lambda html: html[html.index("<h2>Queries</h2>"):html.index("<h2>Conventions</h2>")]
+    assert section(page) == section(written)
+    assert "(text not loaded)" not in section(page)
+    # Without hits.parquet beside it, a query not kept is one clean error (exit 2) naming the file.
+    lone = tmp_path / "results.json"
+    shutil.copy(out / "results.json", lone)
+    with pytest.raises(InputError, match="hits.parquet: not found"):
+        explain_saved(load_result(lone), q.id)
