@@ -16,6 +16,7 @@ import typer
 from .cli_boundary import pipe_boundary, run_app
 from .cli_options import (canonical_format, choices, format_choices, format_option, metric_option, out_option,
                           output_problems, registry_help, retriever_kinds, verdict_kinds, write_output)
+from .cli_options import Executor, executor_option, with_executor
 from .core.errors import HarnessError
 from .metrics.engine import ORDERS, QUERY_POLICIES
 from .metrics.spec import DEFAULT_METRICS
@@ -78,7 +79,8 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress or log lines"),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
                                                           "or over another run's outputs; files harness did not "
-                                                          "write are never deleted or overwritten")) -> None:
+                                                          "write are never deleted or overwritten"),
+        executor: Optional[Executor] = executor_option()) -> None:
     """Run an experiment and write results.json, run.trec, run.chunks.trec, per_query.csv and report.md.
 
     Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
@@ -93,7 +95,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
 
     log = (lambda m: None) if quiet else _err
     try:
-        cfg = load_config(config)
+        cfg = with_executor(load_config(config), executor)
         checked = check_before_retrieval(cfg, source=str(config), log=log)  # the same checks as validate
         for warning in checked.warnings:
             _err(f"warning: {warning}")
