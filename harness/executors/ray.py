@@ -162,6 +162,9 @@ class IndexActor:
             retriever.index(tuple(chunks))
         self.retriever = retriever
 
+    def ready(self) -> bool:
+        return True
+
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         return self.retriever.retrieve(queries, k)
 
@@ -218,10 +221,11 @@ class RayRetriever:
         cpus = _cpus_per_actor(ray, actors)
         cls = ray.remote(IndexActor).options(num_cpus=cpus, num_gpus=ex.num_gpus_per_worker or None)
         threads = max(1, int(cpus) or 1)
-        self.groups = [[cls.remote(*payload, str(self.context.cache_dir), self.context.unplaceable, threads)
+        cache_dir = str(Path(self.context.cache_dir).resolve())  # an actor runs in another folder
+        self.groups = [[cls.remote(*payload, cache_dir, self.context.unplaceable, threads)
                         for payload in payloads] for _ in range(ex.num_workers)]
         # Wait until every actor holds its index: index_s covers building it everywhere.
-        _get(ray, [a.retrieve.remote([], 1) for group in self.groups for a in group])
+        _get(ray, [a.ready.remote() for group in self.groups for a in group])
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         refs = []
