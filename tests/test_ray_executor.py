@@ -76,6 +76,7 @@ def test_bm25_shards_merge_or_are_refused(local_ray, tmp_path):
     _same(_run(config, tmp_path / "cache"), remote)
 
 
+@pytest.mark.slow  # two cold encodes (local and Ray Data) of the demo: ~100 s on 2 shared cores
 def test_dense_encoded_by_ray_data_sharded_and_reused_by_local(local_ray, tmp_path, monkeypatch):
     pytest.importorskip("sentence_transformers")
     config = load_config(ROOT / "configs" / "demo-dense.yaml")

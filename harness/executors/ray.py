@@ -89,12 +89,17 @@ def _dense_parts(retriever: Any) -> list:
 class EncodeActor:
     """One model per actor, loaded in the constructor; each call encodes the rows of one encoder batch."""
 
-    def __init__(self, name: str, max_length: int | None, batch_size: int, threads: int):
+    def __init__(self, name: str, max_length: int | None, batch_size: int, threads: int, gpu: bool = False):
         from ..retrievers.encoders import Encoder
 
         _set_threads(threads)
         self.encoder = Encoder(name, None, batch_size=batch_size, max_length=max_length)
-        self.encoder.loaded()
+        model = self.encoder.loaded()
+        if gpu:  # Ray gave this actor a GPU (num_gpus_per_worker); the models load on the CPU everywhere else
+            import torch
+
+            if torch.cuda.is_available():
+                model.to("cuda")
 
     def __call__(self, batch: dict) -> dict:
         vectors = []
@@ -134,7 +139,8 @@ def encode_with_ray(ray, retriever: Any, chunks: Sequence[Chunk], query_batches:
         ds = ds.map_batches(EncodeActor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
                             fn_constructor_kwargs={"name": enc.name, "max_length": enc.max_length,
                                                    "batch_size": enc.batch_size,
-                                                   "threads": max(1, int(cpus) or 1)},
+                                                   "threads": max(1, int(cpus) or 1),
+                                                   "gpu": ex.num_gpus_per_worker > 0},
                             num_cpus=cpus, num_gpus=ex.num_gpus_per_worker or None)
         done: dict[int, np.ndarray] = {}
         for row in ds.iter_rows():  # streamed back as the actors finish batches
