@@ -1,9 +1,9 @@
-"""Choosing the executor, and the local one: today's in-process ``pipeline.execute.retrieve_all``."""
+"""The local executor: today's in-process ``pipeline.execute.retrieve_all``, and what every executor returns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from ..config.schema import ExperimentConfig
 from ..core.types import Chunk, Document, Query
@@ -19,18 +19,6 @@ class Executed:
     retrieved: Retrieved
     record: dict
     stages: dict[str, float] = field(default_factory=dict)
-
-
-def execute(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], *,
-            context: BuildContext, progress: bool = True, log: Callable[[str], None] | None = None) -> Executed:
-    """Retrieve every query with the executor the config names (``executor.kind``)."""
-    if config.executor.kind == "ray":
-        from .ray import execute_ray  # Ray is an optional extra: imported only when a config asks for it
-
-        return execute_ray(config, retriever, chunks, queries, context=context, progress=progress, log=log)
-    retrieved = run_local(config, retriever, chunks, queries, context.documents, progress)
-    return Executed(retrieved, {"kind": "local", "placement": "local"},
-                    {"index_s": retrieved.timings["index_s"], "retrieve_s": retrieved.timings["retrieve_s"]})
 
 
 def run_local(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -41,7 +42,8 @@ def local_init_args() -> dict:
     address where Ray lets us choose, and workers importing the same harness as the driver."""
     path = os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
     return {"num_cpus": os.cpu_count() or 1, "include_dashboard": False, "_node_ip_address": "127.0.0.1",
-            "log_to_driver": False, "logging_level": logging.ERROR, "runtime_env": {"env_vars": {"PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}}}
+            "log_to_driver": False, "logging_level": logging.ERROR,
+            "runtime_env": {"env_vars": {"PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}}}
 
 
 def _start(ray, ex: ExecutorConfig) -> bool:
@@ -65,12 +67,11 @@ def _cpus_per_actor(ray, actors: int) -> float:
 
 
 def _set_threads(threads: int) -> None:
+    """Match torch's threads to the actor's CPUs, if torch is loaded (a BM25 actor never imports it: 10-30 s)."""
     os.environ["OMP_NUM_THREADS"] = str(threads)
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.set_num_threads(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
 
 
 # ---- encoding: Ray Data over an actor pool -------------------------------------------------------------------
@@ -92,9 +93,9 @@ class EncodeActor:
     def __init__(self, name: str, max_length: int | None, batch_size: int, threads: int, gpu: bool = False):
         from ..retrievers.encoders import Encoder
 
-        _set_threads(threads)
         self.encoder = Encoder(name, None, batch_size=batch_size, max_length=max_length)
         model = self.encoder.loaded()
+        _set_threads(threads)
         if gpu:  # Ray gave this actor a GPU (num_gpus_per_worker); the models load on the CPU everywhere else
             import torch
 
@@ -167,6 +168,7 @@ class IndexActor:
             retriever = build_retriever(section, context)
             retriever.index(tuple(chunks))
         self.retriever = retriever
+        _set_threads(threads)  # again: indexing may have loaded torch (a cache miss)
 
     def ready(self) -> bool:
         return True
