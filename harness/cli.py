@@ -17,6 +17,7 @@ from .cli_cache import cache_command
 from .cli_options import (HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices, format_choices, format_option, metric_option,
                           out_option, output_problems, quiet_libraries, registry_help, retriever_kinds,
                           run_summary_json, set_option, verdict_kinds, write_output)
+from .cli_options import Executor, executor_option, with_executor
 from .metrics.engine import ORDERS, QUERY_POLICIES
 from .metrics.spec import DEFAULT_METRICS
 from .render.fmt import plural
@@ -78,7 +79,8 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         fmt: RunFormat = format_option(RunFormat.path),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
                                                           "or over another run's outputs; files harness did not "
-                                                          "write are never deleted or overwritten")) -> None:
+                                                          "write are never deleted or overwritten"),
+        executor: Optional[Executor] = executor_option()) -> None:
     """Run an experiment and write results.json, run.trec, run.chunks.trec, hits.parquet, per_query.csv, report.md
     and report.html.
 
@@ -100,7 +102,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     if quiet:
         quiet_libraries()
     try:
-        cfg = load_config(config, overrides)
+        cfg = with_executor(load_config(config, overrides), executor)
         checked = check_before_retrieval(cfg, source=str(config), log=log, cache_dir=cache_dir)  # = validate's
         context = BuildContext(progress=not quiet, **({"cache_dir": cache_dir} if cache_dir else {}))
         for warning in checked.warnings:

@@ -226,3 +226,20 @@ def write_output(option: str, path: Path, text: str) -> None:
         write_text(path, text)
     except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
         raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+# Where `harness run` retrieves (harness.executors); the config's executor: section says the rest (address, workers).
+Executor = choices("Executor", ("local", "ray"))
+
+
+def executor_option() -> Any:
+    return typer.Option(None, "--executor", help="where retrieval runs: local (this process) or ray (a local or "
+                                                 "existing Ray cluster); overrides the config's executor.kind",
+                        show_default="the config's executor.kind, else local")
+
+
+def with_executor(config: Any, kind: Enum | None) -> Any:
+    """``config`` with ``executor.kind`` set from ``--executor`` (unchanged without it)."""
+    if kind is None:
+        return config
+    return config.model_copy(update={"executor": config.executor.model_copy(update={"kind": kind.value})})

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
@@ -100,6 +100,27 @@ class RetrieverHitsConfig(Strict):
     unplaceable: Literal["fail", "skip"] = "fail"
 
 
+class ExecutorConfig(Strict):
+    """Where retrieval runs (``harness.executors``): ``local`` in this process, or ``ray`` on a local or existing
+    Ray cluster. It changes where the work runs, never the result: it is not part of the config hash."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str = Field("local", description="ray: 'local' starts a private Ray on this machine, 'auto' joins the "
+                                              "cluster this machine is part of, 'ray://host:port' a remote one")
+    num_workers: int = Field(1, ge=1, le=4096, description="ray: actors holding the index (per shard)")
+    num_gpus_per_worker: float = Field(0, ge=0, le=64)
+    batch_size: int | None = Field(None, ge=1, description="ray: queries per task (default: the config's "
+                                                           "batch_size, so query embeddings share the cache)")
+    shards: int = Field(1, ge=1, le=4096, description="ray: split the index into this many slices, one per actor")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        if value not in ("local", "auto") and not value.startswith("ray://"):
+            raise ValueError("expected 'local', 'auto' or 'ray://host:port'")
+        return value
+
+
 class ExperimentConfig(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     corpus: CorpusConfig
@@ -135,6 +156,7 @@ class ExperimentConfig(Strict):
         if isinstance(self.retriever, dict) and self.retriever.get("placement") == "lenient":
             return "skip"
         return self.retriever_hits.unplaceable
+    executor: ExecutorConfig = ExecutorConfig()
 
     def output_dir(self) -> Path:
         return self.output or Path("reports") / self.name
@@ -146,6 +168,7 @@ class ExperimentConfig(Strict):
     def config_hash(self) -> str:
         data = self.resolved()
         data.pop("output", None)
+        data.pop("executor", None)  # where a run ran does not change what it computes
         return fingerprint(data, ascii_only=True)
 
 

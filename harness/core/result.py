@@ -267,6 +267,22 @@ class Timings(Record):
     index_s: float
     retrieve_s: float
     queries_per_s: float
+    # Seconds per stage of the executor (e.g. ray: start_s, encode_s, index_s, retrieve_s); absent before executors.
+    stages: dict[str, float] = Field(default_factory=dict)
+
+
+class ExecutorRecord(Record):
+    """Where retrieval ran (``executor:`` of the config, as used): absent from results written before executors."""
+
+    kind: str
+    address: str | None = None
+    workers: Count = 1
+    shards: Count = 1
+    gpus_per_worker: float = 0.0
+    batch_size: Count | None = None
+    # How the index reached the workers: "local" (no workers), "shipped" (the built index, pickled), "rebuilt"
+    # (each worker indexed from the config and the chunks), "sharded" (one slice of the index per worker).
+    placement: str = "local"
 
 
 class Result(StoredHits, Record):
@@ -293,6 +309,7 @@ class Result(StoredHits, Record):
     hits_file: str | None = None
     chunks: dict[str, ChunkRecord] | None = None  # null: a results.json written before results carried texts
     chunks_file: str | None = None
+    executor: ExecutorRecord | None = None
 
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)

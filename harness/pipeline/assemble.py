@@ -14,7 +14,8 @@ import numpy as np
 
 from .. import __version__
 from ..config.schema import ExperimentConfig
-from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, GoldRecord, LevelCounts, LevelFlags, QueryMetrics,
+from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, ExecutorRecord, GoldRecord, LevelCounts, LevelFlags,
+                           QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
 from ..core.selection import kept
@@ -27,7 +28,8 @@ from ..metrics.spec import parse_metrics
 from ..metrics.table import rule_text
 from ..retrievers import BuildContext, build_retriever
 from ..retrievers.contract import HitReport
-from .execute import empty_window_warning, query_coverage, retrieve_all, window_sizes
+from ..executors import execute  # where retrieval runs (the config's executor:)
+from .execute import empty_window_warning, query_coverage, retrieve_all, window_sizes  # noqa: F401
 from .levels import Coverage, Levels, evaluate_levels, level_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
@@ -47,14 +49,17 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     context = replace(context or BuildContext(progress=progress), documents=documents, unplaceable=unplaceable)
     retriever = build_retriever(config.retriever, context)
     kind = config.retriever["kind"]
-    retrieved = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth, config.batch_size,
-                             progress, kind=kind, documents=context.documents,
-                             unplaceable=unplaceable, include_title=config.chunking.include_title)
+    executed = execute(config, retriever, prepared.chunks, prepared.gold.queries, context=context,
+                       progress=progress, log=log)
+    retrieved = executed.retrieved
     if retrieved.warning(kind):
         log(retrieved.warning(kind))
     coverage = Coverage(*query_coverage(retriever, prepared.gold.queries))
     result = build_result(replace(prepared, chunks=retrieved.chunks), retrieved.lists, retrieved.timings, coverage,
                           retrieved.hits)
+    result = result.model_copy(update={
+        "executor": ExecutorRecord(**executed.record),
+        "timings": result.timings.model_copy(update={"stages": {k: float(v) for k, v in executed.stages.items()}})})
     warning = empty_window_warning(config.cutoff, retrieved.lists, [q.effective_k for q in result.queries])
     if warning:
         log(warning)

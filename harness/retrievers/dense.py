@@ -3,6 +3,7 @@ and a faiss index (flat or HNSW). torch, sentence-transformers and faiss are imp
 
 from __future__ import annotations
 
+import copy
 from typing import Literal, Sequence
 
 import numpy as np
@@ -10,7 +11,7 @@ from pydantic import Field
 
 from ..cache import ArrayCache, cache_key
 from ..core.schema import Strict
-from ..core.errors import MissingDependencyError
+from ..core.errors import ConfigError, MissingDependencyError
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
 from .encoders import (BUNDLED, INSTALL, Encoder, load_sentence_transformer, model_fingerprint,  # noqa: F401
@@ -48,6 +49,15 @@ class DenseRetriever:
         self.encoder = Encoder(config.model, self.cache, batch_size=config.batch_size, max_length=config.max_length,
                                progress=context.progress)
         self._chunks: Sequence[Chunk] = ()
+        self._vectors: np.ndarray | None = None  # a flat index's rows, kept for ``shards``
+
+    def __getstate__(self) -> dict:
+        # Shipped to another process (an executor's worker) as the faiss index (faiss pickles it) and the chunks,
+        # never a loaded model: a worker loads its own on a query-embedding cache miss.
+        state = dict(self.__dict__)
+        state["encoder"] = copy.copy(self.encoder)
+        state["encoder"].model = None
+        return state
 
     @property
     def _model(self):
@@ -74,6 +84,26 @@ class DenseRetriever:
             # A flat index is the vectors themselves: nothing to build beyond the cached embeddings.
             self._index = faiss.IndexFlatIP(vectors.shape[1])
             self._index.add(vectors)
+            self._vectors = vectors
+
+    def shards(self, n: int) -> list["DenseRetriever"]:
+        """``n`` retrievers over contiguous slices of the indexed chunks (flat index slices), for an executor that
+        spreads the corpus over workers: each returns its slice's top k by the same scores and tie rule, so merging
+        the slices' lists by the tie rule gives this retriever's ranking. An HNSW graph cannot be sliced."""
+        import faiss
+
+        if self._vectors is None:
+            raise ConfigError("executor.shards: a dense retriever with index: hnsw cannot be sharded (a graph is "
+                              "not sliced); use index: flat or shards: 1")
+        bounds = np.linspace(0, len(self._chunks), n + 1).astype(np.int64)
+        out = []
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            shard = copy.copy(self)
+            shard._chunks, shard._vectors = tuple(self._chunks[lo:hi]), self._vectors[lo:hi]
+            shard._index = faiss.IndexFlatIP(self._vectors.shape[1])
+            shard._index.add(shard._vectors)
+            out.append(shard)
+        return out
 
     def _hnsw(self, faiss, vectors: np.ndarray, embeddings_key: str):
         h = self.config.hnsw

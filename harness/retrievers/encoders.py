@@ -156,18 +156,24 @@ class Encoder:
                                     normalize_embeddings=normalize, convert_to_numpy=True, show_progress_bar=progress)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
+    def plan(self, texts: Sequence[str], prefix: str = "", normalize: bool = True) -> tuple[str, np.ndarray]:
+        """The cache key of ``texts``' embeddings and the order their rows are encoded in, ``batch_size`` at a time
+        (an executor that encodes elsewhere makes the same batches, so its cache entries and vectors are these)."""
+        # The model's content identifies it, not how the config names it: `my-minilm`, `./my-minilm` and the
+        # same folder copied elsewhere share their cache entries.
+        key = cache_key("sentence-embeddings", self.fingerprint, prefix, normalize, self.max_length, list(texts))
+        # Longest first, as sentence-transformers orders one call's texts: each batch pads to similar lengths.
+        # A stable sort, so the batches (and the cached shards) are the same on every run.
+        order = np.argsort(-np.array([len(t) for t in texts], dtype=np.int64), kind="stable")
+        return key, order
+
     def vectors(self, kind: str, texts: list[str], prefix: str = "", normalize: bool = True) -> tuple[np.ndarray, str]:
         """Sentence embeddings of ``texts`` and the cache key that names them. With a cache, texts are encoded one
         batch at a time and each batch is cached as soon as it is done: an interrupted run resumes where it
         stopped."""
-        # The model's content identifies it, not how the config names it: `my-minilm`, `./my-minilm` and the
-        # same folder copied elsewhere share their cache entries.
-        key = cache_key("sentence-embeddings", self.fingerprint, prefix, normalize, self.max_length, texts)
+        key, order = self.plan(texts, prefix, normalize)
         if self.cache is None:
             return self._encode(texts, prefix, normalize, self.progress and sys.stderr.isatty()), key
-        # Longest first, as sentence-transformers orders one call's texts: each batch pads to similar lengths.
-        # A stable sort, so the batches (and the cached shards) are the same on every run.
-        order = np.argsort(-np.array([len(t) for t in texts], dtype=np.int64), kind="stable")
         with _progress(len(texts), f"encoding {kind}", self.progress) as advance:
             vectors = self.cache.get_or_build_rows(
                 kind, key, order, self.batch_size,

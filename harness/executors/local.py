@@ -1,0 +1,30 @@
+"""The local executor: today's in-process ``pipeline.execute.retrieve_all``, and what every executor returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ..config.schema import ExperimentConfig
+from ..core.types import Chunk, Document, Query
+from ..pipeline.execute import Retrieved, retrieve_all
+from ..retrievers import BuildContext, Retriever
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What an executor hands back: the placed lists (identical whichever executor ran), where it ran (the fields
+    of ``core.result.ExecutorRecord``) and seconds per stage."""
+
+    retrieved: Retrieved
+    record: dict
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+def run_local(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query],
+              documents: Mapping[str, Document], progress: bool, batch_size: int | None = None) -> Retrieved:
+    """``retrieve_all`` with the config's settings (the Ray executor calls it too, with a retriever that sends the
+    batches to its workers, so the contract checks and hit placement are the same code)."""
+    return retrieve_all(retriever, chunks, queries, config.depth, batch_size or config.batch_size, progress,
+                        kind=config.retriever["kind"], documents=documents,
+                        unplaceable=config.retriever_hits.unplaceable, include_title=config.chunking.include_title)

@@ -1,0 +1,152 @@
+"""The Ray executor gives the local executor's Result (per-query metrics, verdicts, hit lists; timings aside), on a
+real local Ray started once for the module; Ray Data's embeddings land in the cache a later local run reuses; dense
+shards merge to the unsharded ranking; without Ray, ``kind: ray`` is one line naming the extra."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from clihelp import ROOT, assert_input_error, demo_config, harness
+from conftest import SHARED
+
+from harness.config.schema import load_config
+from harness.core.errors import ConfigError, MissingDependencyError
+from harness.pipeline.assemble import run_experiment
+from harness.retrievers import BuildContext
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    from harness.executors.ray import local_init_args
+
+    ray.init(**dict(local_init_args(), num_cpus=2))
+    yield ray
+    ray.shutdown()
+
+
+def _with(config, **executor):
+    return config.model_copy(update={"executor": config.executor.model_copy(update=executor)})
+
+
+def _run(config, cache: Path):
+    return run_experiment(config, progress=False, log=lambda m: None,
+                          context=BuildContext(cache_dir=cache, progress=False))
+
+
+def _same(local, remote) -> None:
+    """Identical per-query metrics, verdicts and hit lists (scores bit for bit), and the same summary."""
+    assert [q.id for q in remote.queries] == [q.id for q in local.queries]
+    for a, b in zip(local.queries, remote.queries):
+        assert b.metrics == a.metrics, a.id
+        assert b.verdict == a.verdict, a.id
+        assert b.hits == a.hits, a.id
+    assert remote.summary == local.summary
+    assert remote.config_hash == local.config_hash
+
+
+def test_bm25_demo_same_result_as_local(local_ray, tmp_path):
+    config = load_config(ROOT / "configs" / "demo-bm25.yaml")
+    local = _run(config, tmp_path / "cache")
+    remote = _run(_with(config, kind="ray", num_workers=2, batch_size=8), tmp_path / "cache")
+    _same(local, remote)
+    assert local.executor.kind == "local" and remote.executor.kind == "ray"
+    assert remote.executor.workers == 2 and remote.executor.batch_size == 8
+    # This BM25 retriever either pickles (shipped to the workers) or is rebuilt in each from its config.
+    assert remote.executor.placement in ("shipped", "rebuilt")
+    assert set(remote.timings.stages) >= {"start_s", "encode_s", "index_s", "retrieve_s"}
+    assert remote.timings.stages["start_s"] == 0.0 or remote.timings.stages["start_s"] < 5  # Ray already running
+
+
+def test_bm25_shards_merge_or_are_refused(local_ray, tmp_path):
+    from harness.retrievers.bm25 import BM25Retriever
+
+    config = load_config(ROOT / "configs" / "demo-bm25.yaml")
+    sharded = _with(config, kind="ray", shards=3)
+    if not hasattr(BM25Retriever, "shards"):  # sharding with corpus-wide statistics is BM25's to provide
+        with pytest.raises(ConfigError, match=r"executor.shards: 3, but retriever.kind 'bm25' cannot be sharded"):
+            _run(sharded, tmp_path / "cache")
+        return
+    remote = _run(sharded, tmp_path / "cache")
+    assert remote.executor.placement == "sharded"
+    _same(_run(config, tmp_path / "cache"), remote)
+
+
+@pytest.mark.slow  # two cold encodes (local and Ray Data) of the demo: ~100 s on 2 shared cores
+def test_dense_encoded_by_ray_data_sharded_and_reused_by_local(local_ray, tmp_path, monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    config = load_config(ROOT / "configs" / "demo-dense.yaml")
+    local = _run(config, tmp_path / "local-cache")
+    remote = _run(_with(config, kind="ray", shards=2, num_workers=1), tmp_path / "ray-cache")
+    assert remote.executor.placement == "sharded" and remote.executor.shards == 2
+    assert remote.timings.stages["encode_s"] > 0
+    # Same batches as the local encoder, so the same vectors; flat slices merged by the tie rule: the same lists.
+    _same(local, remote)
+    # A later local run finds every embedding Ray Data wrote (chunks, and the queries in the batches the local
+    # run makes): it never loads the model.
+    from harness.retrievers import encoders
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded: the embeddings Ray wrote were not reused")
+
+    monkeypatch.setattr(encoders, "load_sentence_transformer", no_model)
+    _same(local, _run(config, tmp_path / "ray-cache"))
+
+
+def test_hybrid_demo_same_result_as_local(local_ray, tmp_path):
+    pytest.importorskip("sentence_transformers")
+    config = load_config(ROOT / "configs" / "demo-hybrid.yaml")
+    cache = tmp_path / "cache"
+    local = _run(config, cache)
+    remote = _run(_with(config, kind="ray", num_workers=2), cache)
+    _same(local, remote)
+    with pytest.raises(ConfigError, match="retriever.kind 'hybrid' cannot be sharded"):
+        _run(_with(config, kind="ray", shards=2), cache)
+
+
+def _scifact() -> Path:
+    for root in (SHARED, ROOT.parent.parent / "shared" / "datasets"):  # beside the checkout, or a worktree's
+        if (root / "scifact").is_dir():
+            return root / "scifact"
+    pytest.skip("shared/datasets/scifact is not present")
+
+
+def test_scifact_bm25_same_result_as_local(local_ray, tmp_path):
+    data = _scifact()
+    config = load_config(ROOT / "configs" / "scifact-bm25.yaml")
+    config = config.model_copy(update={
+        "corpus": config.corpus.model_copy(update={"path": data}),
+        "goldset": config.goldset.model_copy(update={"path": data, "evidence": data / "evidence_test.jsonl"})})
+    local = _run(config, tmp_path / "cache")
+    remote = _run(_with(config, kind="ray", num_workers=2, batch_size=64), tmp_path / "cache")
+    _same(local, remote)
+    assert len(remote.queries) == 300
+
+
+def test_without_ray_kind_ray_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` does when Ray is not installed
+    config = _with(load_config(ROOT / "configs" / "demo-bm25.yaml"), kind="ray")
+    with pytest.raises(MissingDependencyError) as err:
+        _run(config, tmp_path / "cache")
+    assert str(err.value) == "executor.kind 'ray' needs Ray: pip install 'rag-harness[ray]'"
+
+
+@pytest.mark.parametrize("section, fragments", [
+    ("{kind: spark}", ["executor.kind: Input should be 'local' or 'ray'"]),
+    ("{kind: ray, address: 10.0.0.1:6379, num_workers: 0, shards: -1}",
+     ["executor.address: expected 'local', 'auto' or 'ray://host:port'", "executor.num_workers:",
+      "executor.shards:"]),
+    ("{kind: ray, workers: 2}", ["executor.workers: unknown key; did you mean 'num_workers'?"]),
+])
+def test_bad_executor_section_is_located(tmp_path, section, fragments):
+    proc = harness("validate", demo_config(tmp_path, executor=section), cwd=tmp_path)
+    assert_input_error(proc, "cfg.yaml", *fragments)
+
+
+def test_executor_option_is_a_choice(tmp_path):
+    proc = harness("run", demo_config(tmp_path), "--executor", "dask", cwd=tmp_path)
+    assert_input_error(proc, "--executor")
