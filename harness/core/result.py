@@ -302,6 +302,8 @@ class Result(Record):
     diagnostics_settings: JsonObject
     timings: Timings
     queries: list[QueryResult]
+    # What a backend kind reports about its search (vector databases: mode, index, ann_recall_at_10 against exact).
+    retriever_info: JsonObject | None = None
 
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -44,14 +44,20 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     context = replace(context or BuildContext(progress=progress), documents=documents, unplaceable=unplaceable)
     retriever = build_retriever(config.retriever, context)
     kind = config.retriever["kind"]
-    retrieved = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth, config.batch_size,
-                             progress, kind=kind, documents=context.documents,
-                             unplaceable=unplaceable, include_title=config.chunking.include_title)
+    try:
+        retrieved = retrieve_all(retriever, prepared.chunks, prepared.gold.queries, config.depth, config.batch_size,
+                                 progress, kind=kind, documents=context.documents,
+                                 unplaceable=unplaceable, include_title=config.chunking.include_title)
+    finally:  # a backend that started a server or holds a client (pgvector's pgserver, qdrant) releases it
+        close = getattr(retriever, "close", None)
+        if callable(close):
+            close()
+    info = getattr(retriever, "info", None)  # what a backend reports about its search (ANN recall, ...)
     if retrieved.warning(kind):
         log(retrieved.warning(kind))
     coverage = Coverage(*query_coverage(retriever, prepared.gold.queries))
     result = build_result(replace(prepared, chunks=retrieved.chunks), retrieved.lists, retrieved.timings, coverage,
-                          retrieved.hits)
+                          retrieved.hits, retriever_info=info() if callable(info) else None)
     warning = empty_window_warning(config.cutoff, retrieved.lists, [q.effective_k for q in result.queries])
     if warning:
         log(warning)
@@ -79,7 +85,8 @@ def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, f
 
 
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
-                 coverage: Coverage = Coverage(), hits: HitReport | None = None) -> Result:
+                 coverage: Coverage = Coverage(), hits: HitReport | None = None,
+                 retriever_info: dict | None = None) -> Result:
     """``lists`` are placed (``execute.retrieve_all``): every hit names one of ``prepared.chunks``."""
     config, gold = prepared.config, prepared.gold
     if not gold.queries:
@@ -158,5 +165,6 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         timings={"index_s": float(timings.get("index_s", 0.0)), "retrieve_s": float(timings.get("retrieve_s", 0.0)),
                  "queries_per_s": float(timings.get("queries_per_s", 0.0))},
         queries=queries,
+        retriever_info=retriever_info,
     )
     return result.with_memory(run, chunk_text)
