@@ -69,7 +69,7 @@ class LanceRetriever(VectorStoreRetriever):
     def _db(self):
         import os
 
-        os.environ.setdefault("LANCE_LOG", "error")  # its k-means warnings on small corpora are noise on stderr
+        os.environ.setdefault("LANCEDB_LOG", "error")  # its k-means warnings on small corpora are noise on stderr
         lancedb = need("lancedb", "lancedb")
         self._tmp = None
         folder = self.config.path
