@@ -96,7 +96,8 @@ class PgvectorRetriever(VectorStoreRetriever):
             self._server = pgserver.get_server(folder, cleanup_mode="stop")
             dsn = self._server.get_uri()
         try:
-            self.conn = psycopg.connect(dsn, autocommit=True)
+            # No server-side prepared statements: a cached plan would ignore the exact/index settings made per search.
+            self.conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=None)
         except psycopg.OperationalError as exc:
             raise RetrieverError(f"retriever: cannot connect to PostgreSQL ({str(exc).strip().splitlines()[0]})") \
                 from None
@@ -176,8 +177,10 @@ class PgvectorRetriever(VectorStoreRetriever):
             d=sql.SQL("{} %s %%s" % op).format(sql.Identifier(c.column)), cols=cols, t=sql.Identifier(table))
         out = []
         with self.conn.transaction():
-            # Exact = no index scan: the planner then sorts every row by distance (what `flat` promises).
+            # Exact = no index scan: every row sorted by distance (what `flat` promises). Otherwise the configured
+            # index is what is measured, so the planner may not fall back to a scan of the table on a small one.
             self.conn.execute("SET LOCAL enable_indexscan = %s" % ("off" if exact else "on"))
+            self.conn.execute("SET LOCAL enable_seqscan = %s" % ("on" if exact else "off"))
             if not exact:
                 self.conn.execute("SET LOCAL hnsw.ef_search = %d" % max(c.hnsw.ef_search, min(n, 1000)))
                 self.conn.execute("SET LOCAL ivfflat.probes = %d" % c.ivfflat.probes)
