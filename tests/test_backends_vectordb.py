@@ -298,7 +298,7 @@ def test_bad_backend_configs_are_located_errors(case_id, retriever, expect, tmp_
     _need("qdrant")
     _need("lancedb")
     (tmp_path / "empty").mkdir()
-    cfg = demo_config(tmp_path, retriever=retriever.format(tmp=tmp_path))
+    cfg = demo_config(tmp_path, retriever=retriever.replace("{tmp}", str(tmp_path)))
     run_case(Case(case_id, lambda t: ["run", cfg, "--out", t / "out"], expect), tmp_path)
 
 

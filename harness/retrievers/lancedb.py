@@ -23,9 +23,6 @@ from .base import RetrieverKind, register
 from .ranking import rank_hits
 from .vectorstore import MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, marker_problem, need
 
-_INDEX_TYPES = {"ivf_flat": "IVF_FLAT", "ivf_pq": "IVF_PQ", "ivf_hnsw_sq": "IVF_HNSW_SQ"}
-
-
 class LanceConfig(VectorStoreConfig):
     kind: Literal["lancedb"] = "lancedb"
     path: str | None = None  # the database folder; default a temporary one (build mode), removed after the run
@@ -107,6 +104,7 @@ class LanceRetriever(VectorStoreRetriever):
         import pyarrow as pa
 
         self._db()
+        index = need("lancedb.index", "lancedb")
         c = self.config
         name = c.table or "harness_" + marker.removeprefix(MARKER_PREFIX)[:16]
         if name in self._tables():
@@ -127,16 +125,19 @@ class LanceRetriever(VectorStoreRetriever):
         data = pa.table(columns).replace_schema_metadata({b"harness_build": marker.encode()})
         self.table = self.db.create_table(name, data)
         if c.search == "fulltext":
-            self.table.create_fts_index("text", replace=True)
+            self.table.create_index("text", config=index.FTS())
         elif c.index != "flat":
             # IVF training needs rows: a small corpus gets fewer partitions than LanceDB's default would ask for.
             parts = c.num_partitions or max(1, min(256, int(np.sqrt(len(chunks)))))
-            kwargs = dict(metric=c.metric, index_type=_INDEX_TYPES[c.index], num_partitions=parts)
-            if c.index == "ivf_pq":
-                kwargs["num_sub_vectors"] = c.num_sub_vectors or _sub_vectors(vectors.shape[1])
-            if c.index == "ivf_hnsw_sq":
-                kwargs.update(m=c.m, ef_construction=c.ef_construction)
-            self.table.create_index(**kwargs)
+            if c.index == "ivf_flat":
+                config = index.IvfFlat(distance_type=c.metric, num_partitions=parts)
+            elif c.index == "ivf_pq":
+                config = index.IvfPq(distance_type=c.metric, num_partitions=parts,
+                                     num_sub_vectors=c.num_sub_vectors or _sub_vectors(vectors.shape[1]))
+            else:
+                config = index.HnswSq(distance_type=c.metric, num_partitions=parts, m=c.m,
+                                      ef_construction=c.ef_construction)
+            self.table.create_index("vector", config=config)
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         if self.config.search == "vector":

@@ -56,8 +56,10 @@ class QdrantConfig(VectorStoreConfig):
                 return self  # reported when the retriever is built (the extra is missing)
             try:
                 models.Filter.model_validate(self.filter)
-            except Exception as exc:  # pydantic's error, as one line naming the filter
-                raise ValueError(f"filter: is not a Qdrant filter ({str(exc).splitlines()[0]}); e.g. "
+            except Exception as exc:  # pydantic's first error, as one line naming where in the filter
+                first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
+                at = ".".join(str(p) for p in first["loc"] if not (str(p)[:1].isupper() or "[" in str(p)))
+                raise ValueError(f"filter: is not a Qdrant filter (at {at or 'the top'}: {first['msg']}); e.g. "
                                  f"{{must: [{{key: lang, match: {{value: en}}}}]}}") from None
         return self
 
