@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from typing import Literal, Sequence
 
 import numpy as np
@@ -72,6 +73,8 @@ class LanceRetriever(VectorStoreRetriever):
         folder = self.config.path
         if folder is None:
             folder = self._tmp = tempfile.mkdtemp(prefix="harness-lancedb-")
+            # Removed by close(), or when the retriever is collected (a hybrid's child nobody closes).
+            weakref.finalize(self, shutil.rmtree, folder, True)
         self.db = lancedb.connect(folder)
 
     def _tables(self) -> list[str]:

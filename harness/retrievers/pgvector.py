@@ -93,7 +93,8 @@ class PgvectorRetriever(VectorStoreRetriever):
             pgserver = need("pgserver", "pgvector")
             folder = c.path or tempfile.mkdtemp(prefix="harness-pg-")
             self._tmp = None if c.path else folder
-            self._server = pgserver.get_server(folder, cleanup_mode="stop")
+            # pgserver also stops (a temporary folder: deletes) at exit, e.g. for a hybrid's child nobody closes.
+            self._server = pgserver.get_server(folder, cleanup_mode="stop" if c.path else "delete")
             dsn = self._server.get_uri()
         try:
             # No server-side prepared statements: a cached plan would ignore the exact/index settings made per search.
