@@ -195,7 +195,7 @@ CASES = [
          ("retriever.mode: Input should be 'ids', 'spans'",)),
     Case("unknown-kind-lists-plugins", lambda t: ["validate", demo_config(t, retriever="{kind: scriptd}")],
          ("retriever.kind: unknown retriever kind 'scriptd'; registered kinds: bm25, dense, external, hybrid, "
-          "reranked, scripted",
+          "lancedb, pgvector, qdrant, reranked, scripted",
           "retriever.kind: (not registered) entry point broken = harness_not_there:register: cannot be loaded "
           "(ModuleNotFoundError")),
     Case("bad-hits-policy", lambda t: ["validate", demo_config(t, retriever_hits="{unplaceable: maybe}")],

@@ -310,6 +310,8 @@ class Result(StoredHits, Record):
     chunks: dict[str, ChunkRecord] | None = None  # null: a results.json written before results carried texts
     chunks_file: str | None = None
     executor: ExecutorRecord | None = None
+    # What a backend kind reports about its search (vector databases: mode, index, ann_recall_at_10 against exact).
+    retriever_info: JsonObject | None = None
 
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -49,14 +49,20 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     context = replace(context or BuildContext(progress=progress), documents=documents, unplaceable=unplaceable)
     retriever = build_retriever(config.retriever, context)
     kind = config.retriever["kind"]
-    executed = execute(config, retriever, prepared.chunks, prepared.gold.queries, context=context,
-                       progress=progress, log=log)
+    try:
+        executed = execute(config, retriever, prepared.chunks, prepared.gold.queries, context=context,
+                           progress=progress, log=log)
+    finally:  # a backend that started a server or holds a client (pgvector's pgserver, qdrant) releases it
+        close = getattr(retriever, "close", None)
+        if callable(close):
+            close()
     retrieved = executed.retrieved
+    info = getattr(retriever, "info", None)  # what a backend reports about its search (ANN recall, ...)
     if retrieved.warning(kind):
         log(retrieved.warning(kind))
     coverage = Coverage(*query_coverage(retriever, prepared.gold.queries))
     result = build_result(replace(prepared, chunks=retrieved.chunks), retrieved.lists, retrieved.timings, coverage,
-                          retrieved.hits)
+                          retrieved.hits, retriever_info=info() if callable(info) else None)
     result = result.model_copy(update={
         "executor": ExecutorRecord(**executed.record),
         "timings": result.timings.model_copy(update={"stages": {k: float(v) for k, v in executed.stages.items()}})})
@@ -87,7 +93,8 @@ def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, f
 
 
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
-                 coverage: Coverage = Coverage(), hits: HitReport | None = None) -> Result:
+                 coverage: Coverage = Coverage(), hits: HitReport | None = None,
+                 retriever_info: dict | None = None) -> Result:
     """``lists`` are placed (``execute.retrieve_all``): every hit names one of ``prepared.chunks``."""
     config, gold = prepared.config, prepared.gold
     if not gold.queries:
@@ -178,5 +185,6 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         chunks={cid: ChunkRecord(doc_id=c.doc_id, start=c.start, end=c.end, text=c.text)
                 for cid, c in window_chunks.items()},
         chunks_file=None if keep is None else CHUNKS_FILE,
+        retriever_info=retriever_info,
     )
     return result.with_memory(run, chunk_text, hits=store)

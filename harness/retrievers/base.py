@@ -101,7 +101,7 @@ def register_retriever(name: str, config_model: type, factory: Callable[[Any, Bu
     return kind
 
 
-BUILTIN_MODULES = ("bm25", "compose", "dense", "external")
+BUILTIN_MODULES = ("bm25", "compose", "dense", "external", "qdrant", "pgvector", "lancedb")
 
 
 def _load_builtin_kinds() -> None:
