@@ -284,6 +284,38 @@ class Timings(Record):
     queries_per_s: float
 
 
+class LatencyRecord(Record):
+    """Per-query retrieval latency (``pipeline.latency``): measured per request (http) or per batch divided."""
+
+    queries: Count
+    p50_ms: float
+    p95_ms: float
+    max_ms: float
+    mean_ms: float
+    queries_per_s: float
+    measured: str
+
+
+class RequestLogRecord(Record):
+    query_id: str
+    status: int | None  # the last HTTP status; null when no response came (timeout, connection error)
+    attempts: Annotated[int, Field(ge=1)]
+    latency_ms: float
+    error: str | None
+
+
+class RequestsRecord(Record):
+    """A live retriever's requests (``kind: http``, elasticsearch, opensearch): a failed query is listed here and
+    absent from the run (``on_error: skip``), never an empty answer."""
+
+    on_error: Literal["fail", "skip"]
+    sent: Count
+    failed: Count
+    retried: Count
+    failed_query_ids: list[str]
+    log: list[RequestLogRecord]
+
+
 class Result(Record):
     """A whole results.json, and, for a run made in this process, the in-memory run (for the TREC writers) and
     chunk texts (for the HTML report's snippets), which are not written."""
@@ -302,6 +334,8 @@ class Result(Record):
     diagnostics_settings: JsonObject
     timings: Timings
     queries: list[QueryResult]
+    latency: LatencyRecord | None = None  # absent from results written before latency was recorded
+    requests: RequestsRecord | None = None  # live retrievers only
 
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)

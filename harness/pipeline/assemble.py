@@ -50,8 +50,12 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     if retrieved.warning(kind):
         log(retrieved.warning(kind))
     coverage = Coverage(*query_coverage(retriever, prepared.gold.queries))
+    report = getattr(retriever, "request_report", None)  # live retrievers: every request, failures listed
     result = build_result(replace(prepared, chunks=retrieved.chunks), retrieved.lists, retrieved.timings, coverage,
-                          retrieved.hits)
+                          retrieved.hits, latency=retrieved.latency, requests=report() if callable(report) else None)
+    if result.requests is not None and result.requests.failed:
+        log(f"warning: retriever.kind {kind!r}: the request failed for {result.requests.failed} queries (on_error: "
+            f"skip): they are absent from the run, listed in results.json requests.failed_query_ids")
     warning = empty_window_warning(config.cutoff, retrieved.lists, [q.effective_k for q in result.queries])
     if warning:
         log(warning)
@@ -79,7 +83,8 @@ def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, f
 
 
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
-                 coverage: Coverage = Coverage(), hits: HitReport | None = None) -> Result:
+                 coverage: Coverage = Coverage(), hits: HitReport | None = None, *, latency: dict | None = None,
+                 requests: dict | None = None) -> Result:
     """``lists`` are placed (``execute.retrieve_all``): every hit names one of ``prepared.chunks``."""
     config, gold = prepared.config, prepared.gold
     if not gold.queries:
@@ -158,5 +163,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         timings={"index_s": float(timings.get("index_s", 0.0)), "retrieve_s": float(timings.get("retrieve_s", 0.0)),
                  "queries_per_s": float(timings.get("queries_per_s", 0.0))},
         queries=queries,
+        latency=latency,
+        requests=requests,
     )
     return result.with_memory(run, chunk_text)

@@ -15,6 +15,7 @@ from ..core.errors import ConfigError, HarnessError, RetrieverError
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
 from ..retrievers.contract import HitReport, shown
 from ..text import TokenCounter
+from .latency import latency_summary, per_query_ms
 from ..core.types import Chunk, Document, Query, RankedList
 
 
@@ -27,6 +28,7 @@ class Retrieved:
     chunks: list[Chunk]
     timings: dict[str, float]
     hits: HitReport
+    latency: dict | None = None  # pipeline.latency.latency_summary: p50/p95/max ms per query, queries/s
 
     def warning(self, kind: str) -> str | None:
         """The stderr warning for skipped hits (``retriever_hits.unplaceable: skip``), or None."""
@@ -80,11 +82,14 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     out: list[RankedList] = []
     problems: list[HitProblem] = []
     duplicates = 0
+    batches: list[tuple[float, int]] = []  # (seconds, queries) per retrieve call, for per-query latency
     with _progress(len(queries), "retrieving", progress and sys.stderr.isatty()) as bar:
         task = bar.add_task("retrieve", total=len(queries))
         for i in range(0, len(queries), batch_size):
             batch = queries[i:i + batch_size]
+            tb = time.perf_counter()
             lists = _guarded(kind, "retrieve", lambda: retriever.retrieve(batch, depth))
+            batches.append((time.perf_counter() - tb, len(batch)))
             check_output(kind, batch, lists, depth)
             for ranked in lists:
                 placed, dropped, merged = placer.place(ranked)
@@ -99,7 +104,9 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
         raise RetrieverError(f"retriever.kind {kind!r}: {len(problems)} hit(s) in {n_queries} of {len(queries)} "
                              f"queries name no chunk of the corpus (retriever_hits.unplaceable: fail; set it to "
                              f"skip to drop them, counted in results.json)", shown(problems))
-    return Retrieved(out, list(chunks) + list(placer.adopted.values()), timings, HitReport.of(problems, duplicates))
+    ms, measured = per_query_ms(retriever, queries, batches)
+    return Retrieved(out, list(chunks) + list(placer.adopted.values()), timings, HitReport.of(problems, duplicates),
+                     latency_summary(ms, sum(s for s, _ in batches), measured))
 
 
 def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -95,7 +95,7 @@ def register_retriever(name: str, config_model: type, factory: Callable[[Any, Bu
     return kind
 
 
-BUILTIN_MODULES = ("bm25", "compose", "dense", "external")
+BUILTIN_MODULES = ("bm25", "compose", "dense", "external", "http", "python", "search_engine", "tantivy")
 
 
 def _load_builtin_kinds() -> None:
