@@ -3,7 +3,8 @@
 By default it POSTs ``{"query": TEXT, "k": DEPTH}`` to ``url`` and reads ``{"hits": [...]}`` whose items use the
 external JSONL run's hit fields, so ``{kind: http, url: ...}`` is enough for a service that speaks that. Other
 services: ``method: GET`` with templated ``params``, a templated JSON ``body``, ``headers`` whose secrets come from
-environment variables (``${NAME}``, never written in the file), and a ``response`` path mapping.
+environment variables (``headers_env``: the variable's name, never its value, is in the file; results.json echoes
+the config, so a secret written in the config would end up there), and a ``response`` path mapping.
 
 Requests run ``concurrency`` at a time with a ``timeout_s``; 429, 5xx, timeouts and connection errors are retried
 ``retries`` times with exponential backoff (a numeric Retry-After is honoured, capped). A query whose request
@@ -34,7 +35,9 @@ from .contract import shown_lines
 from .live_hits import HitMapping, hits_of
 from .ranking import rank_hits
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Headers that carry credentials: only from the environment (headers_env), never as text in the config.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
 PLACEHOLDERS = ("{query}", "{k}", "{query_id}")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
@@ -44,8 +47,8 @@ def url_problem(url: str) -> str | None:
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         return f"{url!r} is not an http(s) URL with a host, e.g. http://localhost:8000/search"
-    if _ENV.search(url) or parts.username or parts.password:
-        return "the URL must not carry credentials: put them in headers from environment variables (${NAME})"
+    if parts.username or parts.password:
+        return "the URL must not carry credentials: put them in headers_env (headers from environment variables)"
     return None
 
 
@@ -73,6 +76,11 @@ def render(template: Any, query: Query, k: int) -> Any:
     return template
 
 
+class EnvHeader(Strict):
+    env: str
+    prefix: str = ""  # e.g. "Bearer "
+
+
 class HttpConfig(Strict):
     kind: Literal["http"] = "http"
     url: str
@@ -81,7 +89,9 @@ class HttpConfig(Strict):
                             description="POST: the JSON body; {query}, {k}, {query_id} are filled in")
     params: dict[str, str] = Field(default_factory=lambda: {"query": "{query}", "k": "{k}"},
                                    description="GET: the query string parameters, templated like body")
-    headers: dict[str, str] = Field(default_factory=dict, description="values may name ${ENV_VARS}")
+    headers: dict[str, str] = Field(default_factory=dict, description="constant headers (no secrets)")
+    headers_env: dict[str, EnvHeader | str] = Field(default_factory=dict,
+                                                    description="header -> environment variable (or {env, prefix})")
     response: HitMapping = HitMapping()
     concurrency: int = Field(4, ge=1, le=256)
     timeout_s: float = Field(10.0, gt=0, le=3600)
@@ -97,6 +107,9 @@ class HttpConfig(Strict):
             raise ValueError(why)
         return url
 
+    _secrets = field_validator("headers")(classmethod(lambda cls, v: _no_secret_headers(v)))
+    _vars = field_validator("headers_env")(classmethod(lambda cls, v: _env_names(v)))
+
     @model_validator(mode="after")
     def _template_uses_query(self) -> "HttpConfig":
         template, key = (self.body, "body") if self.method == "POST" else (self.params, "params")
@@ -105,19 +118,43 @@ class HttpConfig(Strict):
         return self
 
     def preflight(self, where: str) -> list[str]:
-        return env_problems(self.headers, f"{where}.headers")
+        return env_problems(self.headers_env, f"{where}.headers_env")
 
 
-def env_problems(headers: Mapping[str, str], where: str) -> list[str]:
-    return [f"{where}.{name}: environment variable {var} is not set (header secrets come from the environment)"
-            for name, value in headers.items() for var in _ENV.findall(value) if var not in os.environ]
+def _no_secret_headers(headers: dict[str, str]) -> dict[str, str]:
+    secret = sorted(h for h in headers if h.lower() in SECRET_HEADERS)
+    if secret:
+        raise ValueError(f"{', '.join(secret)}: a credential header goes in headers_env (the name of an environment "
+                         f"variable), never as text in the config")
+    return headers
 
 
-def expand_headers(headers: Mapping[str, str], where: str = "retriever.headers") -> dict[str, str]:
-    problems = env_problems(headers, where)
+def _env_names(headers: dict) -> dict:
+    for name, spec in headers.items():
+        var = spec.env if isinstance(spec, EnvHeader) else spec
+        if not _VAR.match(var):
+            raise ValueError(f"{name}: {var!r} is not an environment variable name (letters, digits, '_')")
+    return headers
+
+
+def env_problems(headers_env: Mapping[str, "EnvHeader | str"], where: str) -> list[str]:
+    return [f"{where}.{name}: environment variable {_var(spec)} is not set (header secrets come from the "
+            f"environment)" for name, spec in headers_env.items() if _var(spec) not in os.environ]
+
+
+def _var(spec: "EnvHeader | str") -> str:
+    return spec.env if isinstance(spec, EnvHeader) else spec
+
+
+def expand_headers(headers: Mapping[str, str], headers_env: Mapping[str, "EnvHeader | str"],
+                   where: str = "retriever.headers_env") -> dict[str, str]:
+    problems = env_problems(headers_env, where)
     if problems:
         raise ConfigError("missing environment variables for request headers", problems)
-    return {name: _ENV.sub(lambda m: os.environ[m[1]], value) for name, value in headers.items()}
+    out = dict(headers)
+    for name, spec in headers_env.items():
+        out[name] = (spec.prefix if isinstance(spec, EnvHeader) else "") + os.environ[_var(spec)]
+    return out
 
 
 @dataclass
@@ -256,7 +293,7 @@ class HttpRetriever(LiveRetriever):
     kind = "http"
 
     def __init__(self, config: HttpConfig, context: BuildContext):
-        engine = HttpEngine(expand_headers(config.headers), config.response, concurrency=config.concurrency,
+        engine = HttpEngine(expand_headers(config.headers, config.headers_env), config.response, concurrency=config.concurrency,
                             timeout_s=config.timeout_s, retries=config.retries, backoff_s=config.backoff_s,
                             documents=context.documents)
         super().__init__(engine, config.on_error)

@@ -16,12 +16,13 @@ import importlib
 import inspect
 import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import Field, JsonValue, field_validator
 
-from ..core.errors import ConfigError, RetrieverError
+from ..core.errors import ConfigError, HarnessError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
@@ -93,7 +94,7 @@ class PythonRetriever:
         self.documents: Mapping[str, Document] = context.documents
         target = load_target(config)
         if inspect.isclass(target):
-            self.obj = target(**config.options)
+            self.obj = self._user("__init__", lambda: target(**config.options))
             self.call = self.obj.retrieve
         else:
             if config.options:
@@ -101,12 +102,24 @@ class PythonRetriever:
             self.obj, self.call = None, target
         self.mapping = HitMapping(hits="$")
 
+    def _user(self, step: str, call):
+        """User code's crash as one line naming the target, the step and where it failed (not a traceback of
+        harness: the kind is built in, the code is not)."""
+        try:
+            return call()
+        except (HarnessError, KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            raise RetrieverError(f"retriever.kind 'python' ({self.config.target}) failed in {step}: "
+                                 f"{type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})") from exc
+
     def index(self, chunks: Sequence[Chunk]) -> None:
         if self.obj is not None and callable(getattr(self.obj, "index", None)):
-            self.obj.index(list(chunks))
+            self._user("index", lambda: self.obj.index(list(chunks)))
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
-        lists = self.call([q.text for q in queries], k)
+        lists = self._user("retrieve", lambda: self.call([q.text for q in queries], k))
         where = f"retriever.kind 'python' ({self.config.target})"
         if not isinstance(lists, (list, tuple)) or len(lists) != len(queries):
             n = len(lists) if isinstance(lists, (list, tuple)) else type(lists).__name__

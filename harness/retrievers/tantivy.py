@@ -53,7 +53,7 @@ class TantivyRetriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         t = self.t
         builder = t.SchemaBuilder()
-        builder.add_unsigned_field("pos", stored=True, fast=True)
+        builder.add_integer_field("pos", stored=True)
         builder.add_text_field("body", stored=False, tokenizer_name=self.config.tokenizer)
         schema = builder.build()
         if self.config.on_disk:
