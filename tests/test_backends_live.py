@@ -379,3 +379,25 @@ def test_latency_is_in_the_result_report_and_gates(tmp_path):
     assert slow.returncode == 1 and "latency.p95_ms" in slow.stdout + slow.stderr
     assert_input_error(harness("gate", results, "--rules", tmp_path / "bad.yaml", cwd=tmp_path),
                        "rules.0:", "latency.p99_ms")
+
+
+def test_without_httpx_the_standard_library_sends_the_same_requests(service, known_run, tmp_path, monkeypatch):
+    from harness.retrievers import http_transport
+
+    monkeypatch.setattr(http_transport, "_httpx", lambda: None)
+    answers, path = known_run
+    service.answers = answers
+    texts = list(answers)
+    service.script = {texts[0]: [503], texts[1]: ["slow", "slow"], texts[2]: ["garbage"]}
+    service.slow_s = 1.0
+    live = run({"kind": "http", "url": service.url, "retries": 1, "backoff_s": 0.01, "timeout_s": 0.3,
+                "on_error": "skip"}, tmp_path)
+    log = {r.query_id: r for r in live.requests.log}
+    ids = [q.id for q in live.queries[:3]]
+    assert (log[ids[0]].status, log[ids[0]].attempts, log[ids[0]].error) == (200, 2, None)
+    assert (log[ids[1]].status, log[ids[1]].error) == (None, "timed out")
+    assert log[ids[2]].error.startswith("the response is not JSON")
+    assert live.requests.failed_query_ids == ids[1:3]
+    full = run({"kind": "external", "path": str(path)}, tmp_path)
+    keep = [i for i, q in enumerate(live.queries) if q.id not in ids[1:3]]
+    assert [live.queries[i].metrics for i in keep] == [full.queries[i].metrics for i in keep]

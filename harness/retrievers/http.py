@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
+from .http_transport import Failed, TimedOut, transport
 from .live_hits import HitMapping, hits_of
 from .ranking import rank_hits
 
@@ -181,21 +181,17 @@ class Request:
 
 
 class HttpEngine:
-    """Sends requests with the config's concurrency, timeout, retries and backoff; maps responses to hits."""
+    """Sends requests with the config's concurrency, timeout, retries and backoff; maps responses to hits.
+    Requests are sent by threads (a live service's latency is I/O, not CPU), one per concurrent request."""
 
     def __init__(self, headers: Mapping[str, str], mapping: HitMapping, *, concurrency: int, timeout_s: float,
                  retries: int, backoff_s: float, documents: Mapping[str, Document]):
-        import httpx  # a dependency of the base install; imported here, when a live retriever is built
-
-        self.httpx = httpx
         self.mapping, self.documents = mapping, documents
         self.concurrency, self.retries, self.backoff_s = concurrency, retries, backoff_s
-        self.client = httpx.Client(headers={"Content-Type": "application/json", **headers}, timeout=timeout_s,
-                                   limits=httpx.Limits(max_connections=concurrency), follow_redirects=False)
-        self.lock = threading.Lock()
+        self.transport = transport(headers, timeout_s, concurrency)  # httpx if installed, else urllib
 
     def close(self) -> None:
-        self.client.close()
+        self.transport.close()
 
     def run(self, requests: Sequence[tuple[Query, Request]], k: int) -> list[tuple[RankedList | None, RequestRecord]]:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, max(len(requests), 1))) as pool:
@@ -209,23 +205,21 @@ class HttpEngine:
             attempts = attempt + 1
             wait = self.backoff_s * (2 ** attempt)
             try:
-                r = self.client.request(req.method, req.url, json=req.body if req.method == "POST" else None,
-                                        params=req.params)
-            except self.httpx.TimeoutException:
+                r = self.transport.send(req.method, req.url, req.body, req.params)
+            except TimedOut:
                 status, error = None, "timed out"
-            except self.httpx.HTTPError as exc:
-                status, error = None, f"request failed ({type(exc).__name__}: {exc})"
+            except Failed as exc:
+                status, error = None, f"request failed ({exc})"
             else:
-                status = r.status_code
+                status = r.status
                 if status == 200:
                     response, error = r, None
                     break
-                error = f"HTTP {status}" + (f": {r.text[:120]!r}" if r.text else "")
+                error = f"HTTP {status}" + (f": {r.text[:120]!r}" if r.content else "")
                 if status not in RETRY_STATUS:
                     break
-                after = r.headers.get("retry-after", "")
-                if after.replace(".", "", 1).isdigit():
-                    wait = min(float(after), MAX_RETRY_AFTER_S)
+                if r.retry_after.replace(".", "", 1).isdigit():  # the server says when: honoured, capped
+                    wait = min(float(r.retry_after), MAX_RETRY_AFTER_S)
             if attempt < self.retries:
                 time.sleep(wait)
         ranked = None
