@@ -401,3 +401,15 @@ def test_without_httpx_the_standard_library_sends_the_same_requests(service, kno
     full = run({"kind": "external", "path": str(path)}, tmp_path)
     keep = [i for i, q in enumerate(live.queries) if q.id not in ids[1:3]]
     assert [live.queries[i].metrics for i in keep] == [full.queries[i].metrics for i in keep]
+
+
+def test_a_failing_service_exits_2_naming_each_query_through_the_cli(service, tmp_path):
+    service.answers = {}
+    service.script = {t: [500] * 3 for t in
+                      (json.loads(line)["query"] for line in (DEMO / "goldset.jsonl").read_text().splitlines())}
+    cfg = demo_config(tmp_path, retriever=f"{{kind: http, url: '{service.url}', retries: 1, backoff_s: 0.01}}")
+    proc = harness("run", cfg, "--out", tmp_path / "out", cwd=tmp_path)
+    first = json.loads((DEMO / "goldset.jsonl").read_text().splitlines()[0])["id"]
+    assert_input_error(proc, "retriever.kind 'http': the request failed for 46 of 46 queries",
+                       f"query {first!r}: HTTP 500", "after 2 attempt(s)")
+    assert not (tmp_path / "out" / "results.json").exists()

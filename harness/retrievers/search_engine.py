@@ -10,6 +10,7 @@ it against a small local HTTP fake that speaks this endpoint.
 
 from __future__ import annotations
 
+import re
 from typing import Literal, Optional
 
 from pydantic import Field, JsonValue, field_validator, model_validator
@@ -43,7 +44,7 @@ class SourceFields(Strict):
 class SearchEngineConfig(Strict):
     kind: Literal["elasticsearch", "opensearch"]
     url: str = "http://localhost:9200"
-    index: str = Field(pattern=_INDEX)
+    index: str
     field: str = Field("text", description="the field the default match query searches")
     query: JsonValue = Field(None, description="the query DSL; default {match: {<field>: '{query}'}}")
     fields: SourceFields = SourceFields()
@@ -55,6 +56,14 @@ class SearchEngineConfig(Strict):
     retries: int = Field(2, ge=0, le=20)
     backoff_s: float = Field(0.5, ge=0, le=60)
     on_error: Literal["fail", "skip"] = "fail"
+
+    @field_validator("index")
+    @classmethod
+    def _index(cls, index: str) -> str:
+        if not re.match(_INDEX, index):
+            raise ValueError(f"{index!r} is not an index name (no spaces, '/', '\\', '*', '?', '\"', '<', '>', "
+                             f"'|', ',', '#', ':')")
+        return index
 
     @field_validator("url")
     @classmethod
