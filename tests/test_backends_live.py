@@ -45,6 +45,8 @@ class Service:
         self.slow_s = 1.0
         self.shape = lambda hits: {"hits": hits}
         self.search = None  # an _search handler for the search-engine fake
+        self.delay_s = 0.0  # every answer takes this long (to see concurrency)
+        self.in_flight = self.max_in_flight = 0
         service = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -75,6 +77,12 @@ class Service:
                     return self._reply(200, b"<html>oops</html>", "text/html")
                 if isinstance(step, int):
                     return self._reply(step, b'{"error": "injected"}')
+                with service.lock:
+                    service.in_flight += 1
+                    service.max_in_flight = max(service.max_in_flight, service.in_flight)
+                time.sleep(service.delay_s)
+                with service.lock:
+                    service.in_flight -= 1
                 hits = service.answers.get(text, [])[: int(payload.get("k", 10))]
                 self._reply(200, json.dumps(service.shape(hits)).encode())
 
@@ -413,3 +421,13 @@ def test_a_failing_service_exits_2_naming_each_query_through_the_cli(service, tm
     assert_input_error(proc, "retriever.kind 'http': the request failed for 46 of 46 queries",
                        f"query {first!r}: HTTP 500", "after 2 attempt(s)")
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_concurrency_limits_requests_in_flight_and_latency_is_per_request(service, known_run, tmp_path):
+    answers, _ = known_run
+    service.answers, service.delay_s = answers, 0.05
+    live = run({"kind": "http", "url": service.url, "concurrency": 3}, tmp_path)
+    assert service.max_in_flight == 3  # never more than asked, and really concurrent
+    assert live.latency.p50_ms >= 50 and live.latency.measured == "per request"
+    # 46 requests of >= 50 ms, 3 at a time: at least 16 rounds, so the wall time is >= 0.8 s.
+    assert live.latency.queries_per_s <= 46 / 0.8
