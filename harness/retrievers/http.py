@@ -38,7 +38,7 @@ from .ranking import rank_hits
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Headers that carry credentials: only from the environment (headers_env), never as text in the config.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
-PLACEHOLDERS = ("{query}", "{k}", "{query_id}")
+_PLACEHOLDER = re.compile(r"\{(query|k|query_id)\}")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
 
@@ -68,7 +68,9 @@ def render(template: Any, query: Query, k: int) -> Any:
     if isinstance(template, str):
         if template == "{k}":
             return k
-        return template.replace("{query_id}", query.query_id).replace("{k}", str(k)).replace("{query}", query.text)
+        # One pass, so braces inside the query text itself are never read as placeholders.
+        values = {"query": query.text, "k": str(k), "query_id": query.query_id}
+        return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
     if isinstance(template, dict):
         return {key: render(v, query, k) for key, v in template.items()}
     if isinstance(template, list):
