@@ -285,6 +285,38 @@ class ExecutorRecord(Record):
     placement: str = "local"
 
 
+class LatencyRecord(Record):
+    """Per-query retrieval latency (``pipeline.latency``): measured per request (http) or per batch divided."""
+
+    queries: Count
+    p50_ms: float
+    p95_ms: float
+    max_ms: float
+    mean_ms: float
+    queries_per_s: float
+    measured: str
+
+
+class RequestLogRecord(Record):
+    query_id: str
+    status: int | None  # the last HTTP status; null when no response came (timeout, connection error)
+    attempts: Annotated[int, Field(ge=1)]
+    latency_ms: float
+    error: str | None
+
+
+class RequestsRecord(Record):
+    """A live retriever's requests (``kind: http``, elasticsearch, opensearch): a failed query is listed here and
+    absent from the run (``on_error: skip``), never an empty answer."""
+
+    on_error: Literal["fail", "skip"]
+    sent: Count
+    failed: Count
+    retried: Count
+    failed_query_ids: list[str]
+    log: list[RequestLogRecord]
+
+
 class Result(StoredHits, Record):
     """A whole results.json, and, for a run made in this process, the in-memory run (for the TREC writers), chunk
     texts and hits (for hits.parquet and the reports), which are not written."""
@@ -312,6 +344,8 @@ class Result(StoredHits, Record):
     executor: ExecutorRecord | None = None
     # What a backend kind reports about its search (vector databases: mode, index, ann_recall_at_10 against exact).
     retriever_info: JsonObject | None = None
+    latency: LatencyRecord | None = None  # absent from results written before latency was recorded
+    requests: RequestsRecord | None = None  # live retrievers only
 
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -61,11 +61,16 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     if retrieved.warning(kind):
         log(retrieved.warning(kind))
     coverage = Coverage(*query_coverage(retriever, prepared.gold.queries))
+    report = getattr(retriever, "request_report", None)  # live retrievers: every request, failures listed
     result = build_result(replace(prepared, chunks=retrieved.chunks), retrieved.lists, retrieved.timings, coverage,
-                          retrieved.hits, retriever_info=info() if callable(info) else None)
+                          retrieved.hits, retriever_info=info() if callable(info) else None,
+                          latency=retrieved.latency, requests=report() if callable(report) else None)
     result = result.model_copy(update={
         "executor": ExecutorRecord(**executed.record),
         "timings": result.timings.model_copy(update={"stages": {k: float(v) for k, v in executed.stages.items()}})})
+    if result.requests is not None and result.requests.failed:
+        log(f"warning: retriever.kind {kind!r}: the request failed for {result.requests.failed} queries (on_error: "
+            f"skip): they are absent from the run, listed in results.json requests.failed_query_ids")
     warning = empty_window_warning(config.cutoff, retrieved.lists, [q.effective_k for q in result.queries])
     if warning:
         log(warning)
@@ -94,7 +99,8 @@ def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, f
 
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                  coverage: Coverage = Coverage(), hits: HitReport | None = None,
-                 retriever_info: dict | None = None) -> Result:
+                 retriever_info: dict | None = None, *, latency: dict | None = None,
+                 requests: dict | None = None) -> Result:
     """``lists`` are placed (``execute.retrieve_all``): every hit names one of ``prepared.chunks``."""
     config, gold = prepared.config, prepared.gold
     if not gold.queries:
@@ -186,5 +192,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                 for cid, c in window_chunks.items()},
         chunks_file=None if keep is None else CHUNKS_FILE,
         retriever_info=retriever_info,
+        latency=latency,
+        requests=requests,
     )
     return result.with_memory(run, chunk_text, hits=store)

@@ -17,6 +17,7 @@ from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_outpu
 from ..retrievers.contract import HitReport, shown
 from ..text import TokenCounter
 from ..core.hittable import HitTable, HitTableBuilder
+from .latency import latency_summary, per_query_ms
 from ..core.types import Chunk, Document, Query, RankedList
 
 
@@ -30,6 +31,7 @@ class Retrieved:
     chunks: list[Chunk]
     timings: dict[str, float]
     hits: HitReport
+    latency: dict | None = None  # pipeline.latency.latency_summary: p50/p95/max ms per query, queries/s
 
     def warning(self, kind: str) -> str | None:
         """The stderr warning for skipped hits (``retriever_hits.unplaceable: skip``), or None."""
@@ -86,10 +88,13 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     n_adopted = 0
     problems: list[HitProblem] = []
     duplicates = 0
+    batches: list[tuple[float, int]] = []  # (seconds, queries) per retrieve call, for per-query latency
     with _progress(len(queries), "retrieving", progress) as advance:
         for i in range(0, len(queries), batch_size):
             batch = queries[i:i + batch_size]
+            tb = time.perf_counter()
             lists = _guarded(kind, "retrieve", lambda: retriever.retrieve(batch, depth))
+            batches.append((time.perf_counter() - tb, len(batch)))
             check_output(kind, batch, lists, depth)
             placed_lists = []
             for ranked in lists:
@@ -111,7 +116,9 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
                              f"skip to drop them, counted in results.json)", shown(problems))
     loose = list(getattr(retriever, "loosely_placed", ())) + placer.loose  # the external run places its own hits
     run_chunks = list(chunks) + list(placer.adopted.values())
-    return Retrieved(table.build(run_chunks), run_chunks, timings, HitReport.of(problems, duplicates, loose))
+    ms, measured = per_query_ms(retriever, queries, batches)
+    return Retrieved(table.build(run_chunks), run_chunks, timings, HitReport.of(problems, duplicates, loose),
+                     latency_summary(ms, sum(s for s, _ in batches), measured))
 
 
 def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tuple[str, ...], tuple[str, ...]]:

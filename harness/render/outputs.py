@@ -100,6 +100,17 @@ def markdown(result: Result | dict, worst: int = 5) -> str:
                    + (f" ({md(', '.join(cd.absent_from_run_query_ids[:10]))})" if cd.absent_from_run else "")
                    + f" (scored 0) and holds {md(cd.unjudged_run_queries)} quer"
                    f"{'y' if cd.unjudged_run_queries == 1 else 'ies'} the golden set does not have (ignored).")
+    if result.latency is not None:  # results written before latency was recorded have none
+        lat = result.latency
+        out.append("")
+        out.append(f"Latency per query: p50 {md(format(lat.p50_ms, '.1f'))} ms, p95 {md(format(lat.p95_ms, '.1f'))} ms, "
+                   f"max {md(format(lat.max_ms, '.1f'))} ms; {md(format(lat.queries_per_s, '.1f'))} queries/s "
+                   f"(measured {md(lat.measured)}).")
+    if result.requests is not None and result.requests.failed:
+        r = result.requests
+        out.append("")
+        out.append(f"Requests failed for {md(r.failed)} of {md(r.sent)} queries (on_error: {md(r.on_error)}; absent "
+                   f"from the run): {md(', '.join(r.failed_query_ids[:10]))}.")
     out.append("")
     out.append(f"Nothing relevant in the window: {md(plural(cd.nothing_found_in_window, 'query', 'queries'))} at doc level, "
                f"{md(cc.nothing_found_in_window)} at chunk level (report MRR with this share).")

@@ -101,7 +101,8 @@ def register_retriever(name: str, config_model: type, factory: Callable[[Any, Bu
     return kind
 
 
-BUILTIN_MODULES = ("bm25", "compose", "dense", "external", "qdrant", "pgvector", "lancedb")
+BUILTIN_MODULES = ("bm25", "compose", "dense", "external", "qdrant", "pgvector", "lancedb", "http", "python",
+                   "search_engine", "tantivy")
 
 
 def _load_builtin_kinds() -> None:

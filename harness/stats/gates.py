@@ -5,6 +5,8 @@ Rules file (YAML), a list under ``rules:``; each rule is a string or a mapping:
   - {check: "doc.ndcg@10 >= 0.7", slice: {topic: billing}}   # the same, on one slice
   - "buried_evidence <= 0.10"                      # a verdict share (of all queries)
   - {regression: doc.ndcg@10, budget: 0.02}        # fails only if the drop exceeds the budget AND is significant
+  - "latency.p95_ms <= 300"                        # the run's per-query latency (p50_ms, p95_ms, max_ms, mean_ms,
+                                                   # queries_per_s), as recorded in results.json ``latency``
 
 A regression rule without a baseline is skipped (reported as such), not failed and not an error. A rule that cannot
 be read, or that names a metric, slice tag or slice value the run does not have, is bad input: all such problems
@@ -30,6 +32,7 @@ _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
                     r"(?P<value>-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*$")
 OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 KEYS = ("check", "slice", "regression", "budget", "name")
+LATENCY_FIELDS = ("p50_ms", "p95_ms", "max_ms", "mean_ms", "queries_per_s")
 
 
 def read_rules(path: Path) -> tuple[list[Rule], list[str]]:
@@ -121,6 +124,12 @@ def _parse_rule(item, where: str = "") -> Rule:
                                   or any(isinstance(v, (dict, list)) or v is None for v in raw_slice.values())):
         raise InputError(f"slice: expected a mapping of tag to value, e.g. {{topic: billing}}, got {raw_slice!r}")
     sl = tuple(sorted((str(k), str(v)) for k, v in (raw_slice or {}).items()))
+    if lhs.startswith("latency."):
+        if sl:
+            raise InputError("latency rules take no slice (latency is recorded for the whole run)")
+        if lhs[len("latency."):] not in LATENCY_FIELDS:
+            raise InputError(f"{lhs}: latency has {', '.join(f'latency.{f}' for f in LATENCY_FIELDS)}")
+        return Rule(name or f"{lhs} {op} {value}", "latency", lhs[len("latency."):], op, value, where=where)
     if lhs in KINDS:
         if sl:
             raise InputError("verdict-share rules take no slice")
@@ -147,6 +156,11 @@ def rule_problems(rules: list[Rule], result: Result, baseline: Result | None = N
         if rule.kind == "verdict":
             if rule.target not in KINDS:
                 problems.append(f"{where}: this run has no {rule.target} share")
+            continue
+        if rule.kind == "latency":
+            if result.latency is None:
+                problems.append(f"{where}: this run has no latency (a results.json written before latency was "
+                                f"recorded: run it again)")
             continue
         level, metric = rule.target.split(".", 1)
         runs = [("this run", result)] + ([("the baseline", baseline)] if rule.kind == "regression" and baseline else [])
@@ -207,6 +221,11 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
             ok = OPS[rule.op](share, rule.value)
             count = getattr(counts, rule.target)
             out.append(GateResult(rule, ok, share, f"{rule.target} share is {share:.3f} ({count} queries)"))
+        elif rule.kind == "latency":
+            value = float(getattr(result.latency, rule.target))
+            out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
+                                  f"latency.{rule.target} is {value:.1f} over {result.latency.queries} queries "
+                                  f"(measured {result.latency.measured})", n=result.latency.queries))
         elif rule.kind == "metric":
             value, n = metric_value(result, rule)
             if value is None:

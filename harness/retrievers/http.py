@@ -1,0 +1,306 @@
+"""``kind: http``: a retrieval service of the team's own, queried live, one request per query.
+
+By default it POSTs ``{"query": TEXT, "k": DEPTH}`` to ``url`` and reads ``{"hits": [...]}`` whose items use the
+external JSONL run's hit fields, so ``{kind: http, url: ...}`` is enough for a service that speaks that. Other
+services: ``method: GET`` with templated ``params``, a templated JSON ``body``, ``headers`` whose secrets come from
+environment variables (``headers_env``: the variable's name, never its value, is in the file; results.json echoes
+the config, so a secret written in the config would end up there), and a ``response`` path mapping.
+
+Requests run ``concurrency`` at a time with a ``timeout_s``; 429, 5xx, timeouts and connection errors are retried
+``retries`` times with exponential backoff (a numeric Retry-After is honoured, capped). A query whose request
+failed is never scored as an empty answer: with ``on_error: fail`` (default) the run stops with one line per failed
+query; with ``skip`` the query is absent from the run (``answered_query_ids``), which the counted rule lists under
+``absent_from_run``, and ``request_report()`` puts every request (status, attempts, latency) in results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from pydantic import Field, JsonValue, field_validator, model_validator
+
+from ..core.errors import ConfigError, RetrieverError
+from ..core.schema import Strict
+from ..core.types import Chunk, Document, Query, RankedList
+from .base import BuildContext, RetrieverKind, register
+from .contract import shown_lines
+from .http_transport import Failed, TimedOut, transport
+from .live_hits import HitMapping, hits_of
+from .ranking import rank_hits
+
+_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Headers that carry credentials: only from the environment (headers_env), never as text in the config.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
+_PLACEHOLDER = re.compile(r"\{(query|k|query_id)\}")
+RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 30.0
+
+
+def url_problem(url: str) -> str | None:
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http(s) URL with a host, e.g. http://localhost:8000/search"
+    if parts.username or parts.password:
+        return "the URL must not carry credentials: put them in headers_env (headers from environment variables)"
+    return None
+
+
+def _uses_query(template: Any) -> bool:
+    if isinstance(template, str):
+        return "{query}" in template
+    if isinstance(template, dict):
+        return any(_uses_query(v) for v in template.values())
+    if isinstance(template, list):
+        return any(_uses_query(v) for v in template)
+    return False
+
+
+def render(template: Any, query: Query, k: int) -> Any:
+    """The template with ``{query}``, ``{k}``, ``{query_id}`` filled in. A string that is exactly ``{k}`` becomes
+    the number; other placeholders are replaced as text (only these three: other braces stay as written)."""
+    if isinstance(template, str):
+        if template == "{k}":
+            return k
+        # One pass, so braces inside the query text itself are never read as placeholders.
+        values = {"query": query.text, "k": str(k), "query_id": query.query_id}
+        return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
+    if isinstance(template, dict):
+        return {key: render(v, query, k) for key, v in template.items()}
+    if isinstance(template, list):
+        return [render(v, query, k) for v in template]
+    return template
+
+
+class EnvHeader(Strict):
+    env: str
+    prefix: str = ""  # e.g. "Bearer "
+
+
+class HttpConfig(Strict):
+    kind: Literal["http"] = "http"
+    url: str
+    method: Literal["POST", "GET"] = "POST"
+    body: JsonValue = Field(default_factory=lambda: {"query": "{query}", "k": "{k}"},
+                            description="POST: the JSON body; {query}, {k}, {query_id} are filled in")
+    params: dict[str, str] = Field(default_factory=lambda: {"query": "{query}", "k": "{k}"},
+                                   description="GET: the query string parameters, templated like body")
+    headers: dict[str, str] = Field(default_factory=dict, description="constant headers (no secrets)")
+    headers_env: dict[str, EnvHeader | str] = Field(default_factory=dict,
+                                                    description="header -> environment variable (or {env, prefix})")
+    response: HitMapping = HitMapping()
+    concurrency: int = Field(4, ge=1, le=256)
+    timeout_s: float = Field(10.0, gt=0, le=3600)
+    retries: int = Field(2, ge=0, le=20)
+    backoff_s: float = Field(0.5, ge=0, le=60)
+    on_error: Literal["fail", "skip"] = "fail"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str) -> str:
+        why = url_problem(url)
+        if why:
+            raise ValueError(why)
+        return url
+
+    _secrets = field_validator("headers")(classmethod(lambda cls, v: _no_secret_headers(v)))
+    _vars = field_validator("headers_env")(classmethod(lambda cls, v: _env_names(v)))
+
+    @model_validator(mode="after")
+    def _template_uses_query(self) -> "HttpConfig":
+        template, key = (self.body, "body") if self.method == "POST" else (self.params, "params")
+        if not _uses_query(template):
+            raise ValueError(f"{key} never uses {{query}}: every query would send the same request")
+        return self
+
+    def preflight(self, where: str) -> list[str]:
+        return env_problems(self.headers_env, f"{where}.headers_env")
+
+
+def _no_secret_headers(headers: dict[str, str]) -> dict[str, str]:
+    secret = sorted(h for h in headers if h.lower() in SECRET_HEADERS)
+    if secret:
+        raise ValueError(f"{', '.join(secret)}: a credential header goes in headers_env (the name of an environment "
+                         f"variable), never as text in the config")
+    return headers
+
+
+def _env_names(headers: dict) -> dict:
+    for name, spec in headers.items():
+        var = spec.env if isinstance(spec, EnvHeader) else spec
+        if not _VAR.match(var):
+            raise ValueError(f"{name}: {var!r} is not an environment variable name (letters, digits, '_')")
+    return headers
+
+
+def env_problems(headers_env: Mapping[str, "EnvHeader | str"], where: str) -> list[str]:
+    return [f"{where}.{name}: environment variable {_var(spec)} is not set (header secrets come from the "
+            f"environment)" for name, spec in headers_env.items() if _var(spec) not in os.environ]
+
+
+def _var(spec: "EnvHeader | str") -> str:
+    return spec.env if isinstance(spec, EnvHeader) else spec
+
+
+def expand_headers(headers: Mapping[str, str], headers_env: Mapping[str, "EnvHeader | str"],
+                   where: str = "retriever.headers_env") -> dict[str, str]:
+    problems = env_problems(headers_env, where)
+    if problems:
+        raise ConfigError("missing environment variables for request headers", problems)
+    out = dict(headers)
+    for name, spec in headers_env.items():
+        out[name] = (spec.prefix if isinstance(spec, EnvHeader) else "") + os.environ[_var(spec)]
+    return out
+
+
+@dataclass
+class RequestRecord:
+    """One query's request: its last HTTP status (None: no response), attempts, wall time, and why it failed."""
+
+    query_id: str
+    status: int | None
+    attempts: int
+    latency_ms: float
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"query_id": self.query_id, "status": self.status, "attempts": self.attempts,
+                "latency_ms": round(self.latency_ms, 3), "error": self.error}
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    url: str
+    body: Any = None
+    params: Mapping[str, str] | None = None
+
+
+class HttpEngine:
+    """Sends requests with the config's concurrency, timeout, retries and backoff; maps responses to hits.
+    Requests are sent by threads (a live service's latency is I/O, not CPU), one per concurrent request."""
+
+    def __init__(self, headers: Mapping[str, str], mapping: HitMapping, *, concurrency: int, timeout_s: float,
+                 retries: int, backoff_s: float, documents: Mapping[str, Document]):
+        self.mapping, self.documents = mapping, documents
+        self.concurrency, self.retries, self.backoff_s = concurrency, retries, backoff_s
+        self.transport = transport(headers, timeout_s, concurrency)  # httpx if installed, else urllib
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def run(self, requests: Sequence[tuple[Query, Request]], k: int) -> list[tuple[RankedList | None, RequestRecord]]:
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(len(requests), 1))) as pool:
+            return list(pool.map(lambda qr: self._one(qr[0], qr[1], k), requests))
+
+    def _one(self, query: Query, req: Request, k: int) -> tuple[RankedList | None, RequestRecord]:
+        t0 = time.perf_counter()
+        status, error, response = None, None, None
+        attempts = 0
+        for attempt in range(self.retries + 1):
+            attempts = attempt + 1
+            wait = self.backoff_s * (2 ** attempt)
+            try:
+                r = self.transport.send(req.method, req.url, req.body, req.params)
+            except TimedOut:
+                status, error = None, "timed out"
+            except Failed as exc:
+                status, error = None, f"request failed ({exc})"
+            else:
+                status = r.status
+                if status == 200:
+                    response, error = r, None
+                    break
+                error = f"HTTP {status}" + (f": {r.text[:120]!r}" if r.content else "")
+                if status not in RETRY_STATUS:
+                    break
+                if r.retry_after.replace(".", "", 1).isdigit():  # the server says when: honoured, capped
+                    wait = min(float(r.retry_after), MAX_RETRY_AFTER_S)
+            if attempt < self.retries:
+                time.sleep(wait)
+        ranked = None
+        if response is not None:
+            try:
+                data = json.loads(response.content)
+            except (ValueError, RecursionError) as exc:
+                error = f"the response is not JSON ({type(exc).__name__}: {str(exc)[:80]})"
+            else:
+                hits, why = hits_of(data, self.mapping, self.documents)
+                if why:
+                    error = why
+                else:
+                    ranked = rank_hits(query.query_id, hits, k)
+        return ranked, RequestRecord(query.query_id, status, attempts, (time.perf_counter() - t0) * 1000, error)
+
+
+class LiveRetriever:
+    """What http and the search engines share: a request per query, a request log, failures by policy."""
+
+    kind = "http"
+
+    def __init__(self, engine: HttpEngine, on_error: str):
+        self.engine, self.on_error = engine, on_error
+        self.log: list[RequestRecord] = []
+
+    def request(self, query: Query, k: int) -> Request:  # pragma: no cover - each kind says how it asks
+        raise NotImplementedError
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        """Nothing to index: the service has its own index (connect mode). Hits are placed on these chunks by
+        the run, like every retriever's."""
+
+    def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
+        results = self.engine.run([(q, self.request(q, k)) for q in queries], k)
+        self.log += [rec for _, rec in results]
+        failed = [rec for _, rec in results if rec.error]
+        if failed and self.on_error == "fail":
+            self.engine.close()
+            raise RetrieverError(f"retriever.kind {self.kind!r}: the request failed for {len(failed)} of "
+                                 f"{len(queries)} queries in this batch (on_error: fail; set on_error: skip to "
+                                 f"evaluate without them, listed as absent from the run)",
+                                 shown_lines([f"query {r.query_id!r}: {r.error} after {r.attempts} attempt(s)"
+                                              for r in failed]))
+        return [ranked if ranked is not None else RankedList(q.query_id, ()) for q, (ranked, _) in
+                zip(queries, results)]
+
+    # ---- what the run reads after retrieval ----
+
+    def answered_query_ids(self) -> list[str]:
+        """The queries whose request succeeded: the others are absent from the run, never an empty answer."""
+        return [r.query_id for r in self.log if not r.error]
+
+    def query_latencies_ms(self) -> dict[str, float]:
+        return {r.query_id: r.latency_ms for r in self.log}
+
+    def request_report(self) -> dict:
+        failed = [r for r in self.log if r.error]
+        return {"on_error": self.on_error, "sent": len(self.log), "failed": len(failed),
+                "retried": sum(r.attempts > 1 for r in self.log),
+                "failed_query_ids": [r.query_id for r in failed], "log": [r.to_dict() for r in self.log]}
+
+
+class HttpRetriever(LiveRetriever):
+    kind = "http"
+
+    def __init__(self, config: HttpConfig, context: BuildContext):
+        engine = HttpEngine(expand_headers(config.headers, config.headers_env), config.response, concurrency=config.concurrency,
+                            timeout_s=config.timeout_s, retries=config.retries, backoff_s=config.backoff_s,
+                            documents=context.documents)
+        super().__init__(engine, config.on_error)
+        self.config = config
+
+    def request(self, query: Query, k: int) -> Request:
+        c = self.config
+        if c.method == "GET":
+            return Request("GET", c.url, params={key: str(render(v, query, k)) for key, v in c.params.items()})
+        return Request("POST", c.url, body=render(c.body, query, k))
+
+
+register(RetrieverKind("http", HttpConfig, HttpRetriever,
+                       "a live retrieval service over HTTP (one request per query; retries, request log)"))

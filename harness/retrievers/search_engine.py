@@ -1,0 +1,113 @@
+"""``kind: elasticsearch`` / ``kind: opensearch``: connect mode against an existing index, without a client library.
+
+Only one endpoint is used: ``POST {url}/{index}/_search`` with ``{"size": k, "query": <template>}``, where the
+template's strings get ``{query}`` (and ``{k}``, ``{query_id}``) filled in; the default is a ``match`` on ``field``.
+Hits are read from ``hits.hits``: the score from ``_score`` and the hit fields from the mapping (by default
+``_source.chunk_id``, ``_source.doc_id``, ``_source.start``/``end``, ``_source.text``). Requests, retries, the
+request log and failures work as for ``kind: http``. No server can be started in the test suite, so the tests run
+it against a small local HTTP fake that speaks this endpoint.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional
+
+from pydantic import Field, JsonValue, field_validator, model_validator
+
+from ..core.schema import Strict
+from ..core.types import Query
+from .base import BuildContext, RetrieverKind, register
+from .http import (EnvHeader, HttpEngine, LiveRetriever, Request, _env_names, _no_secret_headers, _uses_query,
+                   env_problems, expand_headers, render, url_problem)
+from .live_hits import HitMapping, _path
+
+_INDEX = r"^[^\s/\\*?\"<>|,#:]+$"  # Elasticsearch's own rules for index names (lowercase checked by the server)
+
+
+class SourceFields(Strict):
+    """Where each hit field is in one entry of ``hits.hits`` (``null``: not used)."""
+
+    chunk_id: Optional[str] = "_source.chunk_id"
+    doc_id: Optional[str] = "_source.doc_id"
+    start: Optional[str] = "_source.start"
+    end: Optional[str] = "_source.end"
+    text: Optional[str] = None
+    score: str = "_score"
+
+    @field_validator("chunk_id", "doc_id", "start", "end", "text", "score")
+    @classmethod
+    def _paths(cls, value: str | None) -> str | None:
+        return _path(value)
+
+
+class SearchEngineConfig(Strict):
+    kind: Literal["elasticsearch", "opensearch"]
+    url: str = "http://localhost:9200"
+    index: str
+    field: str = Field("text", description="the field the default match query searches")
+    query: JsonValue = Field(None, description="the query DSL; default {match: {<field>: '{query}'}}")
+    fields: SourceFields = SourceFields()
+    headers: dict[str, str] = Field(default_factory=dict, description="constant headers (no secrets)")
+    headers_env: dict[str, EnvHeader | str] = Field(default_factory=dict,
+                                                    description="e.g. Authorization: {env: ES_API_KEY, prefix: 'ApiKey '}")
+    concurrency: int = Field(4, ge=1, le=256)
+    timeout_s: float = Field(10.0, gt=0, le=3600)
+    retries: int = Field(2, ge=0, le=20)
+    backoff_s: float = Field(0.5, ge=0, le=60)
+    on_error: Literal["fail", "skip"] = "fail"
+
+    @field_validator("index")
+    @classmethod
+    def _index(cls, index: str) -> str:
+        if not re.match(_INDEX, index):
+            raise ValueError(f"{index!r} is not an index name (no spaces, '/', '\\', '*', '?', '\"', '<', '>', "
+                             f"'|', ',', '#', ':')")
+        return index
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str) -> str:
+        why = url_problem(url)
+        if why:
+            raise ValueError(why)
+        return url.rstrip("/")
+
+    _secrets = field_validator("headers")(classmethod(lambda cls, v: _no_secret_headers(v)))
+    _vars = field_validator("headers_env")(classmethod(lambda cls, v: _env_names(v)))
+
+    @model_validator(mode="after")
+    def _template(self) -> "SearchEngineConfig":
+        if self.query is not None and not (isinstance(self.query, dict) and _uses_query(self.query)):
+            raise ValueError("query: expected a query DSL mapping that uses '{query}', e.g. "
+                             "{match: {text: '{query}'}}")
+        return self
+
+    def template(self) -> dict:
+        return self.query if self.query is not None else {"match": {self.field: "{query}"}}
+
+    def preflight(self, where: str) -> list[str]:
+        return env_problems(self.headers_env, f"{where}.headers_env")
+
+
+class SearchEngineRetriever(LiveRetriever):
+    def __init__(self, config: SearchEngineConfig, context: BuildContext):
+        f = config.fields
+        mapping = HitMapping(hits="$.hits.hits", chunk_id=f.chunk_id, doc_id=f.doc_id, start=f.start, end=f.end,
+                             text=f.text, score=f.score)
+        engine = HttpEngine(expand_headers(config.headers, config.headers_env), mapping, concurrency=config.concurrency,
+                            timeout_s=config.timeout_s, retries=config.retries, backoff_s=config.backoff_s,
+                            documents=context.documents)
+        super().__init__(engine, config.on_error)
+        self.config = config
+        self.kind = config.kind
+
+    def request(self, query: Query, k: int) -> Request:
+        c = self.config
+        return Request("POST", f"{c.url}/{c.index}/_search",
+                       body={"size": k, "query": render(c.template(), query, k), "_source": True})
+
+
+for _name in ("elasticsearch", "opensearch"):
+    register(RetrieverKind(_name, SearchEngineConfig, SearchEngineRetriever,
+                           f"{_name} connect mode: an existing index queried over HTTP (_search, no client library)"))
