@@ -407,6 +407,11 @@ def cache(action: CacheAction = typer.Argument(..., help="info or clear"),
         print(f"{cache_dir}: cleared" if existed else f"{cache_dir}: no cache there; nothing to clear")
 
 
+from .cli_goldset import goldset_app  # noqa: E402  (the `harness goldset ...` commands, in their own module)
+
+app.add_typer(goldset_app, name="goldset")
+
+
 def main() -> None:
     _install_signal_handlers()
     run_app(app)

@@ -16,6 +16,7 @@ from .. import __version__
 from ..config.schema import ExperimentConfig
 from ..core.result import (KINDS, LEVELS, Counts, GoldRecord, HitRecord, LevelCounts, LevelFlags, QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
+from ..core.fingerprint import document_fingerprint
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, summarize_verdicts
 from ..core.errors import GoldSetError
@@ -62,6 +63,12 @@ def _counts(levels: Levels, level: str) -> Counts:
     table = levels.table(level)
     hit_w = table.column("hit@window")
     return Counts(**table.counts, nothing_found_in_window=int(((hit_w == 0) & table.included).sum()))
+
+
+def _judged_documents(docs, gold) -> dict[str, str]:
+    """Each judged document's text fingerprint, so a later ``harness goldset check --against`` knows what changed."""
+    judged = {j.doc_id for j in gold.judgments}
+    return {d.doc_id: document_fingerprint(d.text) for d in docs if d.doc_id in judged}
 
 
 def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -147,7 +154,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         goldset={"name": gold.name, "queries": len(gold.queries), "judgments": len(gold.judgments),
                  "has_evidence": gold.has_evidence, "fingerprint": goldset_fingerprint(gold),
                  "query_ids_fingerprint": fingerprint(sorted(q.query_id for q in gold.queries)),
-                 "problems": [p.__dict__ for p in prepared.problems]},
+                 "problems": [p.__dict__ for p in prepared.problems],
+                 "judged_documents": _judged_documents(prepared.docs, gold)},
         hit_problems=(hits or HitReport()).to_dict(config.retriever_hits.unplaceable),
         summary=Summary(
             doc=levels.doc.mean(), chunk=levels.chunk.mean(),
