@@ -93,10 +93,11 @@ def _doc_label(qid: str, doc_id: str, ji: int, docs: Mapping[str, Document], bef
 
 
 def _paragraph(text: str, start: int, end: int) -> str:
-    """The paragraph(s) around ``[start, end)`` (blank-line separated), whitespace-collapsed for comparing."""
+    """The paragraph(s) around ``[start, end)`` (blank-line separated), normalised for comparing: a change of case,
+    whitespace or Unicode form alone is not a change of content."""
     a = text.rfind("\n\n", 0, start)
     b = text.find("\n\n", end)
-    return " ".join(text[0 if a < 0 else a + 2: len(text) if b < 0 else b].split())
+    return normalise(text[0 if a < 0 else a + 2: len(text) if b < 0 else b])[0]
 
 
 def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, Document], before: Before) -> Label:
@@ -134,7 +135,10 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para) -> La
     short = needle if len(needle) <= 50 else needle[:47] + "..."
     if doc is not None:
         found = locate(doc.text, needle, fuzzy=False)
-        here = next((m for m in found if m.how == "exact" and (ev.quote is not None or m.start == ev.start)), None)
+        # Where the label says: an exact quote anywhere (a quote is resolved by search), a span at its offsets
+        # (also when only case, whitespace or Unicode form changed there: the same span still reads it).
+        here = next((m for m in found if (m.how == "exact" and ev.quote is not None)
+                     or (ev.quote is None and (m.start, m.end) == (ev.start, ev.end))), None)
         if here is not None:
             new = _span(doc_id, here.start, here.end)
             if old_para is not None and _paragraph(doc.text, here.start, here.end) != old_para:
