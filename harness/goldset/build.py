@@ -18,7 +18,7 @@ from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, read_id
 from ..core.textfile import read_utf8
 from ..core.types import Document
-from .locate import Match, locate
+from .locate import Match, NormCache, find_all, locate
 
 FUZZY_CORPUS_CHARS = 2_000_000  # whole-corpus fuzzy search above this size would take minutes: not tried
 
@@ -110,14 +110,20 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
     return rows
 
 
-def locate_answer(answer: str, candidates: list[Document], fuzzy: bool) -> tuple[str, list[tuple[str, Match]]]:
+def locate_answer(answer: str, candidates: list[Document], fuzzy: bool, cache: NormCache | None = None
+                  ) -> tuple[str, list[tuple[str, Match]]]:
     """(how, places): the first rule (exact, normalised, fuzzy) that finds the answer anywhere in ``candidates``
     decides; one place is located, several ambiguous."""
+    cache = cache or NormCache()
     for rule in ("exact", "normalised", "fuzzy"):
         if rule == "fuzzy" and not fuzzy:
             break
-        places = [(d.doc_id, m) for d in candidates for m in locate(d.text, answer, fuzzy=rule == "fuzzy")
-                  if m.how == rule]
+        if rule == "exact":  # cheap: no normalising unless no document has the answer as it is
+            places = [(d.doc_id, Match(s, s + len(answer), "exact")) for d in candidates for s in find_all(d.text, answer)]
+        else:
+            places = [(d.doc_id, m) for d in candidates
+                      for m in locate(d.text, answer, fuzzy=rule == "fuzzy", norm=cache.of(d.doc_id, d.text))
+                      if m.how == rule]
         if places:
             return (rule if len(places) == 1 else "ambiguous"), places
     return "missing", []
@@ -128,11 +134,12 @@ def build_goldset(rows: list[AnswerRow], docs: Mapping[str, Document]) -> tuple[
     everything = list(docs.values())
     corpus_fuzzy = sum(len(d.text) for d in everything) <= FUZZY_CORPUS_CHARS
     out, outcomes = [], []
+    cache = NormCache()
     for row in rows:
         candidates = [docs[row.doc]] if row.doc else everything
         evidence: dict[str, list[dict]] = {}
         for answer in dict.fromkeys(row.answers):  # an answer repeated (SQuAD lists one per annotator) counts once
-            how, places = locate_answer(answer, candidates, fuzzy=bool(row.doc) or corpus_fuzzy)
+            how, places = locate_answer(answer, candidates, bool(row.doc) or corpus_fuzzy, cache)
             outcomes.append(Located(row.where, row.query_id, answer, how, places))
             if how in ("exact", "normalised", "fuzzy"):
                 doc_id, m = places[0]

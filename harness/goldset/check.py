@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 from ..core.fingerprint import document_fingerprint
 from ..core.types import Document
 from ..gold.load import RawEvidence, RawQuery
-from .locate import Match, locate, normalise
+from .locate import Match, NormCache, find_all as _find_all, locate, normalise
 
 STATUSES = ("valid", "re_anchorable", "split", "orphaned", "stale")
 
@@ -62,13 +62,14 @@ class Before:
 
 def check_goldset(raw: Sequence[RawQuery], docs: Mapping[str, Document], before: Before | None = None) -> list[Label]:
     before = before or Before()
+    cache = NormCache()
     labels = []
     for q in raw:
         for ji, j in enumerate(q.relevant):
             if not j.evidence:
                 labels.append(_doc_label(q.query_id, j.doc_id, ji, docs, before))
             for ei, ev in enumerate(j.evidence):
-                label = _evidence_label(q.query_id, j.doc_id, ev, docs, before)
+                label = _evidence_label(q.query_id, j.doc_id, ev, docs, before, cache)
                 label.judgment, label.evidence = ji, ei
                 labels.append(label)
     return labels
@@ -100,7 +101,8 @@ def _paragraph(text: str, start: int, end: int) -> str:
     return normalise(text[0 if a < 0 else a + 2: len(text) if b < 0 else b])[0]
 
 
-def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, Document], before: Before) -> Label:
+def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, Document], before: Before,
+                    cache: NormCache) -> Label:
     doc = docs.get(doc_id)
     old_doc = before.docs.get(doc_id) if before.docs is not None else None
     old_span = None
@@ -128,10 +130,10 @@ def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, D
             return Label(qid, doc_id, "orphaned", old_span, None, "the document is not in the corpus")
         return Label(qid, doc_id, "stale", old_span, None, "the document changed since the run and the span's text "
                      "then is unknown: check with --against OLD_CORPUS to re-anchor it")
-    return _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para)
+    return _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache)
 
 
-def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para) -> Label:  # noqa: ANN001
+def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache: NormCache) -> Label:  # noqa: ANN001
     short = needle if len(needle) <= 50 else needle[:47] + "..."
     if doc is not None:
         found = locate(doc.text, needle, fuzzy=False)
@@ -150,7 +152,12 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para) -> La
         if found:
             return _moved(qid, doc_id, old_span, found, doc_id, doc, old_para, f"in the same document")
     # Not in its document: anywhere else in the corpus, exactly or normalised.
-    elsewhere = [(d, m) for d in docs.values() if d.doc_id != doc_id for m in locate(d.text, needle, fuzzy=False)]
+    # Exact matches anywhere win over normalised ones (as in a single document).
+    others = [d for d in docs.values() if d.doc_id != doc_id]
+    elsewhere = [(d, Match(s, s + len(needle), "exact")) for d in others for s in _find_all(d.text, needle)]
+    if not elsewhere:
+        elsewhere = [(d, m) for d in others
+                     for m in locate(d.text, needle, fuzzy=False, norm=cache.of(d.doc_id, d.text))]
     if len({d.doc_id for d, _ in elsewhere}) == 1:
         other = elsewhere[0][0]
         return _moved(qid, doc_id, old_span, [m for _, m in elsewhere], other.doc_id, other, old_para,
@@ -167,7 +174,7 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para) -> La
                          f"the evidence was edited: a fuzzy match (score {m.score:.2f}) now reads "
                          f"{doc.text[m.start:m.end][:60]!r}")
     parts = _parts(needle)
-    placed = [_where(p, docs) for p in parts]
+    placed = [_where(p, docs, cache) for p in parts]
     n_found = sum(bool(p) for p in placed)
     if n_found and n_found < len(parts):
         return Label(qid, doc_id, "split", old_span, None, f"partly deleted: {n_found} of {len(parts)} parts of "
@@ -205,6 +212,6 @@ def _parts(text: str) -> list[str]:
     return [" ".join(words[:half]), " ".join(words[half:])]
 
 
-def _where(part: str, docs: Mapping[str, Document]) -> set[str]:
+def _where(part: str, docs: Mapping[str, Document], cache: NormCache) -> set[str]:
     norm, _ = normalise(part)
-    return {d.doc_id for d in docs.values() if norm and norm in normalise(d.text)[0]}
+    return {d.doc_id for d in docs.values() if norm and norm in cache.of(d.doc_id, d.text)[0]}

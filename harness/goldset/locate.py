@@ -62,14 +62,28 @@ def _end(where: list[int], text_len: int, index: int) -> int:
     return where[index - 1] + 1
 
 
-def locate(text: str, needle: str, *, fuzzy: bool = True) -> list[Match]:
-    """The places of ``needle`` in ``text`` by the first rule that finds any: exact, normalised, fuzzy."""
+class NormCache:
+    """Each document normalised once per command (searching a whole corpus for many labels would otherwise
+    normalise every document again for each)."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, tuple[str, list[int]]] = {}
+
+    def of(self, key: str, text: str) -> tuple[str, list[int]]:
+        if key not in self._done:
+            self._done[key] = normalise(text)
+        return self._done[key]
+
+
+def locate(text: str, needle: str, *, fuzzy: bool = True, norm: tuple[str, list[int]] | None = None) -> list[Match]:
+    """The places of ``needle`` in ``text`` by the first rule that finds any: exact, normalised, fuzzy. ``norm`` is
+    ``normalise(text)`` when the caller has it already."""
     if not needle.strip():
         return []
     exact = find_all(text, needle)
     if exact:
         return [Match(s, s + len(needle), "exact") for s in exact]
-    norm_text, where = normalise(text)
+    norm_text, where = norm or normalise(text)
     norm_needle, _ = normalise(needle)
     if not norm_needle:
         return []
