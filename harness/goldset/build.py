@@ -18,7 +18,7 @@ from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, read_id
 from ..core.textfile import read_utf8
 from ..core.types import Document
-from .locate import Match, NormCache, find_all, locate
+from .locate import Match, NormCache, find_all, locate, normalise
 
 FUZZY_CORPUS_CHARS = 2_000_000  # whole-corpus fuzzy search above this size would take minutes: not tried
 
@@ -121,8 +121,11 @@ def locate_answer(answer: str, candidates: list[Document], fuzzy: bool, cache: N
         if rule == "exact":  # cheap: no normalising unless no document has the answer as it is
             places = [(d.doc_id, Match(s, s + len(answer), "exact")) for d in candidates for s in find_all(d.text, answer)]
         else:
+            norm_answer = normalise(answer)[0]
             places = [(d.doc_id, m) for d in candidates
-                      for m in locate(d.text, answer, fuzzy=rule == "fuzzy", norm=cache.of(d.doc_id, d.text))
+                      if rule == "fuzzy" or norm_answer in cache.of(d.doc_id, d.text)[0]
+                      for m in locate(d.text, answer, fuzzy=rule == "fuzzy", norm=cache.of(d.doc_id, d.text),
+                                      norm_needle=norm_answer)
                       if m.how == rule]
         if places:
             return (rule if len(places) == 1 else "ambiguous"), places

@@ -156,8 +156,10 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
     others = [d for d in docs.values() if d.doc_id != doc_id]
     elsewhere = [(d, Match(s, s + len(needle), "exact")) for d in others for s in _find_all(d.text, needle)]
     if not elsewhere:
-        elsewhere = [(d, m) for d in others
-                     for m in locate(d.text, needle, fuzzy=False, norm=cache.of(d.doc_id, d.text))]
+        norm_needle = normalise(needle)[0]
+        elsewhere = [(d, m) for d in others if norm_needle in cache.of(d.doc_id, d.text)[0]
+                     for m in locate(d.text, needle, fuzzy=False, norm=cache.of(d.doc_id, d.text),
+                                     norm_needle=norm_needle)]
     if len({d.doc_id for d, _ in elsewhere}) == 1:
         other = elsewhere[0][0]
         return _moved(qid, doc_id, old_span, [m for _, m in elsewhere], other.doc_id, other, old_para,

@@ -8,6 +8,8 @@ import difflib
 import unicodedata
 from dataclasses import dataclass
 
+import numpy as np
+
 FUZZY_MIN = 0.9  # similarity (0..1) a fuzzy match needs; below it the text counts as not found
 FUZZY_MAX_TEXT = 2000  # longest needle tried fuzzily: longer quotes are pasted, and must match at least normalised
 
@@ -29,37 +31,61 @@ def find_all(haystack: str, needle: str) -> list[int]:
     return out
 
 
-def normalise(text: str) -> tuple[str, list[int]]:
-    """NFKC + casefold, whitespace runs as one space, with each output character's offset in ``text`` (one extra
-    entry: the end). Character by character, so offsets stay exact; a combining sequence split across characters is
-    rare in evidence text and would only make a match fall through to fuzzy."""
-    out: list[str] = []
-    where: list[int] = []
-    space = False
-    for i, ch in enumerate(text):
+# The characters str.isspace() is true for, among the first 128.
+_ASCII_SPACE = np.zeros(128, dtype=bool)
+_ASCII_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+_UPPER = np.arange(128, dtype=np.uint32)
+_UPPER[65:91] += 32  # A-Z -> a-z
+
+
+def normalise(text: str) -> tuple[str, np.ndarray]:
+    """NFKC + casefold, whitespace runs as one space (none at either end), with each output character's offset in
+    ``text`` (one extra entry: the end). Vectorised over code points; only non-ASCII characters are mapped one by
+    one, so a corpus of megabytes normalises in seconds. Character by character, so offsets stay exact; a combining
+    sequence split across characters is rare in evidence text and would only make a match fall through to fuzzy."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).copy()
+    ascii_ = codes < 128
+    space = np.zeros(len(codes), dtype=bool)
+    space[ascii_] = _ASCII_SPACE[codes[ascii_]]
+    codes[ascii_] = _UPPER[codes[ascii_]]
+    pieces: dict[int, str] = {}  # non-ASCII characters that do not map to exactly one character
+    for i in np.nonzero(~ascii_)[0].tolist():
+        ch = text[i]
         if ch.isspace():
-            if not space and out:
-                out.append(" ")
-                where.append(i)
-            space = True
+            space[i] = True
             continue
-        space = False
-        for c in unicodedata.normalize("NFKC", ch).casefold():
-            out.append(c)
-            where.append(i)
-    if out and out[-1] == " ":
-        out.pop()
-        where.pop()
-    where.append(len(text))
-    return "".join(out), where
+        mapped = unicodedata.normalize("NFKC", ch).casefold()
+        if len(mapped) == 1:
+            codes[i] = ord(mapped)
+        else:
+            pieces[i] = mapped
+    keep = ~space
+    keep[1:] |= space[1:] & ~space[:-1]  # the first of each whitespace run, as one space
+    if len(keep):
+        keep[0] = keep[0] and not space[0]
+    codes[space] = 32
+    where = np.nonzero(keep)[0]
+    if len(where) and space[where[-1]]:
+        where = where[:-1]
+    if pieces:
+        parts, offsets = [], []
+        for i in where.tolist():
+            mapped = pieces.get(i, chr(codes[i]))
+            parts.append(mapped)
+            offsets.extend([i] * len(mapped))
+        norm = "".join(parts)
+        where = np.array(offsets, dtype=np.int64)
+    else:
+        norm = codes[where].astype(np.uint32).tobytes().decode("utf-32-le")
+    return norm, np.append(where.astype(np.int64), len(text))
 
 
-def _end(where: list[int], text_len: int, index: int) -> int:
+def _end(where: np.ndarray, text_len: int, index: int) -> int:
     """The original offset just past normalised character ``index - 1``."""
     if index >= len(where) - 1:
         return text_len
     # Several output characters may come from one input character (ß -> ss): end after that input character.
-    return where[index - 1] + 1
+    return int(where[index - 1]) + 1
 
 
 class NormCache:
@@ -67,33 +93,35 @@ class NormCache:
     normalise every document again for each)."""
 
     def __init__(self) -> None:
-        self._done: dict[str, tuple[str, list[int]]] = {}
+        self._done: dict[str, tuple[str, np.ndarray]] = {}
 
-    def of(self, key: str, text: str) -> tuple[str, list[int]]:
+    def of(self, key: str, text: str) -> tuple[str, np.ndarray]:
         if key not in self._done:
             self._done[key] = normalise(text)
         return self._done[key]
 
 
-def locate(text: str, needle: str, *, fuzzy: bool = True, norm: tuple[str, list[int]] | None = None) -> list[Match]:
+def locate(text: str, needle: str, *, fuzzy: bool = True, norm: tuple[str, np.ndarray] | None = None,
+           norm_needle: str | None = None) -> list[Match]:
     """The places of ``needle`` in ``text`` by the first rule that finds any: exact, normalised, fuzzy. ``norm`` is
-    ``normalise(text)`` when the caller has it already."""
+    ``normalise(text)`` and ``norm_needle`` the needle's normalised text when the caller has them already."""
     if not needle.strip():
         return []
     exact = find_all(text, needle)
     if exact:
         return [Match(s, s + len(needle), "exact") for s in exact]
     norm_text, where = norm or normalise(text)
-    norm_needle, _ = normalise(needle)
+    if norm_needle is None:
+        norm_needle = normalise(needle)[0]
     if not norm_needle:
         return []
     starts = find_all(norm_text, norm_needle)
     if starts:
-        return [Match(where[s], _end(where, len(text), s + len(norm_needle)), "normalised") for s in starts]
+        return [Match(int(where[s]), _end(where, len(text), s + len(norm_needle)), "normalised") for s in starts]
     if not fuzzy or len(norm_needle) > FUZZY_MAX_TEXT or len(norm_needle) < 8:
         return []  # a short needle matches fuzzily almost anywhere: a guess, not a location
     found = _fuzzy(norm_text, norm_needle)
-    return [Match(where[s], _end(where, len(text), e), "fuzzy", round(score, 4)) for s, e, score in found]
+    return [Match(int(where[s]), _end(where, len(text), e), "fuzzy", round(score, 4)) for s, e, score in found]
 
 
 def _fuzzy(text: str, needle: str) -> list[tuple[int, int, float]]:
