@@ -134,7 +134,9 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
 
     _out_ok(out, [source, corpus], force)
     if unresolved is not None:
-        _out_ok(unresolved, [source, corpus, out], force, "--unresolved")
+        if unresolved.resolve() == out.resolve():
+            raise InputError(f"--unresolved {unresolved}: the same file as -o; give another path")
+        _out_ok(unresolved, [source, corpus], force, "--unresolved")
     docs = read_corpus(corpus, corpus_format.value if corpus_format else None)
     rows, outcomes = build_goldset(read_answers(source, docs), docs)
     write_gold(out, rows, [source, corpus])
@@ -170,9 +172,11 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
     _out_ok(out, list(results), force)
     loaded = [load_result(p) for p in results]
     if corpus is None:
-        cfg = loaded[0].config.as_dict().get("corpus") or {}
-        corpus = Path(cfg.get("path", ""))
-        docs = read_corpus(corpus, cfg.get("format"))
+        cfg = loaded[0].config.as_dict().get("corpus")
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("path"), str) or not cfg["path"]:
+            raise InputError(f"{results[0]}: its config names no corpus; give --corpus PATH")
+        corpus = Path(cfg["path"])
+        docs = read_corpus(corpus, cfg.get("format") if cfg.get("format") in ("jsonl", "beir", "folder") else None)
     else:
         docs = read_corpus(corpus)
     missing = pooling.missing_documents(loaded, docs, depth)
