@@ -392,6 +392,11 @@ def init(folder: Path = typer.Argument(Path("."), help="where to write the start
     _err(f"next: harness run {written[0]}")
 
 
+from .cli_goldset import goldset_app  # noqa: E402  (the `harness goldset ...` commands, in their own module)
+
+app.add_typer(goldset_app, name="goldset")
+
+
 def main() -> None:
     _install_signal_handlers()
     run_app(app)

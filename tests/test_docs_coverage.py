@@ -19,7 +19,19 @@ from harness.cli import app
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 GROUP = typer.main.get_command(app)
-COMMANDS = sorted(GROUP.commands)
+
+
+def _walk(group, prefix: str = ""):
+    """Every command by its full name; a group's commands (``goldset check``) each have their own row."""
+    for name, cmd in group.commands.items():
+        if hasattr(cmd, "commands"):
+            yield from _walk(cmd, f"{prefix}{name} ")
+        else:
+            yield f"{prefix}{name}", cmd
+
+
+BY_NAME = dict(_walk(GROUP))
+COMMANDS = sorted(BY_NAME)
 WIDE = {"COLUMNS": "250", "TERMINAL_WIDTH": "250"}  # no wrapping inside a choice list like <a|b|c>
 
 
@@ -57,15 +69,16 @@ def mentions(text: str, token: str) -> bool:
 
 def test_the_tree_is_the_one_we_ship():
     # Guards the walk itself: an empty tree would make every check below pass.
-    assert COMMANDS == ["cache", "compare", "eval", "explain", "gate", "init", "report", "run", "validate"]
-    assert sum(len(options(GROUP.commands[c])) for c in COMMANDS) >= 25
+    assert COMMANDS == ["cache", "compare", "eval", "explain", "gate", "goldset build", "goldset check",
+                        "goldset merge", "goldset pool", "goldset stats", "init", "report", "run", "validate"]
+    assert sum(len(options(BY_NAME[c])) for c in COMMANDS) >= 25
     assert choices_of(next(p for p in GROUP.commands["eval"].params if p.name == "fmt")) == ["json", "tsv", "md",
                                                                                              "table"]
 
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_option_and_choice_of_a_command_is_in_its_readme_row(name):
-    command, row = GROUP.commands[name], row_of(name)
+    command, row = BY_NAME[name], row_of(name)
     missing = []
     for param in command.params:
         if param.name == "help":
@@ -78,7 +91,7 @@ def test_every_option_and_choice_of_a_command_is_in_its_readme_row(name):
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_the_readme_row_names_no_option_the_command_lacks(name):
-    spelled = {o for p in options(GROUP.commands[name]) for o in p.opts + p.secondary_opts}
+    spelled = {o for p in options(BY_NAME[name]) for o in p.opts + p.secondary_opts}
     cells = row_of(name).split(" | ")
     documented = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", cells[-1]))
     assert documented <= spelled, f"harness {name}: README documents {sorted(documented - spelled)}"
@@ -92,10 +105,10 @@ def test_root_options_are_documented():
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_help_has_an_example_and_shows_every_choice(name):
-    result = CliRunner().invoke(app, [name, "--help"], env=WIDE, prog_name="harness")
+    result = CliRunner().invoke(app, [*name.split(), "--help"], env=WIDE, prog_name="harness")
     assert result.exit_code == 0, result.output
     assert "Example: harness " + name in result.output
-    for param in GROUP.commands[name].params:
+    for param in BY_NAME[name].params:
         choices = choices_of(param)
         if choices:
             assert "|".join(choices) in result.output, (param.name, result.output)
@@ -121,7 +134,7 @@ def test_shared_options_have_one_help_text():
     """-m/--metric, --format and -o/--out are defined once (harness/cli_options.py): the same words everywhere."""
     helps: dict[str, set[str]] = {}
     for name in COMMANDS:
-        for p in options(GROUP.commands[name]):
+        for p in options(BY_NAME[name]):
             if p.name in ("metric", "fmt") or "--out" in p.opts:
                 text = p.help
                 if p.name == "fmt":  # each command lists its own formats, each described the same way

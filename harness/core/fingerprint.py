@@ -12,3 +12,9 @@ def fingerprint(obj, *, ascii_only: bool = False) -> str:
     as config hashes always have (kept so hashes of existing results stay comparable)."""
     text = json.dumps(obj, sort_keys=True, ensure_ascii=ascii_only)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def document_fingerprint(text: str) -> str:
+    """A document's text fingerprint: ``run`` records one per judged document (results.json
+    ``goldset.judged_documents``) so ``harness goldset check --against`` can tell which documents changed."""
+    return fingerprint(text)

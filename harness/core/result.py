@@ -219,6 +219,9 @@ class GoldsetRecord(Record):
     fingerprint: str
     query_ids_fingerprint: str
     problems: list[GoldProblemRecord]
+    # doc id -> core.fingerprint.document_fingerprint of each judged document in the corpus (absent from results
+    # written before it): `harness goldset check --against results.json` finds the documents changed since the run.
+    judged_documents: dict[str, str] = Field(default_factory=dict)
 
 
 class HitProblemRecord(Record):

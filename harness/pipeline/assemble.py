@@ -19,6 +19,7 @@ from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, ExecutorRecord, G
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
 from ..core.selection import kept
+from ..core.fingerprint import document_fingerprint
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, summarize_verdicts
 from ..io.hitsfile import CHUNKS_FILE, HITS_FILE, RunHits
@@ -81,6 +82,12 @@ def _counts(levels: Levels, level: str) -> Counts:
     table = levels.table(level)
     hit_w = table.column("hit@window")
     return Counts(**table.counts, nothing_found_in_window=int(((hit_w == 0) & table.included).sum()))
+
+
+def _judged_documents(docs, gold) -> dict[str, str]:
+    """Each judged document's text fingerprint, so a later ``harness goldset check --against`` knows what changed."""
+    judged = {j.doc_id for j in gold.judgments}
+    return {d.doc_id: document_fingerprint(d.text) for d in docs if d.doc_id in judged}
 
 
 def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -176,7 +183,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         goldset={"name": gold.name, "queries": len(gold.queries), "judgments": len(gold.judgments),
                  "has_evidence": gold.has_evidence, "fingerprint": goldset_fingerprint(gold),
                  "query_ids_fingerprint": fingerprint(sorted(q.query_id for q in gold.queries)),
-                 "problems": [p.__dict__ for p in prepared.problems]},
+                 "problems": [p.__dict__ for p in prepared.problems],
+                 "judged_documents": _judged_documents(prepared.docs, gold)},
         hit_problems=(hits or HitReport()).to_dict(config.unplaceable()),
         summary=Summary(
             doc=levels.doc.mean(), chunk=levels.chunk.mean(),

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..core.outcomes import Comparison
     from ..core.outdir import OutputFolder
     from ..core.result import Result
+    from ..retrievers import BuildContext
 
 
 def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progress: bool = True, log=None,

@@ -1,0 +1,247 @@
+"""``harness goldset ...``: build, check, repair, pool, merge and describe golden sets (harness.goldset). A typer
+sub-app attached to the main command line in cli.py. Exit codes: 0 all good, 1 something needs a person (labels
+not valid, answers not located, conflicts), 2 bad input."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import typer
+
+from .cli_boundary import pipe_boundary
+from .cli_options import choices, format_choices, format_option, metric_option, out_option
+from .core.errors import InputError
+
+goldset_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+                          help="Build, check, repair and grow golden sets.\n\nExample: harness goldset check "
+                               "goldset.jsonl --corpus corpus.jsonl --against old_corpus.jsonl --fix fixed.jsonl")
+CheckFormat = format_choices("CheckFormat", "table", "json")
+StatsFormat = format_choices("StatsFormat", "table", "json")
+CorpusFormat = choices("CorpusFormat", ("jsonl", "beir", "folder"))
+
+
+def command(name: str) -> Callable:
+    """``goldset_app.command`` with the closed-pipe boundary (as cli.command)."""
+    def register(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def guarded(*args, **kwargs):
+            with pipe_boundary():
+                return fn(*args, **kwargs)
+        return goldset_app.command(name)(guarded)
+    return register
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _out_ok(path: Path, inputs: list[Path], force: bool, option: str = "-o") -> None:
+    """An output file may not be an input, a folder, or (without --force) an existing file: a golden set or a
+    judging sheet someone filled in is never overwritten by accident."""
+    resolved = path.resolve()
+    if any(resolved == p.resolve() for p in inputs if p.exists()):
+        raise InputError(f"{option} {path}: is one of the inputs; refusing to overwrite it (give another path)")
+    if path.is_dir():
+        raise InputError(f"{option} {path}: is a folder; give a file path")
+    if path.exists() and not force:
+        raise InputError(f"{option} {path}: exists; refusing to overwrite it (give another path, or --force)")
+
+
+def _force_option() -> bool:
+    return typer.Option(False, "--force", help="overwrite the output file if it exists")
+
+
+def _before(against: Optional[Path]):
+    from .goldset.check import Before
+    from .goldset.sources import read_corpus
+
+    if against is None:
+        return None
+    if against.suffix == ".json":  # a run's results.json: the fingerprints of the documents it judged
+        from .core.result import load_result
+
+        return Before(fingerprints=load_result(against).goldset.judged_documents)
+    if not against.exists():
+        raise InputError(f"--against {against}: not found (an old corpus, or a results.json)")
+    return Before(docs=read_corpus(against))
+
+
+@command("check")
+def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YAML, or a BEIR folder)"),
+          corpus: Path = typer.Option(..., "--corpus", help="the current corpus (JSONL, folder, BEIR folder)"),
+          against: Optional[Path] = typer.Option(None, "--against", help="what the corpus was: the old corpus, or "
+                                                                          "a results.json of a run on it"),
+          fix: Optional[Path] = typer.Option(None, "--fix", metavar="OUT", help="write a repaired golden set here: "
+                                             "only unambiguous re_anchorable labels are changed"),
+          force: bool = _force_option(),
+          fmt: CheckFormat = format_option(CheckFormat.table)) -> None:
+    """Classify every label: valid, re_anchorable, split, orphaned or stale. Exit 1 when any is not valid.
+
+    Example: harness goldset check goldset.jsonl --corpus corpus.jsonl --against old.jsonl --fix fixed.jsonl
+    """
+    from .goldset.check import check_goldset, counts
+    from .goldset.repair import repaired_rows
+    from .goldset.sources import read_corpus, read_gold, write_gold
+
+    if fix is not None:
+        _out_ok(fix, [gold, corpus] + ([against] if against else []), force, "--fix")
+    raw = read_gold(gold)
+    docs = read_corpus(corpus)
+    labels = check_goldset(raw, docs, _before(against))
+    tally = counts(labels)
+    fixed = []
+    if fix is not None:
+        rows, fixed = repaired_rows(raw, labels, docs)
+        write_gold(fix, rows, [gold])
+    if fmt.value == "json":
+        print(json.dumps({"labels": [lab.to_dict() for lab in labels], "counts": tally}, ensure_ascii=False,
+                         indent=2))
+    else:
+        for lab in labels:
+            if lab.status != "valid":
+                print(f"{lab.status}\t{lab.query_id}\t{lab.doc_id}\t{lab.detail}")
+        print(", ".join(f"{s}: {n}" for s, n in tally.items()))
+    if fix is not None:
+        left = len(labels) - tally["valid"] - len(fixed)
+        _err(f"{fix}: {len(fixed)} label(s) re-anchored; {left} left for a person (listed above)")
+    if tally["valid"] != len(labels):
+        raise typer.Exit(1)
+
+
+@command("build")
+def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, query, answers: [text], doc?, grade?, "
+                                                          "tags?} a line"),
+          corpus: Path = typer.Option(..., "--corpus", help="the corpus the answers are located in"),
+          corpus_format: Optional[CorpusFormat] = typer.Option(None, "--format", help="the corpus format (default: "
+                                                               "inferred: a file is jsonl, a folder with corpus.jsonl "
+                                                               "beir, another folder folder)"),
+          out: Path = out_option("the golden set (native JSONL)", required=True),
+          unresolved: Optional[Path] = typer.Option(None, "--unresolved", metavar="FILE", help="also write every "
+                                                    "ambiguous or missing answer, with its places, as JSONL"),
+          force: bool = _force_option()) -> None:
+    """A golden set from question/answer pairs or quotes, each answer located as an evidence span.
+
+    Exit 1 when some answer is ambiguous or missing (listed on stderr; never guessed).
+
+    Example: harness goldset build --from answers.jsonl --corpus corpus.jsonl -o goldset.jsonl
+    """
+    from .goldset.build import build_goldset, read_answers, tally
+    from .goldset.sources import read_corpus, write_gold
+
+    _out_ok(out, [source, corpus], force)
+    if unresolved is not None:
+        if unresolved.resolve() == out.resolve():
+            raise InputError(f"--unresolved {unresolved}: the same file as -o; give another path")
+        _out_ok(unresolved, [source, corpus], force, "--unresolved")
+    docs = read_corpus(corpus, corpus_format.value if corpus_format else None)
+    rows, outcomes = build_goldset(read_answers(source, docs), docs)
+    write_gold(out, rows, [source, corpus])
+    listed = [o for o in outcomes if o.how in ("ambiguous", "missing")]
+    for o in listed[:50]:
+        places = ", ".join(f"{d}@{m.start}..{m.end}" for d, m in o.places[:5])
+        _err(f"{o.where}: query {o.query_id!r}: answer {o.answer[:60]!r} {o.how}" + (f": {places}" if places else ""))
+    if len(listed) > 50:
+        _err(f"... and {len(listed) - 50} more" + ("" if unresolved else " (--unresolved FILE lists them all)"))
+    if unresolved is not None:
+        write_gold(unresolved, [o.to_dict() for o in listed], [source, corpus])
+    _err(f"{out}: {len(rows)} queries; answers: " + ", ".join(f"{k} {n}" for k, n in tally(outcomes).items()))
+    if listed:
+        raise typer.Exit(1)
+
+
+@command("pool")
+def pool(results: List[Path] = typer.Argument(..., help="one or more results.json files"),
+         depth: int = typer.Option(10, "--depth", min=1, help="pool the top DEPTH hits of each run"),
+         out: Path = out_option("the judging sheet: .csv or .jsonl", required=True),
+         corpus: Optional[Path] = typer.Option(None, "--corpus", help="the corpus for the chunk texts (default: the "
+                                               "first run's config's corpus)"),
+         force: bool = _force_option()) -> None:
+    """The unjudged hits in the top DEPTH of the runs, with query and chunk text, for a person to grade.
+
+    Example: harness goldset pool reports/demo-bm25/results.json --depth 10 -o to_judge.csv
+    """
+    from .core.result import load_result
+    from .goldset import pool as pooling
+    from .goldset.sources import read_corpus
+
+    pooling.check_sheet_path(out, "-o")
+    _out_ok(out, list(results), force)
+    loaded = [load_result(p) for p in results]
+    if corpus is None:
+        cfg = loaded[0].config.as_dict().get("corpus")
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("path"), str) or not cfg["path"]:
+            raise InputError(f"{results[0]}: its config names no corpus; give --corpus PATH")
+        corpus = Path(cfg["path"])
+        docs = read_corpus(corpus, cfg.get("format") if cfg.get("format") in ("jsonl", "beir", "folder") else None)
+    else:
+        docs = read_corpus(corpus)
+    missing = pooling.missing_documents(loaded, docs, depth)
+    if missing:
+        raise InputError(f"{corpus}: {len(missing)} pooled document(s) are not in this corpus (the runs' corpus?)",
+                         [f"document {d!r}" for d in missing[:20]])
+    rows = pooling.pool(loaded, docs, depth)
+    from .cli_options import write_output
+
+    write_output("-o", out, pooling.sheet_text(out, rows))
+    for gap in pooling.window_gaps(loaded):
+        share = gap.unjudged / gap.window_hits if gap.window_hits else 0.0
+        _err(f"{gap.run}: {gap.unjudged} of {gap.window_hits} hits in the context windows are unjudged ({share:.0%}), "
+             f"in {gap.queries_with_unjudged} queries")
+    _err(f"{out}: {len(rows)} (query, chunk) rows to judge from the top {depth} of {len(loaded)} run(s)")
+
+
+@command("merge")
+def merge(gold: Path = typer.Argument(..., help="the golden set"),
+          sheet: Path = typer.Argument(..., help="a judged sheet from harness goldset pool (.csv or .jsonl)"),
+          out: Path = out_option("the merged golden set (native JSONL)", required=True),
+          force: bool = _force_option()) -> None:
+    """Fold a judged sheet back into the golden set: grades and evidence quotes. Exit 1 on conflicts (listed).
+
+    Example: harness goldset merge goldset.jsonl to_judge.csv -o goldset.v2.jsonl
+    """
+    from .goldset.merge import merge as fold, read_sheet
+    from .goldset.sources import read_gold, write_gold
+
+    _out_ok(out, [gold, sheet], force)
+    raw = read_gold(gold)
+    judged, unjudged = read_sheet(sheet, {q.query_id: q for q in raw})
+    rows, report = fold(raw, judged, unjudged)
+    write_gold(out, rows, [gold, sheet])
+    for line in report.conflicts:
+        _err(f"conflict: {line}")
+    _err(f"{out}: {report.added} judgment(s) added, {report.evidence_added} evidence quote(s) added, "
+         f"{report.unjudged_rows} row(s) not judged yet, {len(report.conflicts)} conflict(s)")
+    if report.conflicts:
+        raise typer.Exit(1)
+
+
+@command("stats")
+def stats(gold: Path = typer.Argument(..., help="the golden set"),
+          results: Optional[Path] = typer.Option(None, "--results", help="a results.json: the minimum detectable "
+                                                 "effect from its per-query variance"),
+          metric: List[str] = metric_option("ndcg@10 when the run has it, else its first metric"),
+          fmt: StatsFormat = format_option(StatsFormat.table)) -> None:
+    """Queries, judgments per query, grades, evidence coverage, slices, and the minimum detectable effect.
+
+    Example: harness goldset stats goldset.jsonl --results reports/demo-bm25/results.json
+    """
+    from .goldset.sources import read_gold
+    from .goldset.stats import detectable_effect, goldset_stats, stats_lines
+
+    if metric and results is None:
+        raise InputError("--metric needs --results (the run whose per-query variance is used)")
+    if len(metric) > 1:
+        raise InputError(f"--metric: give one metric for the detectable effect, got {len(metric)}")
+    summary = goldset_stats(read_gold(gold))
+    if results is not None:
+        from .core.result import load_result
+
+        summary["power"] = detectable_effect(load_result(results), metric[0] if metric else None)
+    if fmt.value == "json":
+        print(json.dumps(summary, ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(stats_lines(summary)))

@@ -1,0 +1,142 @@
+"""``harness goldset merge``: a judged sheet (from ``pool``) folded into a golden set. A row with an empty grade is
+not judged yet and is skipped. Judgments per (query, document): the highest grade among the document's rows (a
+document is as relevant as its best chunk) and every evidence quote (one per line of the ``evidence`` cell).
+Conflicts are never resolved by guessing: the same chunk graded twice differently, or a document the golden set
+already judges with another grade, is left as it was and reported."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..core.errors import InputError
+from ..core.ids import grade_problem
+from ..core.textfile import read_utf8
+from ..gold.load import RawQuery
+from .sources import judgment_row, query_row, raw_evidence_row
+
+REQUIRED = ("query_id", "doc_id", "grade")
+
+
+@dataclass
+class SheetJudgment:
+    where: str
+    query_id: str
+    doc_id: str
+    chunk_id: str
+    grade: int
+    quotes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MergeReport:
+    added: int = 0  # new (query, document) judgments
+    evidence_added: int = 0  # quotes added to judgments that already had the same grade
+    unjudged_rows: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+
+def _rows(path: Path) -> list[tuple[str, dict]]:
+    text = read_utf8(path, InputError)
+    if path.suffix.lower() == ".jsonl":
+        out = []
+        for lineno, line in enumerate(text.split("\n"), start=1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except (json.JSONDecodeError, RecursionError):
+                    row = None
+                if not isinstance(row, dict):
+                    raise InputError(f"{path}:{lineno}: expected one JSON object per line (a judging sheet)")
+                out.append((f"{path}:{lineno}", row))
+        return out
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{path}:1: the header lacks column(s) {', '.join(missing)} (a sheet written by "
+                         f"harness goldset pool has them)")
+    out, line = [], 2
+    for row in reader:
+        out.append((f"{path}:{line}", row))
+        line = reader.line_num + 1  # a quoted cell may span lines: the next row starts after this one
+    return out
+
+
+def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgment], int]:
+    """The judged rows and the number of rows left unjudged; every problem raised together, located."""
+    if not path.is_file():
+        raise InputError(f"{path}: judging sheet not found")
+    out, problems, unjudged = [], [], 0
+    for where, row in _rows(path):
+        grade_text = str(row.get("grade") if row.get("grade") is not None else "").strip()
+        if not grade_text:
+            unjudged += 1
+            continue
+        qid, doc = str(row.get("query_id") or "").strip(), str(row.get("doc_id") or "").strip()
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            problems.append(f"{where}: grade {grade_text!r} is not a whole number")
+            continue
+        bad = grade_problem(grade)
+        if bad or not doc:
+            problems.append(f"{where}: {bad or 'empty doc_id'}")
+            continue
+        if qid not in known:
+            problems.append(f"{where}: query {qid!r} is not in the golden set")
+            continue
+        quotes = [q.strip() for q in str(row.get("evidence") or "").split("\n") if q.strip()]
+        out.append(SheetJudgment(where, qid, doc, str(row.get("chunk_id") or ""), grade, quotes))
+    if problems:
+        raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
+    return out, unjudged
+
+
+def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0) -> tuple[list[dict], MergeReport]:
+    report = MergeReport(unjudged_rows=unjudged)
+    by_doc: dict[tuple[str, str], list[SheetJudgment]] = defaultdict(list)
+    for s in sheet:
+        by_doc[(s.query_id, s.doc_id)].append(s)
+    decided: dict[tuple[str, str], tuple[int, list[str]]] = {}
+    for key, items in by_doc.items():
+        chunk_grades: dict[str, SheetJudgment] = {}
+        clash = None
+        for s in items:
+            first = chunk_grades.setdefault(s.chunk_id, s)
+            if first.grade != s.grade:
+                clash = f"{s.where}: chunk {s.chunk_id!r} of query {key[0]!r} graded {s.grade} here and {first.grade} " \
+                        f"at {first.where}; document {key[1]!r} not merged"
+        if clash:
+            report.conflicts.append(clash)
+            continue
+        quotes = list(dict.fromkeys(q for s in items if s.grade > 0 for q in s.quotes))
+        decided[key] = (max(s.grade for s in items), quotes)
+    rows = []
+    for q in raw:
+        relevant = []
+        for j in q.relevant:
+            row = judgment_row(j.doc_id, j.grade, map(raw_evidence_row, j.evidence))
+            new = decided.pop((q.query_id, j.doc_id), None)
+            if new is not None:
+                grade, quotes = new
+                if grade != j.grade:
+                    report.conflicts.append(f"query {q.query_id!r}, document {j.doc_id!r}: the sheet grades it {grade}, "
+                                            f"the golden set {j.grade}; the golden set's grade kept")
+                else:
+                    have = {e.get("quote") for e in row.get("evidence", [])}
+                    extra = [{"quote": t} for t in quotes if t not in have]
+                    if extra:
+                        row.setdefault("evidence", []).extend(extra)
+                        report.evidence_added += len(extra)
+            relevant.append(row)
+        for (qid, doc), (grade, quotes) in list(decided.items()):
+            if qid == q.query_id:
+                relevant.append(judgment_row(doc, grade, [{"quote": t} for t in quotes]))
+                report.added += 1
+                del decided[(qid, doc)]
+        rows.append(query_row(q, relevant))
+    return rows, report

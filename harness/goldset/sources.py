@@ -1,0 +1,77 @@
+"""The inputs and outputs the goldset commands share: a corpus or a golden set named by path alone (format
+inferred, or given), and native JSONL golden sets written atomically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable
+
+from ..config.schema import CorpusConfig, GoldsetConfig
+from ..core.errors import InputError
+from ..core.files import write_text
+from ..core.types import Document
+from ..gold.load import RawQuery, read_goldset
+from ..io.documents import load_corpus
+
+
+def corpus_format(path: Path, given: str | None = None) -> str:
+    """``given``, else: a folder holding corpus.jsonl is BEIR, another folder a folder corpus, a file JSONL."""
+    if given:
+        return given
+    if path.is_dir():
+        return "beir" if (path / "corpus.jsonl").is_file() else "folder"
+    return "jsonl"
+
+
+def read_corpus(path: Path, given: str | None = None) -> dict[str, Document]:
+    docs = load_corpus(CorpusConfig(path=path, format=corpus_format(path, given)))
+    return {d.doc_id: d for d in docs}
+
+
+def read_gold(path: Path) -> list[RawQuery]:
+    """A native JSONL/YAML golden set, or a BEIR folder (queries.jsonl + qrels/test.tsv)."""
+    if path.is_dir():
+        return read_goldset(GoldsetConfig(path=path, format="beir"))
+    return read_goldset(GoldsetConfig(path=path))
+
+
+def query_row(query: RawQuery, relevant: list[dict]) -> dict:
+    row: dict = {"id": query.query_id, "query": query.text, "relevant": relevant}
+    if query.tags:
+        row["tags"] = dict(query.tags)
+    return row
+
+
+def judgment_row(doc_id: str, grade: int, evidence: Iterable[dict]) -> dict:
+    row: dict = {"doc": doc_id, "grade": grade}
+    evidence = list(evidence)
+    if evidence:
+        row["evidence"] = evidence
+    return row
+
+
+def raw_evidence_row(ev) -> dict:
+    return {"quote": ev.quote} if ev.quote is not None else {"start": ev.start, "end": ev.end}
+
+
+def raw_query_row(query: RawQuery) -> dict:
+    """A loaded query written back unchanged (quotes stay quotes, spans stay spans)."""
+    return query_row(query, [judgment_row(j.doc_id, j.grade, map(raw_evidence_row, j.evidence))
+                             for j in query.relevant])
+
+
+def write_gold(path: Path, rows: Iterable[dict], inputs: Iterable[Path] = ()) -> int:
+    """Native JSONL, one query a line, written atomically; never over one of the command's inputs."""
+    target = path.resolve()
+    if any(target == Path(p).resolve() for p in inputs):
+        raise InputError(f"-o {path}: is one of the inputs; refusing to overwrite it (give another path)")
+    if path.is_dir():
+        raise InputError(f"-o {path}: is a folder; give a file path")
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+    except OSError as exc:
+        raise InputError(f"-o {path}: cannot write: {exc.strerror or exc}") from None
+    return len(lines)

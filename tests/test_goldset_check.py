@@ -1,0 +1,139 @@
+"""harness goldset check: every label classification on a re-chunked and edited copy of the demo corpus (a
+paragraph moved, one deleted, a document split into one per paragraph, a sentence changed near an evidence span,
+an evidence sentence edited, whitespace and case changed), --fix, --against a results.json, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import goldsetdata as g
+from clihelp import Case, assert_input_error, harness, run_case
+from harness.goldset.check import STATUSES, Before, check_goldset
+from harness.goldset.sources import read_corpus, read_gold
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return g.write_all(tmp_path_factory.mktemp("check"))
+
+
+@pytest.fixture(scope="module")
+def checked(files):
+    gold, old, new = files
+    proc = harness("goldset", "check", gold, "--corpus", new, "--against", old, "--format", "json")
+    assert proc.returncode == 1, proc.stderr  # some labels are not valid: exit 1, for CI
+    return json.loads(proc.stdout)
+
+
+def test_json_shape_is_exactly_the_documented_one(checked):
+    assert set(checked) == {"labels", "counts"}
+    assert list(checked["counts"]) == list(STATUSES)
+    for label in checked["labels"]:
+        assert list(label) == ["query_id", "doc_id", "status", "old_span", "new_span", "detail"]
+    assert sum(checked["counts"].values()) == len(checked["labels"]) == len(g.EXPECTED)
+
+
+@pytest.mark.parametrize("query_id, status", sorted(g.EXPECTED.items()))
+def test_every_label_is_classified(checked, query_id, status):
+    label = next(lab for lab in checked["labels"] if lab["query_id"] == query_id)
+    assert label["status"] == status, label
+
+
+def test_counts_match_the_labels(checked):
+    expected = {s: sum(v == s for v in g.EXPECTED.values()) for s in STATUSES}
+    assert checked["counts"] == expected
+
+
+def test_new_spans_point_at_the_same_text(files, checked):
+    """A re-anchored span reads, in the new corpus, what the old span read in the old one (up to normalisation)."""
+    from harness.goldset.locate import normalise
+
+    _, old, new = files
+    old_docs, new_docs = read_corpus(old), read_corpus(new)
+    by_id = {lab["query_id"]: lab for lab in checked["labels"]}
+    for qid in ("moved", "rechunked", "normalised"):
+        lab = by_id[qid]
+        o, n = lab["old_span"], lab["new_span"]
+        before = old_docs[o["doc_id"]].text[o["start"]:o["end"]]
+        after = new_docs[n["doc_id"]].text[n["start"]:n["end"]]
+        assert normalise(before)[0] == normalise(after)[0], qid
+    assert by_id["rechunked"]["new_span"]["doc_id"] == "account-password"
+    assert by_id["moved"]["new_span"]["start"] != by_id["moved"]["old_span"]["start"]
+    assert by_id["ambiguous"]["new_span"] is None and "faq-1" in by_id["ambiguous"]["detail"]
+
+
+def test_fix_re_anchors_only_the_unambiguous(files, tmp_path):
+    gold, old, new = files
+    fixed = tmp_path / "fixed.jsonl"
+    proc = harness("goldset", "check", gold, "--corpus", new, "--against", old, "--fix", fixed)
+    assert proc.returncode == 1 and "3 label(s) re-anchored" in proc.stderr, proc.stderr
+    rows = {json.loads(line)["id"]: json.loads(line) for line in fixed.read_text().splitlines()}
+    original = {r["id"]: r for r in g.goldset()}
+    changed = {qid for qid in rows if rows[qid] != original[qid]}
+    assert changed == {"moved", "rechunked", "normalised"}
+    assert [r["doc"] for r in rows["rechunked"]["relevant"]] == ["account-password"]
+    # The repaired set, checked against the new corpus alone: its re-anchored labels are valid there.
+    again = harness("goldset", "check", fixed, "--corpus", new, "--format", "json")
+    statuses = {lab["query_id"]: lab["status"] for lab in json.loads(again.stdout)["labels"]}
+    assert all(statuses[q] == "valid" for q in ("moved", "rechunked", "normalised")), statuses
+
+
+def test_an_unchanged_corpus_is_all_valid_and_exits_0(files):
+    gold, old, _ = files
+    proc = harness("goldset", "check", gold, "--corpus", old, "--against", old)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"valid: {len(g.EXPECTED)}, re_anchorable: 0" in proc.stdout
+
+
+def test_against_a_results_json_uses_the_run_fingerprints(files, tmp_path):
+    """run records a fingerprint per judged document; check --against results.json marks the changed ones."""
+    gold, old, new = files
+    cfg = tmp_path / "old.yaml"
+    cfg.write_text(f"name: old\ncorpus: {{path: {old}}}\ngoldset: {{path: {gold}}}\n"
+                   "retriever: {kind: bm25, backend: fast}\ncutoff: {k: 5}\n")
+    run = harness("run", cfg, "--out", tmp_path / "run", "-q")
+    assert run.returncode == 0, run.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    judged = results["goldset"]["judged_documents"]
+    assert set(judged) == {r["relevant"][0]["doc"] for r in g.goldset()}
+    labels = check_goldset(read_gold(gold), read_corpus(new),
+                           Before(fingerprints=judged))
+    status = {lab.query_id: lab.status for lab in labels}
+    assert status["valid_span"] == "valid"  # sharing-links did not change
+    assert status["valid_quote"] == "stale"  # guide-billing changed: the quote is still there, its context unknown
+    assert status["moved"] == "stale"  # a span in a changed document, its old text unknown
+    assert status["rechunked"] == "orphaned" and status["doc_gone"] == "orphaned"
+    proc = harness("goldset", "check", gold, "--corpus", new, "--against", tmp_path / "run" / "results.json",
+                   "--format", "json")
+    assert proc.returncode == 1
+    assert {lab["query_id"]: lab["status"] for lab in json.loads(proc.stdout)["labels"]} == status
+
+
+def _bad(tmp, text="{not json\n"):
+    (tmp / "gold.jsonl").write_text(text)
+    g.write_corpus(tmp / "c.jsonl", g.old_corpus())
+    return ["goldset", "check", "gold.jsonl", "--corpus", "c.jsonl"]
+
+
+CASES = [
+    Case("gold-missing", lambda t: ["goldset", "check", "nope.jsonl", "--corpus", g.write_corpus(t / "c.jsonl", {"a": "x"})],
+         ("nope.jsonl", "not found")),
+    Case("gold-bad-json", _bad, ("gold.jsonl:1", "not valid JSON")),
+    Case("corpus-missing", lambda t: _bad(t, '{"id": "q", "query": "x"}\n')[:3] + ["--corpus", "none.jsonl"],
+         ("none.jsonl", "not found")),
+    Case("fix-over-input", lambda t: _bad(t, '{"id": "q", "query": "x"}\n') + ["--fix", "gold.jsonl"],
+         ("--fix gold.jsonl", "is one of the inputs"), keep=(".",)),
+    Case("fix-over-existing", lambda t: (t / "out.jsonl").write_text("mine\n") and
+         _bad(t, '{"id": "q", "query": "x"}\n') + ["--fix", "out.jsonl"], ("--fix out.jsonl", "exists"), keep=(".",)),
+    Case("against-missing", lambda t: _bad(t, '{"id": "q", "query": "x"}\n') + ["--against", "old.jsonl"],
+         ("--against old.jsonl", "not found")),
+    Case("against-not-results", lambda t: (t / "r.json").write_text("{}") and
+         _bad(t, '{"id": "q", "query": "x"}\n') + ["--against", "r.json"], ("r.json", "not a valid results.json")),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_exits_2_with_a_located_line(case, tmp_path):
+    run_case(case, tmp_path)
