@@ -17,7 +17,7 @@ from ..config.schema import ExperimentConfig
 from ..core.result import (KINDS, LEVELS, Counts, GoldRecord, HitRecord, LevelCounts, LevelFlags, QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.types import RankedList, Run
-from ..diagnostics import diagnose, summarize_verdicts
+from ..diagnostics import diagnose, flags_text, summarize_verdicts
 from ..core.errors import GoldSetError
 from ..metrics.engine import conventions as metric_conventions
 from ..metrics.spec import parse_metrics
@@ -128,6 +128,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                                       "no evidence spans in the golden set: every chunk of a relevant document is "
                                       "relevant (wrong_chunk cannot be diagnosed)")
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
+    conventions["flags"] = flags_text(config.diagnostics)
     kinds = [verdicts[q.query_id].kind for q in gold.queries]
     run = Run(config.name, tuple(lists), config.config_hash(), timings)
     result = Result(
