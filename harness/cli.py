@@ -276,7 +276,8 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
 
     Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
     """
-    from .stats.compare import compare_runs, to_markdown
+    from .stats.compare import compare_runs
+    from .render.compare_view import to_markdown
     from .render.outputs import load_results
 
     result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
@@ -288,7 +289,7 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
     elif fmt.value == "md":
         print(to_markdown(result), end="")
     else:
-        from .stats.compare import print_table
+        from .render.compare_view import print_table
         print_table(result)
 
 

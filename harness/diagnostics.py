@@ -137,7 +137,7 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
         where = f"ranked {evidence_hit.rank}" if evidence_hit else f"not in the top {len(ranked.hits)}"
         return _v("wrong_chunk",
                   f"document {doc!r} is in the window but not the chunk with the evidence ({where}; "
-                  f"{distance} characters away)", detail, flags_t)
+                  f"{distance} character{'' if distance == 1 else 's'} away)", detail, flags_t)
 
     first = relevant_in_window[0]
     if k - s.edge < first.rank:
