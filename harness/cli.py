@@ -347,19 +347,13 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     if problems:
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
+    from .render.explain import load_texts
+    texts = [load_texts(r, str(p), _err) for r, p in zip(loaded, results)]  # the drill-downs' and windows' texts
     if len(loaded) == 1:
-        from .render.explain import texts_for
-        from .config.schema import parse_config
-        try:
-            _, chunks = texts_for(parse_config(loaded[0].config.as_dict(), str(results[0])))
-            texts = [{c.chunk_id: c.text for c in chunks}]
-        except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
-            _err(f"warning: chunk texts not loaded ({exc})")
-            texts = [{}]
         html_text = render(loaded, texts)
     else:
         from .stats.compare import compare_runs
-        html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
+        html_text = render(loaded, texts, comparison=compare_runs(loaded, list(metric)))
     write_output("--out", out, html_text)
     print(out)
 

@@ -123,17 +123,24 @@ def _drill_html(q, texts: Texts) -> str:
     if d.unjudged_share is not None:
         parts.append(f'<p class="muted">unjudged share of the window: {e(format(d.unjudged_share, ".0%"))}</p>')
     if d.evidence:
-        ev_html = "".join(
-            f'<tr><td>{e(ev.doc_id)}</td><td>{e("whole document" if ev.start is None else f"[{ev.start}, {ev.end})")}'
-            f'</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
-            f'{e(" (in the window)" if ev.in_window else "")}</td><td class="ev-text">'
-            f'{e(ev.text) if ev.text is not None else _NO_TEXT}</td></tr>' for ev in d.evidence)
+        ev_rows = []
+        for ev in d.evidence:
+            text_html = _text_html(ev.text)
+            ev_rows.append(
+                f'<tr><td>{e(ev.doc_id)}</td><td>{e("whole document" if ev.start is None else f"[{ev.start}, {ev.end})")}'
+                f'</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
+                f'{e(" (in the window)" if ev.in_window else "")}</td><td class="ev-text">{text_html}</td></tr>')
+        ev_html = "".join(ev_rows)
         parts.append('<table class="evidence"><thead><tr><th>gold document</th><th>span</th><th>evidence rank</th>'
                      f"<th>evidence text</th></tr></thead><tbody>{ev_html}</tbody></table>")
     if d.kind == "missing_document" and d.gold_docs:
-        gd_html = "".join(f'<tr><td>{e(g.doc_id)}</td><td>{e(g.grade)}</td>'
-                          f'<td>{e(g.best_rank if g.best_rank is not None else "not retrieved")}</td>'
-                          f'<td>{e(g.text) if g.text is not None else _NO_TEXT}</td></tr>' for g in d.gold_docs)
+        gd_rows = []
+        for g in d.gold_docs:
+            text_html = _text_html(g.text)
+            gd_rows.append(f'<tr><td>{e(g.doc_id)}</td><td>{e(g.grade)}</td>'
+                           f'<td>{e(g.best_rank if g.best_rank is not None else "not retrieved")}</td>'
+                           f'<td>{text_html}</td></tr>')
+        gd_html = "".join(gd_rows)
         parts.append('<table class="gold-docs"><thead><tr><th>gold document</th><th>grade</th><th>best rank</th>'
                      f"<th>text (its best-ranked chunk)</th></tr></thead><tbody>{gd_html}</tbody></table>")
     rows, boundary, prev = [], False, 0
@@ -156,7 +163,7 @@ def _drill_html(q, texts: Texts) -> str:
     if not boundary and d.rows and len(d.rows) >= d.window:
         rows.append(f'<tr class="window-end"><td colspan="5">end of the window ({e(d.window)} chunks)</td></tr>')
     title = ("the window" if d.target_rank is None or d.target_rank <= d.window
-             else f"the ranking down to the evidence (rank {d.target_rank})")
+             else "the ranking down to the evidence (rank " + str(d.target_rank) + ")")
     rows_html = "".join(rows)
     parts.append(f'<p>{e(title)}:</p><table class="ranking"><thead><tr><th>rank</th><th>score</th><th>chunk</th>'
                  f"<th></th><th>text (evidence marked)</th></tr></thead><tbody>{rows_html}</tbody></table>")
@@ -164,6 +171,10 @@ def _drill_html(q, texts: Texts) -> str:
 
 
 _NO_TEXT = '<span class="muted">(text not loaded)</span>'
+
+
+def _text_html(text: str | None) -> str:
+    return _NO_TEXT if text is None else e(text)
 
 
 def _query_rows(result: Result, texts: Texts) -> str:
@@ -249,7 +260,7 @@ def _p(value) -> str:
 
 
 def _comparison_section(comparison: Comparison, results: list[Result], texts: list[Texts]) -> str:
-    from .compare_view import html_tables, side_by_side
+    from .compare_html import html_tables, side_by_side
 
     tables_html = html_tables(comparison)
     sbs_html = side_by_side(results, texts, comparison.baseline)

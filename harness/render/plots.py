@@ -155,10 +155,12 @@ def run_charts(results: Sequence[Result]) -> list[Chart] | None:
     ax.set_title("first relevant chunk rank (right bin: not found)")
     ax.legend(fontsize=8)
     out.append(Chart("plot_first_rank", "first relevant rank", fig))
-    return out + verdict_mix(plt, results[0])
+    for r in results:
+        out += verdict_mix(plt, r, named=len(results) > 1)
+    return out
 
 
-def verdict_mix(plt, result: Result) -> list[Chart]:
+def verdict_mix(plt, result: Result, named: bool = False) -> list[Chart]:
     """Stacked bars: per slice value, how many queries got each verdict (one chart per tag)."""
     by_slice = result.summary.verdicts.by_slice
     out = []
@@ -172,7 +174,7 @@ def verdict_mix(plt, result: Result) -> list[Chart]:
                 ax.bar(range(len(values)), counts, bottom=bottom, color=color, label=kind)
                 bottom = [b + c for b, c in zip(bottom, counts)]
         ax.set_xticks(range(len(values)), [label(v) for v in values], rotation=45, ha="right", fontsize=7)
-        ax.set_title(f"verdicts by {label(tag)}")
+        ax.set_title(f"verdicts by {label(tag)}" + (f": {label(result.name)}" if named else ""))
         ax.set_ylabel("queries")
         ax.legend(fontsize=7)
         out.append(Chart("plot_verdicts_by_" + "".join(ch if ch.isalnum() else "_" for ch in tag), tag, fig))
