@@ -65,6 +65,8 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log) 
     from ..render.html import render
     write_text(out_dir / "leaderboard.html", render(ranked, comparison=comparison, leaderboard=leaderboard)
                if comparison else render([best[2]], [best[2].chunk_text], leaderboard=leaderboard))
+    from ..render.plots import write_sweep_plots
+    write_sweep_plots(out_dir, leaderboard)  # the metric against each swept parameter, for slides
     best_cfg = best[0].resolved()
     best_cfg.pop("sweep", None)
     best_cfg["output"] = None

@@ -213,3 +213,18 @@ def close(charts: Sequence[Chart] | None) -> None:
         import matplotlib.pyplot as plt
         for c in charts:
             plt.close(c.figure)
+
+
+def write_sweep_plots(folder, board: dict) -> None:
+    """The sweep's charts as PNG files (``plot_sweep_<parameter>.png``) in ``folder``, a staging folder of the
+    output folder (core/outdir), so they are files harness wrote and replaces."""
+    from pathlib import Path
+
+    from ..core.files import write_bytes
+
+    charts = sweep_charts(board)
+    try:
+        for chart in charts or []:
+            write_bytes(Path(folder) / f"{chart.name}.png", chart.png())
+    finally:
+        close(charts)
