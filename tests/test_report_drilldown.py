@@ -5,7 +5,6 @@ Expected values are read from the golden set and the corpus files directly (the 
 document), or from the run's hits in results.json, not from the renderers under test."""
 
 import json
-import re
 import shutil
 import subprocess
 import sys
