@@ -174,11 +174,11 @@ def _as_result(value: Any, name: str) -> "Result":
 @dataclass(frozen=True)
 class Comparison(outcomes.Comparison):
     """The typed Comparison (core/outcomes: ``rows`` of ComparisonRow, ``transitions``, ``to_dict`` = what
-    ``harness compare --format json`` prints) with its Markdown. The renderer lives in stats/compare, which core
-    may not import, so the method is added here."""
+    ``harness compare --format json`` prints) with its Markdown. The renderer lives in render/compare_view, which
+    core may not import, so the method is added here."""
 
     def to_markdown(self) -> str:
-        from .stats.compare import to_markdown
+        from .render.compare_view import to_markdown
 
         return to_markdown(self)
 

@@ -292,7 +292,8 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
 
     Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
     """
-    from .stats.compare import compare_runs, to_markdown
+    from .stats.compare import compare_runs
+    from .render.compare_view import to_markdown
     from .render.outputs import load_results
 
     result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
@@ -304,7 +305,7 @@ def compare(results: List[Path] = typer.Argument(..., help="two or more results.
     elif fmt.value == "md":
         print(to_markdown(result), end="")
     else:
-        from .stats.compare import print_table
+        from .render.compare_view import print_table
         print_table(result)
 
 
@@ -362,12 +363,13 @@ def report(results: List[Path] = typer.Argument(..., help="one results.json, or 
     if problems:
         raise InputError("cannot write the report", problems)
     loaded = [load_results(p) for p in results]
+    from .render.explain import load_texts
+    texts = [load_texts(r, str(p), _err) for r, p in zip(loaded, results)]  # the drill-downs' and windows' texts
     if len(loaded) == 1:
-        from .render.explain import report_texts  # the texts the result carries (an older one: reloaded)
-        html_text = render(loaded, [report_texts(loaded[0], str(results[0]), _err)])
+        html_text = render(loaded, texts)
     else:
         from .stats.compare import compare_runs
-        html_text = render(loaded, comparison=compare_runs(loaded, list(metric)))
+        html_text = render(loaded, texts, comparison=compare_runs(loaded, list(metric)))
     write_output("--out", out, html_text)
     print(out)
 

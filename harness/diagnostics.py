@@ -1,7 +1,7 @@
 """Per-query verdicts at the context window, with the evidence for each, and aggregates with advice.
 
 Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk,
-buried_evidence, ok. Flags (any number): partial, noisy_context, unjudged_in_window.
+buried_evidence, ok. Flags (any number): partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
 
 Diagnosed from the golden set, its problems against the corpus, the diagnostics settings, the ranked lists and the
 judgments at both levels only: no pipeline object, no half-built result.
@@ -43,6 +43,15 @@ def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "Diagno
     return out
 
 
+def flags_text(settings: "DiagnosticsConfig") -> str:
+    """The flag rules in words, for every result's conventions."""
+    return (f"noisy_context: the window's relevant chunks are below {settings.noisy_below:g} of the most it could "
+            "hold (min(k, R) for R relevant chunks); unjudged_in_window: a chunk of an unjudged document outranks "
+            "the first relevant chunk of the window (detail.unjudged_share gives the unjudged share of every "
+            "window); partial: some relevant documents or evidence spans are missing from the window; near "
+            f"(missing_document): the first relevant document ranks within {settings.near_cutoff} past the window")
+
+
 def _v(kind: str, reason: str, detail: dict | None = None, flags: Sequence[str] = ()) -> Verdict:
     return Verdict(kind=kind, reason=reason, detail=detail or {}, flags=list(flags))
 
@@ -76,14 +85,25 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
         detail["partial"] = {"missing_documents": missing_docs,
                              "missing_evidence": [{"doc_id": d, "start": a, "end": b} for d, a, b in missing_spans]}
     if k:
-        precision = sum(1 for h in window if cq.get(h.chunk_id, 0) >= 1) / k
-        if precision < s.noisy_below:
+        # Noise is judged against what the query allows: with R relevant chunks a k-chunk window holds at most
+        # min(k, R) of them (one relevant abstract caps P@10 at 0.1), so precision is read relative to that.
+        found = sum(1 for h in window if cq.get(h.chunk_id, 0) >= 1)
+        possible = min(k, sum(1 for g in cq.values() if g >= 1))
+        relative = found / possible if possible else None
+        if relative is not None and relative < s.noisy_below:
             flags.append("noisy_context")
-            detail["noisy_context"] = {"chunk_precision": precision, "threshold": s.noisy_below}
-        unjudged = [h.chunk_id for h in window if h.doc_id not in dq]
-        if unjudged:
+            detail["noisy_context"] = {"chunk_precision": found / k, "possible_precision": possible / k,
+                                       "relative_precision": relative, "threshold": s.noisy_below}
+        # The unjudged share is a number on every query; the flag only says when it matters: an unjudged chunk
+        # outranks the first relevant one in the window (or the window has none), so a relevant chunk the
+        # golden set never judged could be what the retriever preferred.
+        unjudged = [h for h in window if h.doc_id not in dq]
+        detail["unjudged_share"] = len(unjudged) / k
+        first_relevant = next((h.rank for h in window if cq.get(h.chunk_id, 0) >= 1), k + 1)
+        above = [h.chunk_id for h in unjudged if h.rank < first_relevant]
+        if above:
             flags.append("unjudged_in_window")
-            detail["unjudged_in_window"] = {"share": len(unjudged) / k, "chunk_ids": unjudged}
+            detail["unjudged_in_window"] = {"share": len(unjudged) / k, "above_first_relevant": above}
     flags_t = tuple(flags)
 
     if not found_any:
@@ -94,7 +114,8 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
         detail["best_rank"] = {d: best.get(d) for d in sorted(relevant_docs)}
         if best:
             first = min(best.values())
-            detail.update(where="beyond_cutoff", first_rank=first, near=first <= s.near_cutoff)
+            # near is relative to the window: within near_cutoff ranks past it (k < rank <= k + near_cutoff)
+            detail.update(where="beyond_cutoff", first_rank=first, near=first <= k + s.near_cutoff)
             reason = f"no relevant document in the window; found at rank {first}; the window holds {k}"
         else:
             detail.update(where="not_retrieved", first_rank=None, near=False)
@@ -116,7 +137,7 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
         where = f"ranked {evidence_hit.rank}" if evidence_hit else f"not in the top {len(ranked.hits)}"
         return _v("wrong_chunk",
                   f"document {doc!r} is in the window but not the chunk with the evidence ({where}; "
-                  f"{distance} characters away)", detail, flags_t)
+                  f"{distance} character{'' if distance == 1 else 's'} away)", detail, flags_t)
 
     first = relevant_in_window[0]
     if k - s.edge < first.rank:
@@ -209,7 +230,8 @@ def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
                    f"({middle} in the middle of the window): a reranker or a smaller window puts it first")
     noisy = [v for v in vs if "noisy_context" in v.flags]
     if noisy and len(noisy) >= len(vs) / 4:
-        out.append(f"{len(noisy) / len(vs):.0%} of queries have noisy context (chunk precision below the threshold): "
+        out.append(f"{len(noisy) / len(vs):.0%} of queries have noisy context (relevant chunks below the threshold "
+                   f"of the most the window could hold): "
                    f"a smaller window or a reranker would cut the noise")
     errors = [v for v in vs if v.kind == "goldset_error"]
     if errors:

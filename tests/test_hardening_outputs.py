@@ -20,7 +20,11 @@ import pytest
 
 from clihelp import DEMO, ROOT, Case, assert_no_traceback, demo_config, harness, run_case, snapshot
 
-OUTPUTS = {"results.json", "run.trec", "run.chunks.trec", "hits.parquet", "per_query.csv", "report.md", "report.html"}
+# the report's charts as PNG files beside it (the demo golden set has the tags difficulty and topic)
+PLOTS = {"plot_recall_ndcg.png", "plot_precision.png", "plot_first_rank.png", "plot_verdicts_by_difficulty.png",
+         "plot_verdicts_by_topic.png"}
+OUTPUTS = {"results.json", "run.trec", "run.chunks.trec", "hits.parquet", "per_query.csv", "report.md",
+           "report.html"} | PLOTS
 MESSAGE = "interrupted: nothing half-written was left behind"
 
 
@@ -183,7 +187,8 @@ def rerun_replaced(tmp: Path, proc) -> None:
 def sweep_replaced(tmp: Path, proc) -> None:
     d = tmp / "d"
     runs = ["t-size_1-k1_1.2", "t-size_4-k1_1.2"]
-    tops = {"leaderboard.json", "leaderboard.md", "leaderboard.html", "best.yaml"}
+    tops = {"leaderboard.json", "leaderboard.md", "leaderboard.html", "best.yaml",
+            "plot_sweep_chunking_size.png", "plot_sweep_retriever_k1.png"}  # the metric against each parameter
     assert set(marker(d)["files"]) == tops | {f"{r}/{f}" for r in runs for f in OUTPUTS}
     # the dropped grid point's files are gone; the file the user put in its folder is not
     assert os.listdir(d / "t-size_2-k1_1.2") == ["mine.txt"]

@@ -363,10 +363,11 @@ def test_md_helpers():
 
 # ---- HTML: every interpolation goes through e() -----------------------------------------------------------------
 
-def test_html_module_escapes_every_interpolation():
-    """Each f-string placeholder in html_report.py is ``e(...)``, an already-built ``*_html`` fragment, or a module
-    constant (CSS, JS); placeholders inside an ``e(...)`` argument build text that ``e`` then escapes."""
-    tree = ast.parse((ROOT / "harness" / "render" / "html.py").read_text())
+@pytest.mark.parametrize("module", ["html.py", "compare_html.py"])
+def test_html_module_escapes_every_interpolation(module):
+    """Each f-string placeholder in the HTML renderers is ``e(...)``, an already-built ``*_html`` fragment, or a
+    module constant (CSS, JS); placeholders inside an ``e(...)`` argument build text that ``e`` then escapes."""
+    tree = ast.parse((ROOT / "harness" / "render" / module).read_text())
     inside_e = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "e":

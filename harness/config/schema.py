@@ -89,7 +89,7 @@ class DiagnosticsConfig(Strict):
     edge: int = Field(2, ge=0)
     middle_min_window: int = Field(6, ge=1)
     noisy_below: float = Field(0.2, ge=0, le=1)
-    near_cutoff: int = Field(10, ge=1, description="beyond_cutoff ranks up to this count as 'just past'")
+    near_cutoff: int = Field(10, ge=1, description="beyond_cutoff ranks up to this many past the window count as 'just past'")
     on_gold_error: Literal["flag", "fail"] = "flag"
 
 

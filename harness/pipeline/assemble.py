@@ -21,7 +21,7 @@ from ..core.hittable import HitTable
 from ..core.selection import kept
 from ..core.fingerprint import document_fingerprint
 from ..core.types import RankedList, Run
-from ..diagnostics import diagnose, summarize_verdicts
+from ..diagnostics import diagnose, flags_text, summarize_verdicts
 from ..io.hitsfile import CHUNKS_FILE, HITS_FILE, RunHits
 from ..core.errors import GoldSetError
 from ..metrics.engine import conventions as metric_conventions
@@ -35,6 +35,9 @@ from .levels import Coverage, Levels, evaluate_levels, level_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
+
+
+OUTRANKING_SHOWN = 20  # chunks below the window whose texts a result carries for its drill-downs
 
 
 def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
@@ -150,8 +153,15 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
             hits=store.records(i) if i in keep_set else None,
         ))
     # The texts explain and the reports show: the windows of the kept hits (chunks.parquet has every hit's).
-    window_chunks = {h.chunk_id: store.chunks[h.chunk_id] for i in sorted(keep_set)
-                     for h in lists[i].hits[: max(window_k[i], 1)]}
+    # The texts explain and the drill-downs show without the corpus: each kept query's window, and below it the
+    # chunks down to its first relevant one (what outranked the evidence), at most OUTRANKING_SHOWN more.
+    window_chunks = {}
+    for i in sorted(keep_set):
+        hits_i = lists[i].hits
+        relevant = cq.get(gold.queries[i].query_id, {})
+        first = next((r for r, h in enumerate(hits_i, 1) if relevant.get(h.chunk_id, 0) >= 1), 0)
+        shown = max(window_k[i], 1, min(first, window_k[i] + OUTRANKING_SHOWN))
+        window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:shown])
 
     conventions = metric_conventions(order="rank", query_policy=policy, trec_compat=False)
     conventions["order"] = "retriever score descending, ties by chunk id descending; documents at their best chunk"
@@ -163,6 +173,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                                       "no evidence spans in the golden set: every chunk of a relevant document is "
                                       "relevant (wrong_chunk cannot be diagnosed)")
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
+    conventions["flags"] = flags_text(config.diagnostics)
     kinds = [verdicts[q.query_id].kind for q in gold.queries]
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
     run = Run(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)

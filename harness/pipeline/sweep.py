@@ -69,6 +69,8 @@ def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log, 
     from ..render.html import render
     write_text(out_dir / "leaderboard.html", render(ranked, comparison=comparison, leaderboard=leaderboard)
                if comparison else render([best[2]], [best[2].chunk_text], leaderboard=leaderboard))
+    from ..render.plots import write_sweep_plots
+    write_sweep_plots(out_dir, leaderboard)  # the metric against each swept parameter, for slides
     # best.yaml: the best point as a runnable config on the reported golden set, its paths relative to the folder
     # it is written in (so it runs where the folder is copied), without the sweep keys.
     best_cfg = {**best[0].resolved(), "goldset": config.resolved()["goldset"], "output": None}

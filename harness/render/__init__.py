@@ -1,3 +1,4 @@
-"""Every output format: results.json, run files, per_query.csv, report.md, report.html, explain views.
-In: Results. Out: text and files; all number formatting lives here.
+"""Every output format: results.json, run files, per_query.csv, report.md, report.html (with per-query drill-downs
+and plots, also as PNG files), comparison tables, explain views.
+In: Results (and texts for the drill-downs). Out: text and files; all number formatting lives here.
 """

@@ -16,6 +16,7 @@ from ..core.types import GoldSet, Judgment, Query, Span
 
 if TYPE_CHECKING:
     from ..core.result import Result
+    from .drilldown import Texts
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -118,6 +119,23 @@ def texts_for(config: ExperimentConfig):
     docs = load_corpus(config.corpus)
     chunks = chunk_documents(docs, config.chunking)
     return docs, chunks
+
+
+def load_texts(result: Result, where: str, warn) -> "Texts":
+    """Chunk texts for a saved result's drill-downs: those it carries (windows, what outranked the evidence, the
+    evidence itself in its gold records). A results.json written before results carried texts has them from the
+    corpus its config names; a corpus that cannot be loaded then is a warning and the report renders without."""
+    from ..core.errors import HarnessError
+    from .drilldown import Texts
+
+    if result.chunks is not None:  # the texts the result carries (#13): the corpus is not read again
+        return Texts(dict(result.chunk_text))
+    try:
+        docs, chunks = texts_for(parse_config(result.config.as_dict(), where))
+    except HarnessError as exc:
+        warn(f"warning: chunk texts not loaded ({exc})")
+        return Texts()
+    return Texts({c.chunk_id: c.text for c in chunks}, {d.doc_id: d.text for d in docs})
 
 
 def explain_saved(result: Result, query_id: str) -> dict:

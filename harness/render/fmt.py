@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..core.result import Result
+
+
+def e(value) -> str:
+    """The one HTML escaping helper: any value as HTML text, safe inside a quoted attribute too."""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

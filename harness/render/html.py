@@ -2,15 +2,18 @@
 
 Every value interpolated into the page, text or attribute, whatever its type, goes through ``e`` (attributes are
 always quoted); a fragment that is already HTML is named ``*_html``. A test walks this module's f-strings to keep it
-so. The script only shows and hides rows rendered here."""
+so. The script only filters, sorts, shows and hides rows rendered here.
+
+A failing query's row expands into its drill-down (``drilldown``): the evidence, where it ranked, what outranked it.
+Charts are ``plots``'; comparison tables are ``compare_view``'s (one renderer for every format)."""
 
 from __future__ import annotations
 
-import html
-import io
 from typing import TYPE_CHECKING
 
-from .fmt import fmt, means_sentence, plural
+from .drilldown import Texts, drilldown, snippet
+from .fmt import e, fmt, means_sentence, plural
+from .plots import curves as _curves  # noqa: F401  (the curves the page plots; tests read them here)
 
 if TYPE_CHECKING:
     from ..core.outcomes import Comparison
@@ -24,8 +27,11 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #dde
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #e3e6ee;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f6fa}tr.q{cursor:pointer}tr.q:hover{background:#f8f9fc}tr.detail td{background:#fbfbfd}
 .k-ok{color:#17803d}.k-missing_document,.k-goldset_error{color:#b42318}.k-wrong_chunk{color:#b54708}.k-buried_evidence{color:#6941c6}
-mark{background:#fde68a}.plots{display:flex;gap:16px;flex-wrap:wrap}.plots svg{max-width:380px;height:auto}
-select{margin-right:12px}
+mark{background:#fde68a}.plots{display:flex;gap:16px;flex-wrap:wrap}.plots svg{max-width:420px;height:auto}
+select{margin-right:12px}th{cursor:pointer;user-select:none}th[data-dir=asc]::after{content:" \\25B2"}
+th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;color:#3538cd;font-size:12px;text-align:center}
+tr.gap td{color:#667;text-align:center;font-size:12px}tr.m-evidence td{background:#ecfdf3}tr.m-right_document td{background:#fffaeb}
+.headline{margin:4px 0}.sbs{display:flex;gap:12px}.sbs .col{flex:1;min-width:0}
 """
 
 JS = """
@@ -37,8 +43,34 @@ function applyFilters(){
     const d=document.getElementById(row.dataset.detail); if(d && !show){d.hidden=true;}
   });
   const n=document.querySelectorAll('tr.q:not([hidden])').length;
-  document.getElementById('shown').textContent=n;
+  const shown=document.getElementById('shown'); if(shown){shown.textContent=n;}
 }
+function cellKey(row,i){
+  const c=row.cells[i]; if(!c){return '';}
+  const v=c.dataset.sort!==undefined?c.dataset.sort:c.textContent.trim();
+  const x=parseFloat(v.replace(/%$/,''));
+  return (v!=='' && !isNaN(x) && /^[-+]?[0-9.]/.test(v))?x:v.toLowerCase();
+}
+function sortBy(th){
+  const table=th.closest('table'), body=table.tBodies[0], i=th.cellIndex;
+  const dir=th.dataset.dir==='asc'?'desc':'asc';
+  table.querySelectorAll('th').forEach(function(h){delete h.dataset.dir;});
+  th.dataset.dir=dir;
+  // a query row keeps its detail row right after it
+  const groups=[];
+  [...body.rows].forEach(function(r){
+    if(r.classList.contains('detail') && groups.length){groups[groups.length-1].push(r);} else {groups.push([r]);}
+  });
+  groups.sort(function(a,b){
+    const x=cellKey(a[0],i), y=cellKey(b[0],i);
+    const c=(typeof x===typeof y)?(x<y?-1:x>y?1:0):(typeof x==='number'?-1:1);
+    return dir==='asc'?c:-c;
+  });
+  groups.forEach(function(g){g.forEach(function(r){body.appendChild(r);});});
+}
+document.querySelectorAll('table.sortable > thead th').forEach(function(th){
+  th.addEventListener('click',function(){sortBy(th);});
+});
 document.querySelectorAll('select[data-filter]').forEach(function(s){s.addEventListener('change',applyFilters);});
 document.querySelectorAll('tr.q').forEach(function(row){
   row.addEventListener('click',function(){const d=document.getElementById(row.dataset.detail); d.hidden=!d.hidden;});
@@ -46,86 +78,22 @@ document.querySelectorAll('tr.q').forEach(function(row){
 applyFilters();
 """
 
-def e(value) -> str:
-    """The one escaping helper: any value as HTML text, safe inside a quoted attribute too."""
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
-
-
-def _curves(result: Result):
-    """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks, over the queries
-    counted at chunk level (the summary's queries)."""
-    # Every query's relevance flags: from the result, or hits.parquet when it keeps a bounded set of hits.
-    counted = {q.id: None for q in result.counted("chunk")}
-    flags = {qid: rel for qid, rel in result.relevance() if qid in counted}
-    # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
-    depth = min(result.cutoff.depth, max([len(f) for f in flags.values()] + [1]))
-    recall, precision, firsts, n = [0.0] * depth, [0.0] * depth, [], 0
-    for q in result.counted("chunk"):
-        n += 1
-        found, first = 0, None
-        n_rel = q.n_relevant.chunk
-        rel = flags.get(q.id, ())
-        for i in range(depth):
-            if i < len(rel) and rel[i]:
-                found += 1
-                first = first or i + 1
-            recall[i] += found / n_rel if n_rel else 0.0  # query_policy zero: a query with nothing relevant is 0
-            precision[i] += found / (i + 1)
-        firsts.append(first)
-    if n:
-        recall = [r / n for r in recall]
-        precision = [p / n for p in precision]
-    return recall, precision, firsts
-
-
-def _label(name: str) -> str:
-    """A run name as a matplotlib label: '$' would start mathtext (a parse error on odd input), a leading '_'
-    hides the entry. matplotlib escapes the text itself when it writes the SVG."""
-    return name.replace("$", r"\$").lstrip("_") or "run"
-
-
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
+def _svgs(charts) -> str:
+    if charts is None:
+        return '<p class="muted">Plots need matplotlib: pip install &#x27;rag-harness[report]&#x27;.</p>'
+    svgs_html = "".join(c.svg() for c in charts)
+    return f'<div class="plots">{svgs_html}</div>'
 
 
 def plots(results: list[Result]) -> str:
+    """The charts of one run or several (``render.plots``) as inline SVG."""
+    from . import plots as charts_of
+
+    charts = charts_of.run_charts(results)
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return '<p class="muted">Plots need matplotlib: pip install &#x27;rag-harness[report]&#x27;.</p>'
-    plt.rcParams["svg.fonttype"] = "none"
-    curves = [_curves(r) for r in results]  # one pass per run serves all three plots
-    out = []
-    for title, index in (("recall@k (chunk level)", 0), ("precision@k (chunk level)", 1)):
-        fig, ax = plt.subplots(figsize=(4.4, 3))
-        for r, curve in zip(results, curves):
-            ys = curve[index]
-            ax.plot(range(1, len(ys) + 1), ys, label=_label(r.name))
-        ax.set_xscale("log")
-        ax.set_xlabel("k")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        out.append(_svg(fig))
-        plt.close(fig)
-    fig, ax = plt.subplots(figsize=(4.4, 3))
-    for r, curve in zip(results, curves):
-        firsts = curve[2]
-        depth = r.cutoff.depth
-        ranks = [f if f is not None else depth + 1 for f in firsts]
-        bins = sorted({b for b in (1, 2, 3, 4, 5, 6, 11, 21, 51) if b <= depth} | {depth + 1, depth + 2})
-        ax.hist(ranks, bins=bins, alpha=0.6, label=_label(r.name))
-    ax.set_xscale("log")
-    ax.set_title("first relevant chunk rank (right bin: not found)")
-    ax.legend(fontsize=8)
-    out.append(_svg(fig))
-    plt.close(fig)
-    return '<div class="plots">' + "".join(out) + "</div>"
+        return _svgs(charts)
+    finally:
+        charts_of.close(charts)
 
 
 def _highlight(text: str, start: int, spans: list[list[int]]) -> str:
@@ -144,6 +112,71 @@ def _highlight(text: str, start: int, spans: list[list[int]]) -> str:
     return "".join(out)
 
 
+def _drill_html(q, texts: Texts) -> str:
+    """The detail row's body: the reason, where the evidence ranked, the gold evidence and documents, and the
+    ranking down to the evidence with the window's end marked."""
+    d = drilldown(q, texts)
+    spans = {g.doc_id: g.evidence for g in q.gold}
+    parts = [f'<p class="reason">{e(d.reason)}</p>', f'<p class="headline"><b>{e(d.headline())}</b></p>']
+    if d.position:
+        parts.append(f'<p class="position">{e(d.position)}</p>')
+    if d.unjudged_share is not None:
+        parts.append(f'<p class="muted">unjudged share of the window: {e(format(d.unjudged_share, ".0%"))}</p>')
+    if d.evidence:
+        ev_rows = []
+        for ev in d.evidence:
+            text_html = _text_html(ev.text)
+            ev_rows.append(
+                f'<tr><td>{e(ev.doc_id)}</td><td>{e("whole document" if ev.start is None else f"[{ev.start}, {ev.end})")}'
+                f'</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
+                f'{e(" (in the window)" if ev.in_window else "")}</td><td class="ev-text">{text_html}</td></tr>')
+        ev_html = "".join(ev_rows)
+        parts.append('<table class="evidence"><thead><tr><th>gold document</th><th>span</th><th>evidence rank</th>'
+                     f"<th>evidence text</th></tr></thead><tbody>{ev_html}</tbody></table>")
+    if d.kind == "missing_document" and d.gold_docs:
+        gd_rows = []
+        for g in d.gold_docs:
+            text_html = _text_html(g.text)
+            gd_rows.append(f'<tr><td>{e(g.doc_id)}</td><td>{e(g.grade)}</td>'
+                           f'<td>{e(g.best_rank if g.best_rank is not None else "not retrieved")}</td>'
+                           f'<td>{text_html}</td></tr>')
+        gd_html = "".join(gd_rows)
+        parts.append('<table class="gold-docs"><thead><tr><th>gold document</th><th>grade</th><th>best rank</th>'
+                     f"<th>text (its best-ranked chunk)</th></tr></thead><tbody>{gd_html}</tbody></table>")
+    rows, boundary, prev = [], False, 0
+    for r in d.rows:
+        if not r.in_window and not boundary:
+            boundary = True
+            rows.append(f'<tr class="window-end"><td colspan="5">end of the window ({e(d.window)} chunks)</td></tr>')
+        if r.rank > prev + 1:  # rows left out between the shown ones and the evidence
+            rows.append(f'<tr class="gap"><td colspan="5">… {e(r.rank - prev - 1)} more chunks …</td></tr>')
+        prev = r.rank
+        if r.text is None:
+            body_html = _NO_TEXT
+        elif r.in_window or r.mark:
+            body_html = _highlight(r.text, r.start, spans.get(r.doc_id, []))
+        else:
+            body_html = e(snippet(r.text, 160))
+        rows.append(f'<tr class="m-{e(r.mark.replace(" ", "_") or "none")}"><td>{e(r.rank)}</td>'
+                    f"<td>{e(format(r.score, '.3f'))}</td><td>{e(r.chunk_id)}</td><td>{e(r.mark)}</td>"
+                    f"<td>{body_html}</td></tr>")
+    if not boundary and d.rows and len(d.rows) >= d.window:
+        rows.append(f'<tr class="window-end"><td colspan="5">end of the window ({e(d.window)} chunks)</td></tr>')
+    title = ("the window" if d.target_rank is None or d.target_rank <= d.window
+             else "the ranking down to the evidence (rank " + str(d.target_rank) + ")")
+    rows_html = "".join(rows)
+    parts.append(f'<p>{e(title)}:</p><table class="ranking"><thead><tr><th>rank</th><th>score</th><th>chunk</th>'
+                 f"<th></th><th>text (evidence marked)</th></tr></thead><tbody>{rows_html}</tbody></table>")
+    return "".join(parts)
+
+
+_NO_TEXT = '<span class="muted">(text not loaded)</span>'
+
+
+def _text_html(text: str | None) -> str:
+    return _NO_TEXT if text is None else e(text)
+
+
 def shown_queries(result: Result) -> list:
     """The queries the per-query table shows: all up to ``SHOWN_QUERIES``, else the worst of each failing verdict
     and a fixed sample (``core.selection``), so the page's size does not grow with the run's."""
@@ -152,7 +185,7 @@ def shown_queries(result: Result) -> list:
     return [result.queries[i] for i in select(rows_of(result.queries))]
 
 
-def _query_rows(result: Result, chunk_text: dict[str, str]) -> str:
+def _query_rows(result: Result, texts: Texts) -> str:
     tags = sorted({t for q in result.queries for t in q.tags})
     rows = []
     shown = shown_queries(result)
@@ -162,22 +195,18 @@ def _query_rows(result: Result, chunk_text: dict[str, str]) -> str:
                                                              for j, t in enumerate(tags))
         m = q.metrics
         counted = "/".join(level for level in ("doc", "chunk") if q.is_counted(level)) or "no"
+        first = next((h.rank for h in q.hits if h.relevant), None)
+        share = v.detail.get("unjudged_share")
+        share_s = format(share, ".0%") if isinstance(share, (int, float)) else ""
         rows.append(f'<tr class="q" data-detail="d{e(i)}"{data_html}><td>{e(q.id)}</td><td>{e(q.text)}</td>'
                     f'<td class="k-{e(v.kind)}">{e(v.kind)}</td><td>{e(" ".join(v.flags))}</td>'
+                    f'<td data-sort="{e(share if isinstance(share, (int, float)) else -1)}">{e(share_s)}</td>'
+                    f'<td data-sort="{e(first if first is not None else 1e9)}">'
+                    f'{e(first if first is not None else "not retrieved")}</td>'
                     f'<td>{e(fmt(m.chunk.get("recall@window"), 2))}</td><td>{e(fmt(m.doc.get("ndcg@10"), 3))}</td>'
                     f'<td>{e(counted)}</td></tr>')
-        spans = {g.doc_id: g.evidence for g in q.gold}
-        hits = []
-        for h in q.hits[: max(q.effective_k, 1)]:
-            text = chunk_text.get(h.chunk_id, "")
-            body_html = (_highlight(text, h.start, spans.get(h.doc_id, [])) if text
-                         else '<span class="muted">(text not loaded)</span>')
-            mark = "evidence" if h.relevant else ("right document" if h.doc_relevant else "")
-            hits.append(f"<tr><td>{e(h.rank)}</td><td>{e(format(h.score, '.3f'))}</td><td>{e(h.chunk_id)}</td>"
-                        f"<td>{e(mark)}</td><td>{body_html}</td></tr>")
-        hits_html = "".join(hits)
-        rows.append(f'<tr class="detail" id="d{e(i)}" hidden><td colspan="7"><p>{e(v.reason)}</p><table><tr><th>rank</th>'
-                    f'<th>score</th><th>chunk</th><th></th><th>text (evidence marked)</th></tr>{hits_html}</table></td></tr>')
+        detail_html = _drill_html(q, texts)
+        rows.append(f'<tr class="detail" id="d{e(i)}" hidden><td colspan="9">{detail_html}</td></tr>')
     selects = ['<select data-filter="verdict"><option value="">all verdicts</option>' + "".join(
         f'<option value="{e(k)}">{e(k)}</option>' for k in result.summary.verdicts.counts.model_dump()) + "</select>"]
     for j, t in enumerate(tags):
@@ -189,12 +218,14 @@ def _query_rows(result: Result, chunk_text: dict[str, str]) -> str:
         f'<p class="muted" id="shown-note">Showing {e(len(shown))} of {e(len(result.queries))} queries: the worst of '
         f'each failing verdict and a fixed sample; all are in per_query.csv and {e(result.hits_file or "hits.parquet")}'
         f' (harness explain results.json QUERY_ID shows any of them).</p>')
-    return (f'{note_html}<p>{selects_html} <span id="shown"></span> queries shown; click a row for its window.</p>'
-            '<table id="queries"><tr><th>id</th><th>query</th><th>verdict</th><th>flags</th><th>chunk recall@window</th>'
-            f"<th>doc nDCG@10</th><th>counted</th></tr>{rows_html}</table>")
+    return (f'{note_html}<p>{selects_html} <span id="shown"></span> queries shown; click a row for where its evidence ranked, '
+            'a column head to sort.</p>'
+            '<table id="queries" class="sortable"><thead><tr><th>id</th><th>query</th><th>verdict</th><th>flags</th>'
+            "<th>unjudged in window</th><th>first relevant chunk rank</th><th>chunk recall@window</th>"
+            f"<th>doc nDCG@10</th><th>counted</th></tr></thead><tbody>{rows_html}</tbody></table>")
 
 
-def _run_section(result: Result, chunk_text: dict[str, str]) -> str:
+def _run_section(result: Result, texts: Texts, charts=None) -> str:
     s, v = result.summary, result.summary.verdicts
     cd = s.counts.doc
     counts, shares = v.counts.model_dump(), v.shares.model_dump()
@@ -204,6 +235,7 @@ def _run_section(result: Result, chunk_text: dict[str, str]) -> str:
              ("nothing in window", plural(cd.nothing_found_in_window, "query", "queries")),
              ("ok", format(shares["ok"], ".0%"))]
     kinds = list(counts)
+    flags = v.flags.model_dump()
     parts = [f"<h1>Retrieval report: {e(result.name)}</h1>",
              f'<p class="muted">retriever {e(result.config.retriever.kind)}, window '
              f"{e(result.cutoff.describe)}, depth {e(result.cutoff.depth)}, {e(result.corpus.documents)} "
@@ -215,18 +247,22 @@ def _run_section(result: Result, chunk_text: dict[str, str]) -> str:
                      for n in s.doc) +
              "</table>" + "".join(f'<p class="muted" id="means-{e(level)}">{e(means_sentence(result, level))}</p>'
                                   for level in ("doc", "chunk")),
-             "<h2>Verdicts</h2><table><tr><th>verdict</th><th>queries</th><th>share</th></tr>" +
+             '<h2>Verdicts</h2><table class="sortable"><thead><tr><th>verdict</th><th>queries</th><th>share</th></tr>'
+             "</thead><tbody>" +
              "".join(f'<tr><td class="k-{e(k)}">{e(k)}</td><td>{e(n)}</td><td>{e(format(shares[k], ".0%"))}</td></tr>'
-                     for k, n in counts.items()) + "</table>"]
+                     for k, n in counts.items()) + "</tbody></table>",
+             '<p class="muted" id="flags">flags: ' + e(", ".join(f"{f} {n}" for f, n in flags.items())) + "; "
+             + e(result.conventions.get("flags", "")) + "</p>"]
     for tag, values in v.by_slice.items():
         rows = {val: c.model_dump() for val, c in values.items()}
-        parts.append(f"<h3>By {e(tag)}</h3><table><tr><th>{e(tag)}</th>" + "".join(f"<th>{e(k)}</th>" for k in kinds) +
-                     "</tr>" + "".join(f"<tr><td>{e(val)}</td>" + "".join(f"<td>{e(c[k])}</td>" for k in kinds) + "</tr>"
-                                       for val, c in sorted(rows.items())) + "</table>")
+        parts.append(f'<h3>By {e(tag)}</h3><table class="sortable"><thead><tr><th>{e(tag)}</th>' +
+                     "".join(f"<th>{e(k)}</th>" for k in kinds) + "</tr></thead><tbody>" +
+                     "".join(f"<tr><td>{e(val)}</td>" + "".join(f"<td>{e(c[k])}</td>" for k in kinds) + "</tr>"
+                             for val, c in sorted(rows.items())) + "</tbody></table>")
     if v.advice:
         parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in v.advice) + "</ul>")
-    parts.append("<h2>Curves</h2>" + plots([result]))
-    parts.append("<h2>Queries</h2>" + _query_rows(result, chunk_text))
+    parts.append("<h2>Plots</h2>" + (_svgs(charts) if charts is not False else plots([result])))
+    parts.append("<h2>Queries</h2>" + _query_rows(result, texts))
     parts.append("<h2>Conventions</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(val)}</li>"
                                                      for k, val in result.conventions.items()) + "</ul>")
     return "".join(parts)
@@ -236,48 +272,53 @@ def _p(value) -> str:
     return "" if value is None else format(value, ".4f")
 
 
-def _comparison_section(comparison: Comparison, results: list[Result]) -> str:
-    rows_html = "".join(
-        f"<tr><td>{e(r.run)}</td><td>{e(r.metric)}</td><td>{e(r.n)}</td><td>{e(fmt(r.baseline_mean))}</td>"
-        f"<td>{e(fmt(r.mean))}</td><td>{e(format(r.delta, '+.4f'))}{e(' *' if r.significant else '')}</td>"
-        f"<td>[{e(format(r.ci95[0], '+.4f'))}, {e(format(r.ci95[1], '+.4f'))}]</td><td>{e(_p(r.p_corrected))}</td>"
-        f"<td>{e(r.wins)}/{e(r.ties)}/{e(r.losses)}</td><td>{e(format(r.mde, '.4f'))}</td></tr>"
-        for r in comparison.rows)
-    trans_html = "".join(f"<li>{e(run)}: {e(k)}: {e(len(ids))} ({e(', '.join(ids[:15]))})</li>"
-                         for run, t in comparison.transitions.items() for k, ids in t.items())
-    return (f"<h1>Comparison against {e(comparison.baseline)}</h1><p class=\"muted\">{e(comparison.test)} test, "
-            f"{e(comparison.correction)} correction; * significant after correction</p>"
-            "<table><tr><th>run</th><th>metric</th><th>n</th><th>baseline</th><th>run</th><th>delta</th><th>95% CI</th>"
-            f"<th>p corrected</th><th>W/T/L</th><th>MDE</th></tr>{rows_html}</table>"
-            + (f"<h2>Verdict transitions</h2><ul>{trans_html}</ul>" if trans_html else "") + "<h2>Curves</h2>"
-            + plots(results))
+def _comparison_section(comparison: Comparison, results: list[Result], texts: list[Texts]) -> str:
+    from .compare_html import html_tables, side_by_side
+
+    tables_html = html_tables(comparison)
+    sbs_html = side_by_side(results, texts, comparison.baseline)
+    return tables_html + "<h2>Plots</h2>" + plots(results) + sbs_html
 
 
 def _leaderboard_section(board: dict) -> str:
+    from . import plots as charts_of
+
     rows_html = "".join(
         f"<tr><td>{e(i)}</td><td>{e(r['run'])}</td><td>{e(', '.join(f'{k}={v}' for k, v in r['params'].items()))}</td>"
         f"<td>{e(format(r['mean'], '.4f'))}</td><td>{e(r.get('queries', ''))}</td>"
         f"<td>{e(format(r['delta_vs_best'], '+.4f'))}</td>"
         f"<td>{e(_p(r['p_corrected']))}</td>"
         f"<td>{e('yes' if r['tied_with_best'] else 'no')}</td></tr>" for i, r in enumerate(board["runs"], 1))
+    charts = charts_of.sweep_charts(board)
+    try:
+        charts_html = _svgs(charts) if charts != [] else ""
+    finally:
+        charts_of.close(charts)
     return (f"<h1>Sweep {e(board['name'])}: leaderboard by {e(board['metric'])}</h1><p class=\"muted\">tied = not "
             f"significantly different from the best ({e(board['test'])} test, {e(board['correction'])} correction)</p>"
-            "<table><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>queries</th><th>delta vs best</th>"
-            f"<th>p corrected</th><th>tied with best</th></tr>{rows_html}</table>")
+            '<table class="sortable"><thead><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>queries</th>'
+            "<th>delta vs best</th>"
+            f"<th>p corrected</th><th>tied with best</th></tr></thead><tbody>{rows_html}</tbody></table>{charts_html}")
 
 
-def render(results: list[Result | dict], chunk_texts: list[dict[str, str]] | None = None,
-           comparison: Comparison | None = None, leaderboard: dict | None = None) -> str:
+def _texts(value) -> Texts:
+    return value if isinstance(value, Texts) else Texts(value or {})
+
+
+def render(results: list[Result | dict], chunk_texts: list[dict[str, str] | Texts] | None = None,
+           comparison: Comparison | None = None, leaderboard: dict | None = None, charts=False) -> str:
     """The page for one run, or a comparison of several (with ``comparison``), optionally topped by a sweep's
-    leaderboard. A plain dict is validated into a Result first."""
+    leaderboard. A plain dict is validated into a Result first. ``chunk_texts``: per result, chunk texts by id or
+    a ``drilldown.Texts``. ``charts``: the run's charts already made (``plots.run_charts``), to share them with
+    the PNG files; False makes them here."""
     from ..core.result import as_result
 
     results = [as_result(r) for r in results]
-    chunk_texts = chunk_texts or [{} for _ in results]
-    body_html = _comparison_section(comparison, results) if comparison else _run_section(results[0], chunk_texts[0])
+    texts = [_texts(t) for t in (chunk_texts or [None] * len(results))]
+    body_html = (_comparison_section(comparison, results, texts) if comparison
+                 else _run_section(results[0], texts[0], charts))
     if leaderboard:
         body_html = _leaderboard_section(leaderboard) + body_html
     title = comparison.baseline + " comparison" if comparison else results[0].name
-    script_html = "" if comparison else JS
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="generator" content="harness"><title>{e(title)}</title>'
-            f"<style>{CSS}</style></head><body>{body_html}<script>{script_html}</script></body></html>")
+            f"<style>{CSS}</style></head><body>{body_html}<script>{JS}</script></body></html>")

@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.files import atomic_open, write_text
+from ..core.files import atomic_open, write_bytes, write_text
+from .drilldown import Texts, drilldown, snippet, worst_order
 from .fmt import fmt, means_sentence, plural
 
 if TYPE_CHECKING:
@@ -75,11 +76,42 @@ def _table(headers: list, rows: list[list]) -> list[str]:
         "| " + " | ".join(md(c) for c in row) + " |" for row in rows]
 
 
-def markdown(result: Result | dict, worst: int = 5) -> str:
-    """report.md. Every value from the result goes through ``md`` (text) or ``md_code`` (ids), never raw."""
+def _drill_md(q, texts: Texts | None) -> list[str]:
+    """One query's drill-down in text: the reason, where the evidence ranked, its text, and what outranked it."""
+    d = drilldown(q, texts)
+    out = [f"- **{md(q.id)}** “{md(q.text)}”: {md(d.reason)}", f"  - {md(d.headline())}"]
+    if d.position:
+        out.append(f"  - {md(d.position)}")
+    for ev in d.evidence:
+        where = "the whole document" if ev.start is None else f"\\[{ev.start}, {ev.end})"
+        text = f": “{md(snippet(ev.text, 200))}”" if ev.text is not None else ""
+        out.append(f"  - gold evidence in {md_code(ev.doc_id)} {where}{text}")
+    if d.kind == "missing_document":
+        for g in d.gold_docs:
+            rank = f"best rank {g.best_rank}" if g.best_rank is not None else "not retrieved"
+            text = f": “{md(snippet(g.text, 200))}”" if g.text is not None else ""
+            out.append(f"  - gold document {md_code(g.doc_id)} (grade {md(g.grade)}, {md(rank)}){text}")
+    above = d.outranked_by
+    if above:
+        label = "outranked by" if d.target_rank is not None else "the window holds"
+        out.append(f"  - {label}:")
+        for r in above[:8]:
+            mark = f" ({r.mark})" if r.mark else ""
+            text = f" “{md(snippet(r.text, 90))}”" if r.text is not None else ""
+            out.append(f"    - {md(r.rank)}. {md_code(r.chunk_id)} score {md(format(r.score, '.3f'))}{md(mark)}{text}")
+        hidden = len(above) - 8 + d.more_above
+        if hidden > 0:
+            out.append(f"    - … and {md(plural(hidden, 'more chunk'))} above the evidence")
+    return out
+
+
+def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None = None) -> str:
+    """report.md. Every value from the result goes through ``md`` (text) or ``md_code`` (ids), never raw.
+    ``texts``: chunk (and document) texts for the worst queries' drill-downs (a dict is chunk texts by id)."""
     from ..core.result import as_result
 
     result = as_result(result)
+    texts = texts if isinstance(texts, Texts) else Texts(texts or result.chunk_text)
     s = result.summary
     g, c, cut = result.goldset, result.corpus, result.cutoff
     out = [f"# Retrieval report: {md(result.name)}", ""]
@@ -133,17 +165,15 @@ def markdown(result: Result | dict, worst: int = 5) -> str:
         out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v.advice]
     out += ["", "## Worst queries", ""]
     for kind in ("goldset_error", "missing_document", "wrong_chunk", "buried_evidence"):
-        rows = [q for q in result.queries if q.verdict.kind == kind]
+        rows = worst_order(result.queries, kind)
         if not rows:
             continue
-        rows.sort(key=lambda q: (q.metrics.chunk.get("rr@window", 0), q.id))
-        out += [f"### {md(kind)} ({len(rows)})", ""]
+        order = "by first relevant rank, not retrieved last" if kind == "missing_document" else "worst first"
+        out += [f"### {md(kind)} ({len(rows)}, {order})", ""]
         for q in rows[:worst]:
-            out.append(f"- **{md(q.id)}** “{md(q.text)}”: {md(q.verdict.reason)}")
-            for h in result.hits_of(q)[: max(q.effective_k, 1)][:5]:
-                mark = "evidence" if h.relevant else ("right doc" if h.doc_relevant else "")
-                out.append(f"  - {md(h.rank)}. {md_code(h.chunk_id)} score {md(format(h.score, '.3f'))} {mark}")
-        out.append("")
+            if q.hits is None:  # a large run keeps a selection of hits here: the others are in hits.parquet
+                q = q.model_copy(update={"hits": result.hits_of(q)})
+            out += _drill_md(q, texts) + [""]
     out += ["## Conventions", ""] + [f"- **{md(k)}**: {md(val)}" for k, val in result.conventions.items()]
     out += ["", f"Config hash {md_code(result.config_hash)}, harness {md(result.harness_version)}, "
                 f"created {md(result.created_at)}."]
@@ -180,8 +210,15 @@ def write_run_files(result: Result, folder: Path) -> None:
         write_chunks(folder / result.chunks_file, [store.chunks[c] for c in store.hit_chunk_ids()])
     write_text(folder / "per_query.csv", per_query_csv(result))
     write_text(folder / "report.md", markdown(result))
+    from . import plots
     from .html import render
-    write_text(folder / "report.html", render([result], [result.chunk_text]))
+    charts = plots.run_charts([result])  # made once: inline SVG in the page, PNG files beside it for slides
+    try:
+        write_text(folder / "report.html", render([result], [result.chunk_text], charts=charts))
+        for chart in charts or []:
+            write_bytes(folder / f"{chart.name}.png", chart.png())
+    finally:
+        plots.close(charts)
 
 
 def load_results(path: Path) -> Result:

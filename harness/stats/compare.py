@@ -2,7 +2,7 @@
 a multiple-comparison correction, win/tie/loss, verdict transitions, per-slice deltas, and the minimum
 detectable effect of the golden set (80% power, two-sided alpha 0.05).
 
-Queries are paired by id over those counted at the metric's level in both runs (each query's ``counted`` flag:
+Tables are rendered by ``render.compare_view`` (one renderer for every format). Queries are paired by id over those counted at the metric's level in both runs (each query's ``counted`` flag:
 ``metrics.table.included``), so a run's baseline mean here is its summary's number."""
 
 from __future__ import annotations
@@ -200,56 +200,3 @@ def transitions(a: Result, b: Result) -> dict:
         if after is not None and before != after:
             out[f"{before} -> {after}"].append(q.id)
     return dict(sorted(out.items()))
-
-
-def _f(value, spec: str = ".4f") -> str:
-    # A mean is None when no query has relevant gold at the metric's level: print n/a, never crash.
-    return "n/a" if value is None else format(value, spec)
-
-
-def to_markdown(c: Comparison) -> str:
-    out = [f"## Comparison against `{c.baseline}` ({c.test} test, {c.correction} correction)", ""]
-    out += [f"> warning: {w}" for w in c.warnings]
-    out += ["| run | metric | n | baseline | run | delta | 95% CI | p (corrected) | W/T/L | MDE |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in c.rows:
-        sig = " *" if r.significant else ""
-        out.append(f"| {r.run} | {r.metric} | {r.n} | {_f(r.baseline_mean)} | {_f(r.mean)} | "
-                   f"{r.delta:+.4f}{sig} | [{r.ci95[0]:+.4f}, {r.ci95[1]:+.4f}] | {r.p_corrected:.4f} | "
-                   f"{r.wins}/{r.ties}/{r.losses} | {r.mde:.4f} |")
-    out += ["", "`*` significant after correction (p < 0.05). MDE: the smallest true difference this golden set "
-                "detects with 80% power; a smaller |delta| that is not significant may be too few queries, not no effect."]
-    slices = sorted({k for r in c.rows for k in r.slices})
-    if slices:
-        out += ["", "Per-slice deltas (no tests; slices are small):", "",
-                "| run | metric | " + " | ".join(slices) + " |", "|---|---|" + "---|" * len(slices)]
-        for r in c.rows:
-            cells = [f"{r.slices[k]['delta']:+.3f} (n={r.slices[k]['n']})" if k in r.slices else ""
-                     for k in slices]
-            out.append(f"| {r.run} | {r.metric} | " + " | ".join(cells) + " |")
-    for run, trans in c.transitions.items():
-        if trans:
-            out += ["", f"Verdict transitions, {c.baseline} -> {run}:"]
-            out += [f"- {k}: {len(v)} ({', '.join(v[:12])}{' …' if len(v) > 12 else ''})" for k, v in trans.items()]
-    return "\n".join(out) + "\n"
-
-
-def print_table(c: Comparison) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    import sys
-    console = Console(width=None if sys.stdout.isatty() else 160)  # piped output gets 80 columns otherwise
-    table = Table(title=f"against {c.baseline} ({c.test}, {c.correction} correction)")
-    for col in ("run", "metric", "n", "baseline", "run mean", "delta", "95% CI", "p corr.", "W/T/L", "MDE"):
-        table.add_column(col)
-    for r in c.rows:
-        style = "bold green" if r.significant and r.delta > 0 else ("bold red" if r.significant else "")
-        table.add_row(r.run, r.metric, str(r.n), _f(r.baseline_mean), _f(r.mean),
-                      f"[{style}]{r.delta:+.4f}[/]" if style else f"{r.delta:+.4f}",
-                      f"[{r.ci95[0]:+.4f}, {r.ci95[1]:+.4f}]", f"{r.p_corrected:.4f}",
-                      f"{r.wins}/{r.ties}/{r.losses}", f"{r.mde:.4f}")
-    console.print(table)
-    for run, trans in c.transitions.items():
-        for k, ids in trans.items():
-            console.print(f"{run}: {k}: {len(ids)} ({', '.join(ids[:12])})", markup=False, highlight=False)

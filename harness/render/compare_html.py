@@ -1,0 +1,91 @@
+"""The HTML of a comparison: the comparison and per-slice tables (cells and notes from ``compare_view``, the one
+renderer of comparison tables) and the per-query side-by-side view of two or more runs.
+
+Every interpolated value goes through ``e`` (a test walks the f-strings, as for ``html``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from .compare_view import HEADERS, NOTE, SLICE_NOTE, cells, slice_table, title, transition_lines
+from .fmt import e
+
+if TYPE_CHECKING:
+    from ..core.outcomes import Comparison
+    from ..core.result import Result
+    from .drilldown import Texts
+
+
+def html_tables(c: Comparison) -> str:
+    """The comparison and per-slice tables for report.html (sortable: class "sortable")."""
+    head_html = "".join(f"<th>{e(h)}</th>" for h in HEADERS)
+    rows_html = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in cells(r)) + "</tr>" for r in c.rows)
+    warn_html = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in c.warnings)
+    out = (f"<h1>Comparison {e(title(c))}</h1>{warn_html}"
+           f'<table class="sortable" id="comparison"><thead><tr>{head_html}</tr></thead><tbody>{rows_html}</tbody>'
+           f'</table><p class="muted" id="ci-note">{e(NOTE.replace("`", ""))}</p>')
+    heads, rows = slice_table(c)
+    if rows:
+        shead_html = "".join(f"<th>{e(h)}</th>" for h in heads)
+        srows_html = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in row) + "</tr>" for row in rows)
+        out += (f"<h2>Per-slice deltas</h2><p class=\"muted\">{e(SLICE_NOTE)}</p><table class=\"sortable\" "
+                f"id=\"slices\"><thead><tr>{shead_html}</tr></thead><tbody>{srows_html}</tbody></table>")
+    trans_html = "".join(f"<li>{e(run)}: {e(k)}: {e(len(ids))} ({e(', '.join(ids[:15]))})</li>"
+                         for run, k, ids in transition_lines(c))
+    if trans_html:
+        out += f"<h2>Verdict transitions</h2><ul>{trans_html}</ul>"
+    return out
+
+
+def _window_html(q, texts: Texts | None, hits) -> str:
+    from .drilldown import snippet
+
+    rows = []
+    for h in hits[: max(q.effective_k, 1)]:
+        text = texts.chunk(h.chunk_id) if texts else None
+        mark = "evidence" if h.relevant else ("right document" if h.doc_relevant else "")
+        body_html = e(snippet(text, 160)) if text is not None else '<span class="muted">(text not loaded)</span>'
+        rows.append(f'<tr class="m-{e(mark.replace(" ", "_") or "none")}"><td>{e(h.rank)}</td>'
+                    f"<td>{e(format(h.score, '.3f'))}</td><td>{e(h.chunk_id)}<br>{e(mark)}</td><td>{body_html}</td></tr>")
+    rows_html = "".join(rows)
+    return ("<table><thead><tr><th>rank</th><th>score</th><th>chunk</th><th>text</th></tr></thead>"
+            f"<tbody>{rows_html}</tbody></table>")
+
+
+SIDE_BY_SIDE_ROWS = 500
+
+
+def side_by_side(results: Sequence[Result], texts: Sequence[Texts | None], baseline: str) -> str:
+    """Per query: each run's verdict (a change from the baseline marked) and, when the row is clicked, the runs'
+    windows next to each other. Rows follow the baseline's golden-set order."""
+    base = next(r for r in results if r.name == baseline)
+    others = [r for r in results if r is not base]
+    runs = [base, *others]
+    run_texts = [texts[results.index(r)] if texts else None for r in runs]
+    head_html = "".join(f"<th>{e(r.name)}</th>" for r in runs)
+    rows = []
+    # A bounded page: at most SIDE_BY_SIDE_ROWS queries, those whose verdict changed first.
+    changed_first = sorted(base.queries, key=lambda q: all(
+        (r.query(q.id).verdict.kind if r.query(q.id) else "absent") == q.verdict.kind for r in others))
+    listed = {q.id for q in changed_first[:SIDE_BY_SIDE_ROWS]}
+    for i, q in enumerate(q for q in base.queries if q.id in listed):
+        mine = [r.query(q.id) for r in runs]
+        kinds = [m.verdict.kind if m else "absent" for m in mine]
+        changed = any(k != kinds[0] for k in kinds[1:])
+        change = " → ".join(kinds) if changed else "same"
+        verdicts_html = "".join(f'<td class="k-{e(k)}">{e(k)}</td>' for k in kinds)
+        rows.append(f'<tr class="q" data-detail="s{e(i)}" data-changed="{e("yes" if changed else "no")}">'
+                    f"<td>{e(q.id)}</td><td>{e(q.text)}</td>{verdicts_html}<td>{e(change)}</td></tr>")
+        cols_html = "".join(f'<div class="col"><b>{e(r.name)}</b>: {e(m.verdict.reason if m else "no such query")}'
+                            + (_window_html(m, t, r.hits_of(m)) if m else "") + "</div>"
+                            for r, m, t in zip(runs, mine, run_texts))
+        rows.append(f'<tr class="detail" id="s{e(i)}" hidden><td colspan="{e(len(runs) + 3)}">'
+                    f'<div class="sbs">{cols_html}</div></td></tr>')
+    rows_html = "".join(rows)
+    n_changed = sum(1 for row in rows if 'data-changed="yes"' in row)
+    return ("<h2>Per query, side by side</h2>"
+            f'<p><select data-filter="changed"><option value="">all queries</option><option value="yes">verdict '
+            f'changed ({e(n_changed)})</option><option value="no">unchanged</option></select> <span id="shown">'
+            "</span> queries shown; click a row for the windows next to each other.</p>"
+            f'<table class="sortable" id="side-by-side"><thead><tr><th>id</th><th>query</th>{head_html}'
+            f"<th>verdict change</th></tr></thead><tbody>{rows_html}</tbody></table>")

@@ -1,0 +1,231 @@
+"""The reports a RAG engineer acts on: the drill-down of a failing query (in Chromium and in report.md), sortable
+tables, the plots (inline SVG and PNG files), and comparison tables with per-slice deltas and the CI note.
+
+Expected values are read from the golden set and the corpus files directly (the evidence quote, the gold
+document), or from the run's hits in results.json, not from the renderers under test."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+GOLD = {g["id"]: g for g in map(json.loads, (ROOT / "goldsets/demo/goldset.jsonl").read_text().splitlines())}
+DOCS = {d["id"]: d for d in map(json.loads, (ROOT / "goldsets/demo/corpus.jsonl").read_text().splitlines())}
+
+
+def harness(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("drill")
+    for name in ("demo-bm25", "demo-hybrid"):
+        proc = harness("run", ROOT / f"configs/{name}.yaml", "--out", tmp / name, "-q")
+        assert proc.returncode == 0, proc.stderr
+    return tmp
+
+
+def first_relevant(results: dict, qid: str) -> tuple[int, str]:
+    """The rank and chunk of the first hit overlapping the query's evidence quote, located in the corpus here."""
+    gold = GOLD[qid]["relevant"][0]
+    doc, quote = gold["doc"], gold["evidence"][0]["quote"]
+    start = DOCS[doc]["text"].index(quote)
+    q = next(q for q in results["queries"] if q["id"] == qid)
+    hit = next(h for h in q["hits"] if h["doc_id"] == doc and h["start"] < start + len(quote) and start < h["end"])
+    return hit["rank"], hit["chunk_id"]
+
+
+def with_page(path, fn):
+    if CHROMIUM is None:
+        pytest.skip("no chromium installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(path.as_uri())
+        try:
+            return fn(page), errors
+        finally:
+            browser.close()
+
+
+def expand(page, qid):
+    row = page.locator("#queries tr.q", has=page.locator(f"td:text-is('{qid}')"))
+    row.click()
+    return page.locator("#" + row.get_attribute("data-detail"))
+
+
+def test_browser_expands_wrong_chunk_and_missing_document_rows(demo):
+    results = json.loads((demo / "demo-bm25/results.json").read_text())
+    kinds = {q["id"]: q["verdict"]["kind"] for q in results["queries"]}
+    assert kinds["q16"] == "wrong_chunk" and kinds["q43"] == "missing_document"
+    rank16, chunk16 = first_relevant(results, "q16")
+    rank43, chunk43 = first_relevant(results, "q43")
+    quote16 = GOLD["q16"]["relevant"][0]["evidence"][0]["quote"]
+    quote43 = GOLD["q43"]["relevant"][0]["evidence"][0]["quote"]
+    k = next(q for q in results["queries"] if q["id"] == "q16")["effective_k"]
+
+    def drive(page):
+        out = {}
+        for qid in ("q16", "q43"):
+            d = expand(page, qid)
+            out[qid] = {"visible": d.is_visible(), "ev_text": d.locator(".evidence .ev-text").inner_text(),
+                        "ev_rank": d.locator(".evidence .ev-rank").inner_text(),
+                        "headline": d.locator(".headline").inner_text(),
+                        "evidence_row": d.locator("tr.m-evidence").inner_text(),
+                        "above": d.locator(".ranking tbody tr.m-evidence ~ tr").count(),
+                        "ranks": [int(t) for t in d.locator(".ranking tbody tr:not(.window-end):not(.gap) td:first-child")
+                                  .all_inner_texts()],
+                        "window_end": d.locator("tr.window-end").inner_text(),
+                        "gold_docs": d.locator(".gold-docs").inner_text() if d.locator(".gold-docs").count() else "",
+                        "mark": d.locator("tr.m-evidence mark").inner_text()}
+        return out
+    out, errors = with_page(demo / "demo-bm25/report.html", drive)
+    assert errors == []
+    for qid, rank, chunk, quote in (("q16", rank16, chunk16, quote16), ("q43", rank43, chunk43, quote43)):
+        o = out[qid]
+        assert o["visible"] and o["ev_text"] == quote and o["ev_rank"] == str(rank) and rank > k
+        assert f"ranked {rank}, {rank - k} past the {k}-chunk window" in o["headline"]
+        assert chunk in o["evidence_row"] and o["mark"] == quote  # its chunk, the quote marked inside it
+        assert o["ranks"] == list(range(1, rank + 1))  # every chunk that outranked it, then it
+        assert o["window_end"] == f"end of the window ({k} chunks)"
+    assert "trouble-slow" in out["q43"]["gold_docs"] and f"\t{rank43}\t" in out["q43"]["gold_docs"]
+    assert out["q16"]["gold_docs"] == ""  # only a missing document shows the gold document table
+
+
+def test_tables_sort_by_any_column_and_details_follow(demo):
+    results = json.loads((demo / "demo-bm25/results.json").read_text())
+    by_first = {q["id"]: next((h["rank"] for h in q["hits"] if h["relevant"]), 10 ** 9) for q in results["queries"]}
+    expected = sorted(by_first, key=lambda i: by_first[i])
+
+    def drive(page):
+        head = page.locator("#queries thead th", has_text="first relevant chunk rank")
+        head.click()
+        asc = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
+        pairs = page.evaluate("""() => [...document.querySelectorAll('#queries tbody tr.q')].map(
+            r => r.nextElementSibling.id === r.dataset.detail)""")
+        head.click()
+        desc = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
+        page.locator("#queries thead th", has_text="id").first.click()
+        by_id = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
+        verdicts = page.locator("table.sortable").nth(0)
+        verdicts.locator("thead th", has_text="queries").click()
+        counts = [int(x) for x in verdicts.locator("tbody td:nth-child(2)").all_inner_texts()]
+        return asc, pairs, desc, by_id, counts
+    (asc, pairs, desc, by_id, counts), errors = with_page(demo / "demo-bm25/report.html", drive)
+    assert errors == []
+    assert [by_first[i] for i in asc] == sorted(by_first.values()) and set(asc) == set(expected)
+    assert [by_first[i] for i in desc] == sorted(by_first.values(), reverse=True)
+    assert all(pairs) and len(pairs) == len(results["queries"])
+    assert by_id == sorted(by_first)
+    assert counts == sorted(counts)
+
+
+def test_report_md_worst_queries_show_the_evidence(demo):
+    results = json.loads((demo / "demo-bm25/results.json").read_text())
+    md = (demo / "demo-bm25/report.md").read_text()
+    worst = md.split("## Worst queries", 1)[1].split("## Conventions", 1)[0]
+    rank16, chunk16 = first_relevant(results, "q16")
+    q16 = worst.split("**q16**", 1)[1].split("\n- **", 1)[0]
+    assert GOLD["q16"]["relevant"][0]["evidence"][0]["quote"] in q16
+    assert f"ranked {rank16}" in q16 and "outranked by:" in q16
+    window = [h for h in next(q for q in results["queries"] if q["id"] == "q16")["hits"]][:8]
+    for h in window:  # the chunks above the evidence, with their scores
+        assert f"{h['rank']}. `{h['chunk_id']}` score {h['score']:.3f}" in q16
+    assert "(right document)" in q16
+    q43 = worst.split("**q43**", 1)[1].split("\n- **", 1)[0]
+    assert "gold document `trouble-slow`" in q43 and GOLD["q43"]["relevant"][0]["evidence"][0]["quote"] in q43
+    assert "### missing_document (1, by first relevant rank, not retrieved last)" in worst
+
+
+def test_png_plots_beside_the_report_and_curves_match_the_summary(demo):
+    from harness.core.result import load_result
+    from harness.render.plots import curves, ndcg_curve
+
+    folder = demo / "demo-bm25"
+    pngs = sorted(p.name for p in folder.glob("*.png"))
+    assert pngs == ["plot_first_rank.png", "plot_precision.png", "plot_recall_ndcg.png",
+                    "plot_verdicts_by_difficulty.png", "plot_verdicts_by_topic.png"]
+    assert all((folder / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    marker = json.loads((folder / ".harness-output").read_text())
+    assert set(pngs) <= set(marker["files"])  # written through the output folder: harness owns them
+    r = load_result(folder / "results.json")
+    assert ndcg_curve(r)[9] == pytest.approx(r.summary.doc["ndcg@10"], rel=1e-12)
+    assert curves(r)[0][4] == pytest.approx(r.summary.chunk["recall@5"], rel=1e-12)
+    page = (folder / "report.html").read_text()
+    assert page.count("<svg") == len(pngs)
+
+
+def test_flags_carry_information_on_the_demo(demo):
+    results = json.loads((demo / "demo-bm25/results.json").read_text())
+    flags = results["summary"]["verdicts"]["flags"]
+    # Before: unjudged_in_window on 43 of 46 queries and noisy_context wherever one chunk is relevant.
+    assert flags["unjudged_in_window"] <= 15 and flags["noisy_context"] <= 5
+    for q in results["queries"]:
+        v = q["verdict"]
+        if v["kind"] in ("goldset_error", "no_gold"):
+            continue
+        window = q["hits"][:q["effective_k"]]
+        judged = {g["doc_id"] for g in q["gold"]}
+        assert v["detail"]["unjudged_share"] == pytest.approx(sum(h["doc_id"] not in judged for h in window) / len(window))
+        first = next((h["rank"] for h in window if h["relevant"]), len(window) + 1)
+        above = [h["chunk_id"] for h in window if h["doc_id"] not in judged and h["rank"] < first]
+        assert ("unjudged_in_window" in v["flags"]) == bool(above), q["id"]
+    assert "flags" in results["conventions"] and "min(k, R)" in results["conventions"]["flags"]
+
+
+def test_compare_table_shows_slices_and_the_ci_note(demo):
+    a, b = demo / "demo-bm25/results.json", demo / "demo-hybrid/results.json"
+    table = harness("compare", a, b, "-m", "ndcg@10")
+    md = harness("compare", a, b, "-m", "ndcg@10", "--format", "md")
+    assert table.returncode == md.returncode == 0
+    for out in (table.stdout, md.stdout):
+        assert "95% CI (uncorrected)" in out and "NOT corrected" in out and "p (corrected)" in out
+        assert "difficulty=hard" in out and "topic=billing" in out
+    results = json.loads(a.read_text())
+    hard = [q["id"] for q in results["queries"] if q["tags"].get("difficulty") == "hard" and q["counted"]["doc"]]
+    assert f"(n={len(hard)})" in md.stdout.split("difficulty=hard", 1)[1].splitlines()[0]
+
+
+def test_report_of_two_runs_puts_windows_side_by_side(demo, tmp_path):
+    a, b = demo / "demo-bm25/results.json", demo / "demo-hybrid/results.json"
+    proc = harness("report", a, b, "-o", tmp_path / "cmp.html")
+    assert proc.returncode == 0, proc.stderr
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    kb = {q["id"]: q["verdict"]["kind"] for q in rb["queries"]}
+    changed = [q["id"] for q in ra["queries"] if q["verdict"]["kind"] != kb[q["id"]]]
+    rank16_b, chunk16_b = first_relevant(rb, "q16")
+
+    def drive(page):
+        page.select_option("select[data-filter=changed]", "yes")
+        shown = page.locator("#side-by-side tbody tr.q:visible td:first-child").all_inner_texts()
+        row = page.locator("#side-by-side tr.q", has=page.locator("td:text-is('q16')"))
+        row.click()
+        d = page.locator("#" + row.get_attribute("data-detail"))
+        cols = d.locator(".sbs .col")
+        return shown, row.inner_text(), cols.count(), cols.nth(1).inner_text(), page.locator("#ci-note").inner_text()
+    (shown, row, n_cols, right, note), errors = with_page(tmp_path / "cmp.html", drive)
+    assert errors == [] and shown == changed and n_cols == 2
+    assert f"{ra['queries'][15]['verdict']['kind']} → {kb['q16']}" in row
+    assert rank16_b <= rb["queries"][15]["effective_k"] and chunk16_b in right  # the evidence in the new window
+    assert "NOT corrected" in note
+
+
+def test_texts_stitch_a_span_from_chunks_and_never_guess():
+    from harness.render.drilldown import Texts
+
+    t = Texts({"d#0-5": "Hello", "d#5-11": " world", "e#0-3": "abc"})
+    assert t.span("d", 3, 8) == "lo wo"
+    assert t.span("d", 3, 12) is None  # past the known chunks: no text rather than a wrong one
+    assert Texts({"d#0-5": "Hell"}).span("d", 0, 2) is None  # a text that does not match its span is not used
+    assert Texts(docs={"d": "Hello world"}).span("d", 6, 11) == "world"
