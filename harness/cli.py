@@ -14,14 +14,13 @@ import typer
 
 from .cli_boundary import pipe_boundary, run_app
 from .cli_cache import cache_command
-from .cli_options import (HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices, format_choices, format_option, metric_option,
-                          out_option, output_problems, quiet_libraries, registry_help, retriever_kinds,
-                          run_summary_json, set_option, verdict_kinds, write_output)
-from .cli_options import Executor, executor_option, with_executor
+from .cli_compare import compare_command, gate_command, report_command
+from .cli_options import (Executor, HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices,
+                          executor_option, format_choices, format_option, metric_option, out_option, quiet_libraries,
+                          registry_help, retriever_kinds, run_summary_json, set_option, verdict_kinds, with_executor)
 from .metrics.engine import ORDERS, QUERY_POLICIES
 from .metrics.spec import DEFAULT_METRICS
 from .render.fmt import plural
-from .stats.compare import CORRECTIONS, TESTS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
                   help="Evaluate RAG retrievers: metrics you can trust and a verdict per query.")
@@ -59,14 +58,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_show_versio
 # built from the registry that owns the names.
 EvalFormat = format_choices("EvalFormat", "json", "tsv", "md", "table")
 ExplainFormat = format_choices("ExplainFormat", "table", "json", "md", "rich")
-CompareFormat = format_choices("CompareFormat", "table", "md", "json")
 RunFormat = format_choices("RunFormat", "path", "json")
 Order = choices("Order", ORDERS)
 QueryPolicy = choices("QueryPolicy", QUERY_POLICIES)
-Test = choices("Test", TESTS)
-Correction = choices("Correction", CORRECTIONS)
-# stats.compare's default when no -m is given (it lives inside compare_runs, so it is named here for --help).
-COMPARE_DEFAULT_METRICS = "ndcg@10, chunk.recall@window"
 
 
 @command(cls=registry_help(retriever_kinds, verdict_kinds))
@@ -269,111 +263,9 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
         print_rich(ex)
 
 
-def _finite(value):
-    """JSON has no Infinity or NaN (an MDE over fewer than two queries is infinite): write null instead."""
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
-@command()
-def compare(results: List[Path] = typer.Argument(..., help="two or more results.json files"),
-            baseline: Optional[str] = typer.Option(None, "--baseline", help="run name (default: the first)"),
-            metric: List[str] = metric_option(COMPARE_DEFAULT_METRICS),
-            test: Test = typer.Option(Test.randomization, "--test", help="the paired significance test"),
-            correction: Correction = typer.Option(Correction.holm, "--correction",
-                                                  help="the multiple-comparison correction of the p values"),
-            fmt: CompareFormat = format_option(CompareFormat.table)) -> None:
-    """Paired comparison with CIs, corrected p-values, win/tie/loss and verdict transitions.
-
-    Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
-    """
-    from .stats.compare import compare_runs
-    from .render.compare_view import to_markdown
-    from .render.outputs import load_results
-
-    result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
-                          correction=correction.value)
-    for w in result.warnings:
-        _err(f"warning: {w}")
-    if fmt.value == "json":
-        print(json.dumps(_finite(result.to_dict()), indent=2))
-    elif fmt.value == "md":
-        print(to_markdown(result), end="")
-    else:
-        from .render.compare_view import print_table
-        print_table(result)
-
-
-@command(cls=registry_help(verdict_kinds))
-def gate(results: Path = typer.Argument(..., help="the candidate's results.json"),
-         rules: Path = typer.Option(..., "--rules", help="rules YAML (see configs/gates.yaml)"),
-         baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json to check regressions against"),
-         summary: Optional[Path] = typer.Option(None, "--summary", help="write a Markdown summary here (missing "
-                                                                         "folders are created)"),
-         junit: Optional[Path] = typer.Option(None, "--junit", help="write JUnit XML here (one test case per rule)")) -> None:
-    """Pre-release gate: exit 0 when every checked rule holds, 1 when any fails, 2 for bad input.
-
-    Regression rules are checked against --baseline; without it they are reported as skipped.
-
-    Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
-    """
-    from .core.errors import InputError
-    from .stats.gates import check_rules, evaluate_gates, junit_xml, summary_markdown
-    from .render.outputs import load_results
-
-    inputs = [results, rules] + ([baseline] if baseline else [])
-    problems = output_problems({"--summary": summary, "--junit": junit}, inputs,
-                               kinds={"--summary": "gate-md", "--junit": "junit"})
-    if problems:
-        raise InputError("cannot write the gate's outputs", problems)
-    candidate = load_results(results)
-    base = load_results(baseline) if baseline else None
-    outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base)
-    md = summary_markdown(candidate.name, outcome)
-    print(md, end="")
-    skipped = sum(r.skipped for r in outcome)
-    if skipped:
-        _err(f"warning: {plural(skipped, 'regression rule')} skipped: no --baseline given")
-    if summary:
-        write_output("--summary", summary, md)
-    if junit:
-        write_output("--junit", junit, junit_xml(candidate.name, outcome))
-    if any(r.failed for r in outcome):
-        raise typer.Exit(1)
-
-
-@command()
-def report(results: List[Path] = typer.Argument(..., help="one results.json, or several for a comparison"),
-           out: Path = out_option("the HTML file", required=True),
-           metric: List[str] = metric_option(f"with several results: {COMPARE_DEFAULT_METRICS}")) -> None:
-    """Build the self-contained HTML report for one run or a comparison of several.
-
-    Example: harness report reports/demo-bm25/results.json -o demo.html
-    """
-    from .core.errors import InputError
-    from .render.html import render
-    from .render.outputs import load_results
-
-    problems = output_problems({"--out": out}, list(results), kinds={"--out": "html"})
-    if problems:
-        raise InputError("cannot write the report", problems)
-    loaded = [load_results(p) for p in results]
-    from .render.explain import load_texts
-    texts = [load_texts(r, str(p), _err) for r, p in zip(loaded, results)]  # the drill-downs' and windows' texts
-    if len(loaded) == 1:
-        html_text = render(loaded, texts)
-    else:
-        from .stats.compare import compare_runs
-        html_text = render(loaded, texts, comparison=compare_runs(loaded, list(metric)))
-    write_output("--out", out, html_text)
-    print(out)
-
-
+command("compare")(compare_command)
+command("gate", cls=registry_help(verdict_kinds))(gate_command)
+command("report")(report_command)
 command("cache")(cache_command)
 
 
