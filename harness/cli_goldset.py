@@ -13,10 +13,10 @@ from typing import Callable, List, Optional
 import typer
 
 from .cli_boundary import pipe_boundary
-from .cli_options import choices, format_choices, format_option, metric_option, out_option
+from .cli_options import HelpCommand, HelpGroup, choices, format_choices, format_option, metric_option, out_option
 from .core.errors import InputError
 
-goldset_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+goldset_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
                           help="Build, check, repair and grow golden sets.\n\nExample: harness goldset check "
                                "goldset.jsonl --corpus corpus.jsonl --against old_corpus.jsonl --fix fixed.jsonl")
 CheckFormat = format_choices("CheckFormat", "table", "json")
@@ -31,7 +31,7 @@ def command(name: str) -> Callable:
         def guarded(*args, **kwargs):
             with pipe_boundary():
                 return fn(*args, **kwargs)
-        return goldset_app.command(name)(guarded)
+        return goldset_app.command(name, cls=HelpCommand)(guarded)
     return register
 
 
