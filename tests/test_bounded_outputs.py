@@ -60,8 +60,13 @@ def test_small_run_keeps_every_hit_and_the_window_texts(small):
     data = json.loads((small / "results.json").read_text())
     assert data["hits_kept"] == "all" and data["hits_file"] == "hits.parquet" and data["chunks_file"] is None
     assert all(q["hits"] for q in data["queries"])
+    # each query's window, and below it the chunks down to its first relevant one (at most 20 more)
+    def shown(q):
+        k = max(q["effective_k"], 1)
+        first = next((h["rank"] for h in q["hits"] if h["relevant"]), 0)
+        return q["hits"][: max(k, min(first, k + 20))]
     windows = {h["chunk_id"] for q in data["queries"] for h in q["hits"][: max(q["effective_k"], 1)]}
-    assert set(data["chunks"]) == windows
+    assert set(data["chunks"]) == {h["chunk_id"] for q in data["queries"] for h in shown(q)} > windows
     corpus = {json.loads(line)["id"]: json.loads(line)["text"] for line in (DEMO / "corpus.jsonl").open()}
     for chunk in data["chunks"].values():
         assert chunk["text"] == corpus[chunk["doc_id"]][chunk["start"]:chunk["end"]]
