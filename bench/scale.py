@@ -103,7 +103,7 @@ def measured(cmd: list[str], **kw) -> tuple[float, float, int, float]:
 
 def _timings(results: Path) -> dict:
     """The ``timings`` object of a results.json, found without parsing the (possibly huge) rest of it."""
-    pattern = re.compile(rb'"timings":\s*(\{[^{}]*\})')
+    pattern = re.compile(rb'"timings":\s*(\{(?:[^{}]|\{[^{}]*\})*\})')  # one nested level: "stages"
     tail = b""
     with results.open("rb") as fh:
         while block := fh.read(1 << 20):
