@@ -2,7 +2,7 @@
 queries/s and nDCG@10 of `dense` (faiss) and `qdrant`, `pgvector`, `lancedb` in build mode, exact search and one
 ANN index each (ANN recall@10 against exact from results.json), in one run.
 
-  python bench/backends.py [--data ../shared/datasets/scifact] [--cache .harness-cache] [--exact-only]
+  python bench/backends.py [--data ../shared/datasets/scifact] [--cache DIR (default: harness's cache folder)] [--exact-only]
 
 Embeddings come from the harness cache (encoded once by the first run, about 3 minutes on 2 cores; every other
 row reuses them), so "build" is the backend's own work: creating and filling the collection/table and its index.
@@ -20,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from harness.cache import default_cache_dir  # noqa: E402
 from harness.config.schema import parse_config  # noqa: E402
 from harness.pipeline.assemble import run_experiment  # noqa: E402
 from harness.retrievers import BuildContext  # noqa: E402
@@ -51,7 +52,7 @@ def config(data: Path, retriever: dict):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets" / "scifact")
-    ap.add_argument("--cache", type=Path, default=ROOT / ".harness-cache")
+    ap.add_argument("--cache", type=Path, default=default_cache_dir())
     ap.add_argument("--exact-only", action="store_true", help="only the exact rows (and fulltext)")
     args = ap.parse_args()
     if not args.data.is_dir():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness.cache import ArrayCache  # noqa: E402
+from harness.cache import ArrayCache, default_cache_dir  # noqa: E402
 from harness.config.schema import load_config  # noqa: E402
 from harness.pipeline.assemble import run_experiment  # noqa: E402
 from harness.render.outputs import write_outputs  # noqa: E402
@@ -28,7 +28,7 @@ MTEB_PAPER_DENSE = {"ndcg@10": 0.64508, "recall@100": 0.925, "precision@10": 0.0
 
 
 def _cache_entries() -> int:
-    return sum(int(kind["entries"]) for kind in ArrayCache(Path(".harness-cache")).info().values())
+    return sum(int(kind["entries"]) for kind in ArrayCache(default_cache_dir()).info().values())
 
 
 def main() -> None:
