@@ -63,17 +63,17 @@ def test_bm25_demo_same_result_as_local(local_ray, tmp_path):
 
 
 def test_bm25_shards_merge_or_are_refused(local_ray, tmp_path):
-    from harness.retrievers.bm25 import BM25Retriever
+    from harness.core.errors import RetrieverError
 
-    config = load_config(ROOT / "configs" / "demo-bm25.yaml")
-    sharded = _with(config, kind="ray", shards=3)
-    if not hasattr(BM25Retriever, "shards"):  # sharding with corpus-wide statistics is BM25's to provide
-        with pytest.raises(ConfigError, match=r"executor.shards: 3, but retriever.kind 'bm25' cannot be sharded"):
-            _run(sharded, tmp_path / "cache")
-        return
-    remote = _run(sharded, tmp_path / "cache")
-    assert remote.executor.placement == "sharded"
+    # backend: fast shards with the whole corpus's idf and average length: the merged lists are the local ones
+    config = load_config(ROOT / "configs" / "demo-bm25.yaml", ["retriever.backend=fast"])
+    remote = _run(_with(config, kind="ray", shards=3), tmp_path / "cache")
+    assert remote.executor.placement == "sharded" and remote.executor.shards == 3
     _same(_run(config, tmp_path / "cache"), remote)
+    # rank_bm25 keeps no arrays to slice: one line saying which backend can
+    plain = load_config(ROOT / "configs" / "demo-bm25.yaml")
+    with pytest.raises(RetrieverError, match=r"only backend: fast can be sharded"):
+        _run(_with(plain, kind="ray", shards=3), tmp_path / "cache")
 
 
 @pytest.mark.slow  # two cold encodes (local and Ray Data) of the demo: ~100 s on 2 shared cores
