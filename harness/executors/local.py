@@ -27,4 +27,4 @@ def run_local(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[C
     batches to its workers, so the contract checks and hit placement are the same code)."""
     return retrieve_all(retriever, chunks, queries, config.depth, batch_size or config.batch_size, progress,
                         kind=config.retriever["kind"], documents=documents,
-                        unplaceable=config.retriever_hits.unplaceable, include_title=config.chunking.include_title)
+                        unplaceable=config.unplaceable(), include_title=config.chunking.include_title)

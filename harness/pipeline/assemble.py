@@ -162,6 +162,12 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         first = next((r for r, h in enumerate(hits_i, 1) if relevant.get(h.chunk_id, 0) >= 1), 0)
         shown = max(window_k[i], 1, min(first, window_k[i] + OUTRANKING_SHOWN))
         window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:shown])
+        # and each relevant document's best-ranked chunk, wherever it ranked (a drill-down shows where it went)
+        gold_docs = {d for d, grade in dq.get(gold.queries[i].query_id, {}).items() if grade >= 1}
+        for h in hits_i:
+            if h.doc_id in gold_docs:
+                gold_docs.discard(h.doc_id)
+                window_chunks.setdefault(h.chunk_id, store.chunks[h.chunk_id])
 
     conventions = metric_conventions(order="rank", query_policy=policy, trec_compat=False)
     conventions["order"] = "retriever score descending, ties by chunk id descending; documents at their best chunk"

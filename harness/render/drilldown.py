@@ -170,9 +170,10 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
         spans = g.evidence or [None]
         carried = list(getattr(g, "evidence_text", None) or [])  # results carry each span's text (#13)
         for i, sp in enumerate(spans):
-            if sp is None:
+            if sp is None:  # the whole document is the evidence: show its best-ranked chunk, else its start
                 hit = next((h for h in hits if h.doc_id == g.doc_id), None)
-                start = end = text = None
+                start = end = None
+                text = (texts.chunk(hit.chunk_id) if hit else None) or texts.doc_head(g.doc_id)
             else:
                 start, end = sp
                 hit = next((h for h in hits if h.relevant and _overlaps(h, g.doc_id, start, end)), None)
