@@ -21,6 +21,8 @@ from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 from .errors import InputError
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
+from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
+                          Timings)
 from .result_check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
 
 # The verdict kinds in order of precedence and the flags: decided by ``harness.diagnostics``, named here so the
@@ -264,60 +266,6 @@ class ConfigRecord(Record):
 
     def as_dict(self) -> dict:
         return self.model_dump(mode="json")
-
-
-class Timings(Record):
-    index_s: float
-    retrieve_s: float
-    queries_per_s: float
-    # Seconds per stage of the executor (e.g. ray: start_s, encode_s, index_s, retrieve_s); absent before executors.
-    stages: dict[str, float] = Field(default_factory=dict)
-
-
-class ExecutorRecord(Record):
-    """Where retrieval ran (``executor:`` of the config, as used): absent from results written before executors."""
-
-    kind: str
-    address: str | None = None
-    workers: Count = 1
-    shards: Count = 1
-    gpus_per_worker: float = 0.0
-    batch_size: Count | None = None
-    # How the index reached the workers: "local" (no workers), "shipped" (the built index, pickled), "rebuilt"
-    # (each worker indexed from the config and the chunks), "sharded" (one slice of the index per worker).
-    placement: str = "local"
-
-
-class LatencyRecord(Record):
-    """Per-query retrieval latency (``pipeline.latency``): measured per request (http) or per batch divided."""
-
-    queries: Count
-    p50_ms: float
-    p95_ms: float
-    max_ms: float
-    mean_ms: float
-    queries_per_s: float
-    measured: str
-
-
-class RequestLogRecord(Record):
-    query_id: str
-    status: int | None  # the last HTTP status; null when no response came (timeout, connection error)
-    attempts: Annotated[int, Field(ge=1)]
-    latency_ms: float
-    error: str | None
-
-
-class RequestsRecord(Record):
-    """A live retriever's requests (``kind: http``, elasticsearch, opensearch): a failed query is listed here and
-    absent from the run (``on_error: skip``), never an empty answer."""
-
-    on_error: Literal["fail", "skip"]
-    sent: Count
-    failed: Count
-    retried: Count
-    failed_query_ids: list[str]
-    log: list[RequestLogRecord]
 
 
 class Result(StoredHits, Record):
