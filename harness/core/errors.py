@@ -50,3 +50,12 @@ class MissingDependencyError(HarnessError):
     """An optional dependency is not installed; the message names the install command."""
 
     exit_code = 2
+
+
+def crash_line(exc: BaseException) -> str:
+    """A crash of code harness runs but did not write (a plugin, a user's function) in one line: its type, its
+    message, and the file and line it was raised at."""
+    import traceback
+
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})"

@@ -4,7 +4,6 @@ contract, place every hit on a chunk (the hit contract), keep ``depth`` hits, ap
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
@@ -12,7 +11,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..config.schema import CutoffConfig
-from ..core.errors import ConfigError, HarnessError, RetrieverError
+from ..core.errors import ConfigError, HarnessError, RetrieverError, crash_line
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
 from ..retrievers.contract import HitReport, shown
 from ..text import TokenCounter
@@ -65,9 +64,8 @@ def _guarded(kind: str, step: str, call: Callable):
     except (HarnessError, KeyboardInterrupt, MemoryError):
         raise
     except Exception as exc:
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise HarnessError(f"retriever.kind {kind!r} ({registered.origin}) failed in {step}: "
-                           f"{type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})") from exc
+                           f"{crash_line(exc)}") from exc
 
 
 def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], depth: int,

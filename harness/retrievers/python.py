@@ -16,13 +16,12 @@ import importlib
 import inspect
 import re
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import Field, JsonValue, field_validator
 
-from ..core.errors import ConfigError, HarnessError, RetrieverError
+from ..core.errors import ConfigError, HarnessError, RetrieverError, crash_line
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
@@ -110,9 +109,8 @@ class PythonRetriever:
         except (HarnessError, KeyboardInterrupt, MemoryError):
             raise
         except Exception as exc:
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
             raise RetrieverError(f"retriever.kind 'python' ({self.config.target}) failed in {step}: "
-                                 f"{type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})") from exc
+                                 f"{crash_line(exc)}") from exc
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         if self.obj is not None and callable(getattr(self.obj, "index", None)):
