@@ -114,6 +114,28 @@ class HitTable(Sequence[RankedList]):
             return keep
         return self._derived("best_per_doc", make)
 
+    def trec_blocks(self, level: str, tag: str, batch: int = 1_000) -> Iterator[str]:
+        """``types.Run.trec_lines`` from the columns, ``batch`` queries of lines at a time: at doc level each
+        document's best chunk only, ranks renumbered 1.. within the query."""
+        ids = self.chunk_ids() if level == "chunk" else self.doc_index()[0]
+        item_of_chunk = None if level == "chunk" else self.doc_index()[1]
+        keep = None if level == "chunk" else self.best_per_doc()
+        for start in range(0, len(self), batch):
+            stop = min(start + batch, len(self))
+            lo, hi = int(self.offsets[start]), int(self.offsets[stop])
+            lengths = np.diff(self.offsets[start:stop + 1])
+            local = np.repeat(np.arange(stop - start), lengths)
+            chunk, scores = self.chunk[lo:hi], self.scores[lo:hi]
+            if keep is not None:
+                mask = keep[lo:hi]
+                local, chunk, scores = local[mask], chunk[mask], scores[mask]
+                lengths = np.bincount(local, minlength=stop - start)
+            items = ids[chunk if item_of_chunk is None else item_of_chunk[chunk]]
+            ranks = np.arange(1, len(chunk) + 1) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            queries = self.query_ids[start:stop][local]
+            yield "".join([f"{q} Q0 {d} {r} {s:.10g} {tag}\n" for q, d, r, s in
+                           zip(queries.tolist(), items.tolist(), ranks.tolist(), scores.tolist())])
+
     def _derived(self, name: str, make):
         if name not in self._columns:
             self._columns[name] = make()

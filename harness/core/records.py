@@ -77,6 +77,17 @@ class StoredHits:
         else:
             yield from self._source("the hits of the queries not kept in results.json").relevance()
 
+    def doc_gains(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(query id, the grades of its documents at their best chunk in rank order, negatives and unjudged as 0)
+        for every query that has hits: the gains of its doc-level ranking, read as ``relevance`` reads flags."""
+        if self.hits_kept == "all":
+            for q in self.queries:
+                seen: set[str] = set()
+                gains = [max(h.grade or 0, 0) for h in q.hits or () if not (h.doc_id in seen or seen.add(h.doc_id))]
+                yield q.id, np.asarray(gains, dtype=np.int64)
+        else:
+            yield from self._source("the hits of the queries not kept in results.json").doc_gains()
+
     @property
     def hit_source(self):
         """Where the hits not kept here are: ``io.hitsfile.RunHits`` (a run in memory), ``ParquetHits`` (a

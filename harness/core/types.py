@@ -136,8 +136,12 @@ class Run:
         return "".join(self.trec_lines(level, tag))
 
     def trec_lines(self, level: str = "doc", tag: str | None = None) -> Iterator[str]:
-        """``to_trec`` a line at a time (each ending in a newline), for writing a large run as a stream."""
+        """``to_trec`` a line at a time (each ending in a newline; a ``HitTable`` run gives a batch of lines at
+        a time), for writing a large run as a stream."""
         tag = tag or self.name or "harness"
+        if hasattr(self.lists, "trec_blocks"):  # a core.hittable.HitTable: from its columns, many lines at a time
+            yield from self.lists.trec_blocks(level, tag)
+            return
         for ranked in self.lists:
             for rank, hit in enumerate(best_hits(ranked.hits, level), 1):
                 item = hit.doc_id if level == "doc" else hit.chunk_id

@@ -13,12 +13,14 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.files import atomic_open
+from ..core.hitjudge import JudgedTable
+from ..core.hittable import HitTable
 from ..core.records import HitRecord
-from ..core.types import Chunk, RankedList
+from ..core.types import Chunk, RankedList, best_hits
 
 HITS_FILE = "hits.parquet"
 CHUNKS_FILE = "chunks.parquet"
-BATCH_QUERIES = 1_000  # queries per row group: memory while writing is bounded by one batch's rows
+from ..core.hitjudge import BATCH_QUERIES  # noqa: E402  queries per row group: memory holds one batch's rows
 BATCH_CHUNKS = 20_000  # chunks per row group of chunks.parquet
 
 HIT_COLUMNS = ("query_id", "rank", "chunk_id", "doc_id", "start", "end", "score", "relevant", "doc_relevant",
@@ -51,6 +53,7 @@ class RunHits:
     window_k: Sequence[int]
     chunks: Mapping[str, Chunk]
     _position: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _judged: list = field(default_factory=list, init=False, repr=False, compare=False)  # the JudgedTable, made once
 
     def records(self, i: int) -> list[HitRecord]:
         """The hit records of the ``i``-th query."""
@@ -64,16 +67,41 @@ class RunHits:
 
     def hits(self, query_id: str) -> list[HitRecord]:
         if not self._position:
-            self._position.update((r.query_id, i) for i, r in enumerate(self.lists))
+            ids = self.lists.query_ids.tolist() if isinstance(self.lists, HitTable) else (
+                r.query_id for r in self.lists)
+            self._position.update((q, i) for i, q in enumerate(ids))
         return self.records(self._position[query_id])
 
     def texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         return {c: self.chunks[c].text for c in chunk_ids if c in self.chunks}
 
+    @property
+    def judged(self) -> JudgedTable | None:
+        """The run's hits judged as columns (a ``HitTable`` run, as every pipeline run is), else None."""
+        if not isinstance(self.lists, HitTable):
+            return None
+        if not self._judged:
+            self._judged.append(JudgedTable(self.lists, self.chunk_grades, self.doc_grades,
+                                            np.asarray(self.window_k, dtype=np.int64)))
+        return self._judged[0]
+
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
+        if self.judged is not None:
+            yield from self.judged.relevance()
+            return
         for ranked in self.lists:
             grades = self.chunk_grades.get(ranked.query_id, {})
             yield ranked.query_id, np.fromiter((grades.get(h.chunk_id, 0) >= 1 for h in ranked.hits), dtype=bool)
+
+    def doc_gains(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(query id, the grades of its documents at their best chunk in rank order, negatives and unjudged as 0)."""
+        if self.judged is not None:
+            yield from self.judged.doc_gains()
+            return
+        for ranked in self.lists:
+            grades = self.doc_grades.get(ranked.query_id, {})
+            yield ranked.query_id, np.array([max(grades.get(h.doc_id, 0), 0) for h in best_hits(ranked.hits)],
+                                            dtype=np.int64)
 
     def batches(self) -> Iterator:
         """hits.parquet's rows as record batches of ``BATCH_QUERIES`` queries (the columns ``records`` gives, built
@@ -81,6 +109,9 @@ class RunHits:
         import pyarrow as pa
 
         schema = hit_schema()
+        if self.judged is not None:
+            yield from _columnar_batches(self.judged, schema)
+            return
         for start in range(0, len(self.lists), BATCH_QUERIES):
             columns: dict[str, list] = {name: [] for name in HIT_COLUMNS}
             for i in range(start, min(start + BATCH_QUERIES, len(self.lists))):
@@ -103,7 +134,32 @@ class RunHits:
 
     def hit_chunk_ids(self) -> list[str]:
         """The chunks any hit names, in first-appearance order."""
+        if self.judged is not None:
+            return self.lists.chunk_ids()[self.judged.chunk_indices()].tolist()
         return list(dict.fromkeys(h.chunk_id for ranked in self.lists for h in ranked.hits))
+
+
+def _columnar_batches(judged: JudgedTable, schema) -> Iterator:
+    """hits.parquet's record batches from the judged columns: ids are taken from per-chunk arrays by index."""
+    import pyarrow as pa
+
+    table = judged.table
+    chunks = table.chunks
+    chunk_ids = pa.array(table.chunk_ids().tolist(), pa.string())
+    doc_ids = pa.array([c.doc_id for c in chunks], pa.string())
+    starts = np.fromiter((c.start for c in chunks), dtype=np.int64, count=len(chunks))
+    ends = np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks))
+    for b in judged.batches():
+        query_ids = pa.array(table.query_ids[b.rows.start:b.rows.stop].tolist(), pa.string())
+        local = pa.array(np.repeat(np.arange(len(b.rows)), b.lengths))
+        index = pa.array(b.chunk)
+        columns = {"query_id": query_ids.take(local), "rank": pa.array(b.rank, pa.int32()),
+                   "chunk_id": chunk_ids.take(index), "doc_id": doc_ids.take(index),
+                   "start": pa.array(starts[b.chunk]), "end": pa.array(ends[b.chunk]),
+                   "score": pa.array(b.score, pa.float64()), "relevant": pa.array(b.relevant),
+                   "doc_relevant": pa.array(b.doc_relevant), "grade": pa.array(b.grade, pa.int32(), mask=~b.judged),
+                   "in_window": pa.array(b.in_window)}
+        yield pa.record_batch([columns[f.name] for f in schema], schema=schema)
 
 
 def write_hits(path: Path, source: RunHits) -> int:
@@ -161,16 +217,28 @@ class ParquetHits:
         return dict(zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist()))
 
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
-        """(query id, relevant flags in rank order) per query, streamed over the row groups (a query's rows are
-        written together, in rank order)."""
+        """(query id, relevant flags in rank order) per query, streamed over the row groups."""
+        for query_id, (relevant,) in self._grouped(["relevant"]):
+            yield query_id, relevant.astype(bool)
+
+    def doc_gains(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(query id, the grades of its documents at their best chunk in rank order, negatives and unjudged as 0)."""
+        for query_id, (docs, grades) in self._grouped(["doc_id", "grade"]):
+            _, first = np.unique(docs, return_index=True)
+            first.sort()
+            yield query_id, np.maximum(np.nan_to_num(grades[first].astype(float)), 0).astype(np.int64)
+
+    def _grouped(self, columns: list[str]) -> Iterator[tuple[str, list[np.ndarray]]]:
+        """(query id, its rows' ``columns`` in rank order) per query, streamed over the row groups (a query's rows
+        are written together, in rank order)."""
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
         current, parts = None, []
         for batch in pq.ParquetFile(self._file(self.hits_path, "the hits")).iter_batches(
-                columns=["query_id", "relevant"]):
+                columns=["query_id", *columns]):
             ids, n = batch.column(0), batch.num_rows
-            rel = batch.column(1).to_numpy(zero_copy_only=False)
+            values = [batch.column(i + 1).to_numpy(zero_copy_only=False) for i in range(len(columns))]
             changes = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False) if n > 1 else []
             cuts = [0, *(np.flatnonzero(changes) + 1).tolist(), n]
             for a, b in zip(cuts, cuts[1:]):
@@ -179,8 +247,8 @@ class ParquetHits:
                 query_id = ids[a].as_py()
                 if query_id != current:
                     if current is not None:
-                        yield current, np.concatenate(parts)
+                        yield current, [np.concatenate(p) for p in zip(*parts)]
                     current, parts = query_id, []
-                parts.append(rel[a:b])
+                parts.append([v[a:b] for v in values])
         if current is not None:
-            yield current, np.concatenate(parts)
+            yield current, [np.concatenate(p) for p in zip(*parts)]

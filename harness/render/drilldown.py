@@ -29,6 +29,7 @@ class Texts:
 
     chunks: Mapping[str, str] = field(default_factory=dict)
     docs: Mapping[str, str] = field(default_factory=dict)
+    _index: list = field(default_factory=list, repr=False, compare=False)  # ``_by_doc``'s index, made once
 
     def chunk(self, chunk_id: str) -> str | None:
         return self.chunks.get(chunk_id)
@@ -38,14 +39,8 @@ class Texts:
         texts at hand do not cover the whole span (never a guess)."""
         if doc_id in self.docs:
             return self.docs[doc_id][start:end]
-        pieces = []
-        for chunk_id, text in self.chunks.items():
-            m = _CHUNK_ID.match(chunk_id)
-            if not m or m["doc"] != doc_id:
-                continue
-            a, b = int(m["start"]), int(m["end"])
-            if b - a == len(text) and a < end and start < b:
-                pieces.append((a, b, text))
+        pieces = [(a, b, text) for a, b, text in self._by_doc().get(doc_id, ())
+                  if b - a == len(text) and a < end and start < b]
         pos, out = start, []
         for a, b, text in sorted(pieces):
             if a <= pos < b:
@@ -62,9 +57,19 @@ class Texts:
         return None if text is None else snippet(text, width)
 
     def _first_chunk(self, doc_id: str) -> str | None:
-        found = [(int(m["start"]), text) for cid, text in self.chunks.items()
-                 if (m := _CHUNK_ID.match(cid)) and m["doc"] == doc_id]
-        return min(found)[1] if found else None
+        found = self._by_doc().get(doc_id)
+        return min((a, text) for a, _, text in found)[1] if found else None
+
+    def _by_doc(self) -> dict[str, list[tuple[int, int, str]]]:
+        """doc id -> (start, end, text) of its chunks, made once: a report asks for hundreds of documents."""
+        if not self._index:
+            index: dict[str, list[tuple[int, int, str]]] = {}
+            for chunk_id, text in self.chunks.items():
+                m = _CHUNK_ID.match(chunk_id)
+                if m:
+                    index.setdefault(m["doc"], []).append((int(m["start"]), int(m["end"]), text))
+            self._index.append(index)
+        return self._index[0]
 
 
 def snippet(text: str, width: int = 240) -> str:

@@ -26,61 +26,57 @@ KIND_COLORS = {"goldset_error": "#b42318", "no_gold": "#98a2b3", "missing_docume
 
 def curves(result: Result):
     """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks, over the queries
-    counted at chunk level (the summary's queries)."""
-    # Every query's relevance flags: from the result, or hits.parquet when it keeps a bounded set of hits.
-    counted = {q.id: None for q in result.counted("chunk")}
-    flags = {qid: rel for qid, rel in result.relevance() if qid in counted}
+    counted at chunk level (the summary's queries). Every query's relevance flags are read as a stream (from the
+    run, the result, or hits.parquet when it keeps a bounded set of hits), twice: the depth first, then the sums."""
+    import numpy as np
+
+    counted = {q.id: q for q in result.counted("chunk")}
     # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
-    depth = min(result.cutoff.depth, max([len(f) for f in flags.values()] + [1]))
-    recall, precision, firsts, n = [0.0] * depth, [0.0] * depth, [], 0
-    for q in result.counted("chunk"):
-        n += 1
-        found, first = 0, None
-        n_rel = q.n_relevant.chunk
-        rel = flags.get(q.id, ())
-        for i in range(depth):
-            if i < len(rel) and rel[i]:
-                found += 1
-                first = first or i + 1
-            recall[i] += found / n_rel if n_rel else 0.0  # query_policy zero: a query with nothing relevant is 0
-            precision[i] += found / (i + 1)
-        firsts.append(first)
+    depth = min(result.cutoff.depth, max([len(f) for qid, f in result.relevance() if qid in counted] + [1]))
+    ks = np.arange(1, depth + 1)
+    recall, precision, first = np.zeros(depth), np.zeros(depth), {}
+    for qid, rel in result.relevance():
+        q = counted.get(qid)
+        if q is None:
+            continue
+        rel = np.asarray(rel[:depth], dtype=np.int64)
+        found = np.cumsum(np.pad(rel, (0, depth - len(rel))))
+        if q.n_relevant.chunk:  # query_policy zero: a query with nothing relevant adds 0
+            recall += found / q.n_relevant.chunk
+        precision += found / ks
+        where = np.flatnonzero(rel)
+        first[qid] = int(where[0]) + 1 if len(where) else None
+    n = len(counted)
     if n:
-        recall = [r / n for r in recall]
-        precision = [p / n for p in precision]
-    return recall, precision, firsts
+        recall, precision = recall / n, precision / n
+    return recall.tolist(), precision.tolist(), [first.get(qid) for qid in counted]
 
 
-def _doc_ndcg(q: QueryResult, depth: int, hits) -> list[float]:
+def _doc_ndcg(gains, ideal, depth: int):
     """nDCG@k (linear gain = grade, log2 discount, as trec_eval's ndcg_cut) at k = 1..depth for one query at doc
-    level: documents at their best chunk, i.e. in order of first appearance in the chunk ranking."""
-    grades = {g.doc_id: g.grade for g in q.gold}
-    seen, gains = set(), []
-    for h in hits:
-        if h.doc_id not in seen:
-            seen.add(h.doc_id)
-            gains.append(max(grades.get(h.doc_id, 0), 0))
-    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)
-    out, dcg, idcg = [], 0.0, 0.0
-    for i in range(depth):
-        if i < len(gains):
-            dcg += gains[i] / math.log2(i + 2)
-        if i < len(ideal):
-            idcg += ideal[i] / math.log2(i + 2)
-        out.append(dcg / idcg if idcg else 0.0)
-    return out
+    level: ``gains`` are its documents' grades at their best chunk, in rank order; ``ideal`` its judged grades > 0
+    sorted descending."""
+    import numpy as np
+
+    discount = 1.0 / np.log2(np.arange(2, depth + 2))
+    dcg = np.cumsum(np.pad(np.asarray(gains[:depth], dtype=float), (0, max(depth - len(gains), 0))) * discount)
+    idcg = np.cumsum(np.pad(np.asarray(ideal[:depth], dtype=float), (0, max(depth - len(ideal), 0))) * discount)
+    return np.divide(dcg, idcg, out=np.zeros(depth), where=idcg > 0)
 
 
 def ndcg_curve(result: Result) -> list[float]:
-    """Mean doc-level nDCG@k, k = 1..depth (in documents), over the queries counted at doc level."""
-    rows = result.counted("doc")
-    hits = {q.id: result.hits_of(q) for q in rows}  # from hits.parquet for the queries results.json does not keep
-    depth = max([len({h.doc_id for h in hs}) for hs in hits.values()] + [1])
-    total = [0.0] * depth
-    for q in rows:
-        for i, v in enumerate(_doc_ndcg(q, depth, hits[q.id])):
-            total[i] += v
-    return [t / len(rows) for t in total] if rows else total
+    """Mean doc-level nDCG@k, k = 1..depth (in documents), over the queries counted at doc level. The hits are
+    read twice as a stream (the depth first, then the curve), never held for every query at once."""
+    rows = {q.id: q for q in result.counted("doc")}
+    depth = max([len(g) for qid, g in result.doc_gains() if qid in rows] + [1])
+    total = 0.0
+    for qid, gains in result.doc_gains():
+        q = rows.get(qid)
+        if q is not None:
+            total = total + _doc_ndcg(gains, sorted((g.grade for g in q.gold if g.grade > 0), reverse=True), depth)
+    # A counted query with no hits at all scores 0 at every k (it adds nothing to the totals).
+    curve = [float(v) for v in total] if depth and not isinstance(total, float) else [0.0] * depth
+    return [t / len(rows) for t in curve] if rows else curve
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,130 @@
+"""A ``HitTable``'s hits with their judgments, as columns, a batch of queries at a time: what hits.parquet, the TREC
+files and the report's curves read, without making a ``Hit`` or a ``HitRecord`` per hit.
+
+The judgments are looked up by sorted integer keys (query row x chunk or document), so judging a batch is a few
+NumPy operations whatever its size, and memory holds one batch's columns plus the judgments themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping
+
+import numpy as np
+
+from .hittable import HitTable
+
+BATCH_QUERIES = 1_000  # queries judged at a time: memory is bounded by one batch's hits
+
+
+@dataclass(frozen=True)
+class JudgedBatch:
+    """Queries ``rows`` (a range of the table) and their hits ``lo:hi`` with every column hits.parquet holds."""
+
+    rows: range
+    lo: int
+    hi: int
+    lengths: np.ndarray  # (len(rows),) hits per query
+    chunk: np.ndarray  # (m,) chunk index into the table's chunks
+    rank: np.ndarray  # (m,) int64, 1.. within its query
+    score: np.ndarray  # (m,) float64
+    relevant: np.ndarray  # (m,) bool: the chunk's grade >= 1
+    grade: np.ndarray  # (m,) int64: the document's grade (0 where unjudged: see ``judged``)
+    judged: np.ndarray  # (m,) bool: the document is judged for the query
+    in_window: np.ndarray  # (m,) bool
+
+    @property
+    def doc_relevant(self) -> np.ndarray:
+        return self.judged & (self.grade >= 1)
+
+
+@dataclass(frozen=True, eq=False)
+class JudgedTable:
+    """``table``'s hits judged by ``chunk_grades``/``doc_grades`` (query id -> id -> grade) at ``window_k``."""
+
+    table: HitTable
+    chunk_grades: Mapping[str, Mapping[str, int]]
+    doc_grades: Mapping[str, Mapping[str, int]]
+    window_k: np.ndarray
+    _keys: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def _judgments(self):
+        """(sorted relevant row x chunk keys, sorted row x document keys, their grades), made once."""
+        if not self._keys:
+            t = self.table
+            n_chunks = max(len(t.chunks), 1)
+            docs, _ = t.doc_index()
+            n_docs = max(len(docs), 1)
+            chunk_code = {c: i for i, c in enumerate(t.chunk_ids().tolist())}
+            doc_code = {d: i for i, d in enumerate(docs.tolist())}
+            relevant, doc_keys, grades = [], [], []
+            for row, qid in enumerate(t.query_ids.tolist()):
+                base_c, base_d = row * n_chunks, row * n_docs
+                relevant += [base_c + chunk_code[c] for c, g in self.chunk_grades.get(qid, {}).items()
+                             if g >= 1 and c in chunk_code]
+                for d, g in self.doc_grades.get(qid, {}).items():
+                    if d in doc_code:
+                        doc_keys.append(base_d + doc_code[d])
+                        grades.append(g)
+            order = np.argsort(np.asarray(doc_keys, dtype=np.int64), kind="stable")
+            self._keys.update(relevant=np.sort(np.asarray(relevant, dtype=np.int64)),
+                              doc_keys=np.asarray(doc_keys, dtype=np.int64)[order],
+                              grades=np.asarray(grades, dtype=np.int64)[order], n_chunks=n_chunks, n_docs=n_docs)
+        return self._keys
+
+    def batch(self, start: int, stop: int) -> JudgedBatch:
+        t, keys = self.table, self._judgments()
+        lo, hi = int(t.offsets[start]), int(t.offsets[stop])
+        lengths = np.diff(t.offsets[start:stop + 1])
+        rows = np.repeat(np.arange(start, stop, dtype=np.int64), lengths)
+        rank = np.arange(1, hi - lo + 1, dtype=np.int64) - np.repeat(t.offsets[start:stop] - lo, lengths)
+        chunk = t.chunk[lo:hi]
+        relevant = _member(rows * keys["n_chunks"] + chunk, keys["relevant"])
+        _, doc_of_chunk = t.doc_index()
+        found, position = _lookup(rows * keys["n_docs"] + doc_of_chunk[chunk], keys["doc_keys"])
+        grades = keys["grades"]
+        grade = np.where(found, grades[position], 0) if len(grades) else np.zeros(len(chunk), dtype=np.int64)
+        in_window = rank <= np.repeat(self.window_k[start:stop], lengths)
+        return JudgedBatch(range(start, stop), lo, hi, lengths, chunk, rank, t.scores[lo:hi], relevant,
+                           grade.astype(np.int64), found, in_window)
+
+    def batches(self, size: int = BATCH_QUERIES) -> Iterator[JudgedBatch]:
+        for start in range(0, len(self.table), size):
+            yield self.batch(start, min(start + size, len(self.table)))
+
+    def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(query id, each hit's relevant flag in rank order) per query, in table order."""
+        ids = self.table.query_ids
+        for b in self.batches():
+            for row, part in zip(b.rows, np.split(b.relevant, np.cumsum(b.lengths)[:-1])):
+                yield str(ids[row]), part
+
+    def doc_gains(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(query id, the grades (negatives and unjudged as 0) of its documents at their best chunk, in rank
+        order) per query: the gains of a doc-level ranking."""
+        ids, best = self.table.query_ids, self.table.best_per_doc()
+        for b in self.batches():
+            keep = best[b.lo:b.hi]
+            gains = np.maximum(b.grade, 0)[keep]
+            local = np.repeat(np.arange(len(b.rows)), b.lengths)[keep]
+            counts = np.bincount(local, minlength=len(b.rows))
+            for row, part in zip(b.rows, np.split(gains, np.cumsum(counts)[:-1])):
+                yield str(ids[row]), part
+
+    def chunk_indices(self) -> np.ndarray:
+        """The chunks any hit names, in order of first appearance."""
+        _, first = np.unique(self.table.chunk, return_index=True)
+        return self.table.chunk[np.sort(first)]
+
+
+def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    return _lookup(values, sorted_keys)[0]
+
+
+def _lookup(values: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(whether each value is a key, its position in ``sorted_keys`` where it is)."""
+    if not len(sorted_keys):
+        return np.zeros(len(values), dtype=bool), np.zeros(len(values), dtype=np.int64)
+    position = np.searchsorted(sorted_keys, values)
+    clipped = np.minimum(position, len(sorted_keys) - 1)
+    return sorted_keys[clipped] == values, clipped
