@@ -148,7 +148,8 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
              rules: Optional[Path] = typer.Option(None, "--rules", help="also check a gate rules YAML against "
                                                                          "the config's metrics"),
              overrides: List[str] = set_option(),
-             cache_dir: Optional[Path] = cache_dir_option()) -> None:
+             cache_dir: Optional[Path] = cache_dir_option(),
+             executor: Optional[Executor] = executor_option()) -> None:
     """Everything run checks before retrieving, without retrieving: the config, sweep points, model folders,
     tokenizers, corpus, chunking, golden set against the corpus, and gate rules. Exit 2 on errors; golden-set
     problems that run flags (diagnostics.on_gold_error: flag) are warnings, as in run.
@@ -158,7 +159,7 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
     from .config.schema import load_config
     from .pipeline.assemble import check_before_retrieval
 
-    cfg = load_config(config, overrides)
+    cfg = with_executor(load_config(config, overrides), executor)
     checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err, cache_dir=cache_dir)
     for warning in checked.warnings:
         _err(f"warning: {warning}")

@@ -135,6 +135,23 @@ def test_without_ray_kind_ray_is_one_line_naming_the_extra(tmp_path, monkeypatch
     assert str(err.value) == "executor.kind 'ray' needs Ray: pip install 'rag-harness[ray]'"
 
 
+def test_without_ray_validate_names_the_extra_before_any_work(monkeypatch):
+    from harness.pipeline.assemble import check_before_retrieval
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    config = _with(load_config(ROOT / "configs" / "demo-bm25.yaml"), kind="ray")
+    with pytest.raises(MissingDependencyError, match=r"rag-harness\[ray\]"):
+        check_before_retrieval(config, source="demo-bm25.yaml")
+    check_before_retrieval(_with(config, kind="local"), source="demo-bm25.yaml")  # local needs no Ray
+
+
+def test_validate_takes_the_executor_option(tmp_path):
+    proc = harness("validate", demo_config(tmp_path), "--executor", "ray", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "ok (" in proc.stdout
+    assert_input_error(harness("validate", demo_config(tmp_path), "--executor", "dask", cwd=tmp_path), "--executor")
+
+
 @pytest.mark.parametrize("section, fragments", [
     ("{kind: spark}", ["executor.kind: Input should be 'local' or 'ray'"]),
     ("{kind: ray, address: 10.0.0.1:6379, num_workers: 0, shards: -1}",

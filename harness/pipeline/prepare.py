@@ -126,6 +126,9 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
             _attempt(lambda: TokenCounter(cfg.cutoff.tokenizer, where=f"{source}: cutoff.tokenizer"), errors)
     if lines:
         errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
+    if any(cfg.executor.kind == "ray" for cfg in configs):
+        from ..executors.ray import import_ray  # the optional extra, named before any work rather than after it
+        _attempt(import_ray, errors)
     if any(_uses_cache(cfg.retriever) for cfg in configs):
         from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
         _attempt(lambda: check_cache_folder(cache_dir or BuildContext().cache_dir), errors)
