@@ -61,6 +61,8 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
         if callable(close):
             close()
     retrieved = executed.retrieved
+    if progress and retrieved.timings.get("retrieve_s", 0.0) >= 30:  # long work says what comes next (progress.py)
+        log(f"scoring, diagnosing and writing the results of {len(prepared.gold.queries):,} queries")
     info = getattr(retriever, "info", None)  # what a backend reports about its search (ANN recall, ...)
     if retrieved.warning(kind):
         log(retrieved.warning(kind))
