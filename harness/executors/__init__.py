@@ -5,7 +5,8 @@ encoding (Ray Data) and retrieval (actors holding the index, or one shard of it 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Callable, Iterator, Sequence
 
 from ..config.schema import ExperimentConfig
 from ..core.types import Chunk, Query
@@ -23,3 +24,18 @@ def execute(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[Chu
     retrieved = run_local(config, retriever, chunks, queries, context.documents, progress)
     return Executed(retrieved, {"kind": "local", "placement": "local"},
                     {"index_s": retrieved.timings["index_s"], "retrieve_s": retrieved.timings["retrieve_s"]})
+
+
+@contextmanager
+def shared(configs: Sequence[ExperimentConfig]) -> Iterator[None]:
+    """One executor session for several runs (a sweep's points): Ray is started once when every run that uses it
+    names the same Ray; otherwise each run starts its own, as a single run does."""
+    rays = {c.executor.model_dump_json() for c in configs if c.executor.kind == "ray"}
+    if len(rays) != 1:
+        with nullcontext():
+            yield
+        return
+    from .ray import session
+
+    with session(next(c for c in configs if c.executor.kind == "ray").executor):
+        yield

@@ -40,11 +40,20 @@ def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progres
 
 def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log, context=None,
                final_dir: Path | None = None) -> dict:
-    from .assemble import prepare, run_experiment
-    from ..render.outputs import write_run_files
+    from ..executors import shared
 
     log = log or (lambda m: print(m, file=sys.stderr))
     points = expand(config, on_selection=True)
+    with shared([cfg for cfg, _ in points]):  # one Ray for every point that runs on it
+        return _run_points(config, points, out_dir, progress=progress, log=log, context=context,
+                           final_dir=final_dir)
+
+
+def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bool, log, context,
+                final_dir: Path | None) -> dict:
+    from .assemble import prepare, run_experiment
+    from ..render.outputs import write_run_files
+
     results = []
     loaded: dict[str, object] = {}  # corpus, chunks and gold, shared by grid points that do not change them
     for i, (cfg, params) in enumerate(points, 1):
