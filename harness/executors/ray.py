@@ -20,7 +20,7 @@ import numpy as np
 
 from ..config.schema import ExecutorConfig, ExperimentConfig
 from ..core.errors import ConfigError, HarnessError, MissingDependencyError
-from ..core.types import Chunk, Query, RankedList
+from ..core.types import Chunk, Hit, Query, RankedList
 from ..retrievers import BuildContext, Retriever, build_retriever
 from ..retrievers.ranking import rank_hits
 from .local import Executed, run_local
@@ -187,8 +187,17 @@ class IndexActor:
     def ready(self) -> bool:
         return True
 
-    def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
-        return self.retriever.retrieve(queries, k)
+    def retrieve(self, queries: Sequence[Query], k: int) -> list[tuple]:
+        return [_packed(ranked) for ranked in self.retriever.retrieve(queries, k)]
+
+
+def _packed(ranked: RankedList) -> tuple:
+    """A ranked list as plain tuples: pickled in C, several times faster to send than ``Hit`` objects."""
+    return ranked.query_id, [(h.chunk_id, h.doc_id, h.score, h.rank, h.start, h.end, h.text) for h in ranked.hits]
+
+
+def _unpacked(packed: Sequence[tuple]) -> list[RankedList]:
+    return [RankedList(query_id, tuple(Hit(*h) for h in hits)) for query_id, hits in packed]
 
 
 def _put(ray, obj: Any):
@@ -256,7 +265,7 @@ class RayRetriever:
             refs.append([a.retrieve.remote(batch, k) for a in self.groups[n % len(self.groups)]])
         out: list[RankedList] = []
         for per_shard in refs:
-            lists = _get(self.ray, per_shard)
+            lists = [_unpacked(part) for part in _get(self.ray, per_shard)]
             out += lists[0] if len(lists) == 1 else merge_shards(lists, k)
         return out
 
