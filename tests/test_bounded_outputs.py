@@ -185,12 +185,18 @@ def test_large_run_files_are_bounded(large):
 
 def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
     from harness.core.errors import InputError
-    from harness.core.result import load_result
+    from harness.core.result import Result, load_result
     from harness.render.explain import explain_result, explain_saved
     from harness.render.html import render
+    from harness.render.plots import curves, ndcg_curve
 
     result, out = large
     saved = load_result(out / "results.json")  # the loader's schema and consistency checks pass
+    # pydantic's JSON reader (the fast path) reads the same Result as json.loads and validating the objects
+    assert saved.model_dump_json() == Result.from_dict(json.loads((out / "results.json").read_text())).model_dump_json()
+    # the curves read from hits.parquet are the ones read from the run's columns
+    assert curves(saved) == curves(result) and ndcg_curve(saved) == ndcg_curve(result)
+    assert ndcg_curve(saved)[9] == pytest.approx(saved.summary.doc["ndcg@10"], rel=1e-12)
     q = next(q for q in saved.queries if q.hits is None)
     assert saved.hits_of(q) == result.hit_source.hits(q.id)
     ex = explain_result(saved, q.id)
