@@ -13,14 +13,13 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.files import atomic_open
-from ..core.hitjudge import JudgedTable
+from ..core.hitjudge import BATCH_QUERIES, JudgedTable  # BATCH_QUERIES: queries per row group of hits.parquet
 from ..core.hittable import HitTable
 from ..core.records import HitRecord
 from ..core.types import Chunk, RankedList, best_hits
 
 HITS_FILE = "hits.parquet"
 CHUNKS_FILE = "chunks.parquet"
-from ..core.hitjudge import BATCH_QUERIES  # noqa: E402  queries per row group: memory holds one batch's rows
 BATCH_CHUNKS = 20_000  # chunks per row group of chunks.parquet
 
 HIT_COLUMNS = ("query_id", "rank", "chunk_id", "doc_id", "start", "end", "score", "relevant", "doc_relevant",
