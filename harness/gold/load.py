@@ -18,6 +18,7 @@ import yaml
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, read_id, tab_problem
+from ..core.jsonl import jsonl_rows, numbered_lines, parse_line
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8
 
@@ -109,16 +110,11 @@ def _native_rows(path: Path) -> list[tuple[str, object]]:
         raise GoldSetError(f"{path}: this looks like a {kind} file (first line {_short(text.lstrip().split(chr(10), 1)[0].strip())}), "
                            f"read as a native JSONL golden set; set goldset.format: {kind.lower()} (and "
                            f"goldset.columns if its columns are not query_id, query, doc_id, grade)")
-    # Lines end at "\n" only: a JSON string may hold a raw U+2028, which splitlines() would cut.
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((f"{path}:{lineno}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
-        except RecursionError:
-            problems.append(f"{path}:{lineno}: nested too deeply")
+    for lineno, row, bad in jsonl_rows(text):
+        if bad:
+            problems.append(f"{path}:{lineno}: {bad}")
+        else:
+            rows.append((f"{path}:{lineno}", row))
     _fail(path, problems)
     return rows
 
@@ -303,14 +299,9 @@ def _read_query_texts(path: Path) -> dict[str, str]:
         raise GoldSetError(f"{path}: queries file not found")
     texts, problems = {}, []
     first: dict[str, int] = {}
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in numbered_lines(read_utf8(path, GoldSetError)):
         if path.suffix == ".jsonl":
-            try:
-                row = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
-                row = None
+            row, _ = parse_line(line)
             if not isinstance(row, dict) or not isinstance(row.get("text"), str):
                 problems.append(f"{path}:{lineno}: expected {{'_id': ..., 'text': ...}}")
                 continue
@@ -364,9 +355,7 @@ def _read_evidence(path: Path) -> dict[tuple[str, str], list[RawEvidence]]:
         raise GoldSetError(f"{path}: evidence file not found")
     out: dict[tuple[str, str], list[RawEvidence]] = defaultdict(list)
     problems = []
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in numbered_lines(read_utf8(path, GoldSetError)):
         try:
             row = json.loads(line)
             key = (str(row["query-id"]), str(row["corpus-id"]))

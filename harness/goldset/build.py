@@ -8,7 +8,6 @@ nowhere, is listed for a person and never guessed."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Mapping
 
 from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, read_id
+from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
 from ..core.types import Document
 from .locate import Match, NormCache, find_all, locate, normalise
@@ -55,14 +55,10 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
     if not path.is_file():
         raise GoldSetError(f"{path}: answers file not found")
     rows, problems, seen = [], [], {}
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, row, bad in jsonl_rows(read_utf8(path, GoldSetError)):
         where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            problems.append(f"{where}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})")
+        if bad:
+            problems.append(f"{where}: {bad}")
             continue
         if not isinstance(row, dict):
             problems.append(f"{where}: expected an object with id, query, answers")
