@@ -187,6 +187,21 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def query_of(row: dict, where: str, seen: dict[str, str]) -> tuple[str, str] | str:
+    """A golden-set row's query id and text, or its problem (``where``: file:line). ``seen`` holds where each query
+    id stood first; this one is added. Shared by native golden sets and ``goldset build``'s answer files."""
+    qid, bad = read_id(row.get("id"), "query id", "missing 'id'")
+    if bad:
+        return f"{where}: {bad}"
+    if qid in seen:
+        return f"{where}: duplicate query id {qid!r} (first at {seen[qid]})"
+    seen[qid] = where
+    text = row.get("query")
+    if not isinstance(text, str) or not text.strip():
+        return f"{where}: query {qid!r} has an empty or missing 'query'"
+    return qid, text
+
+
 def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> list[RawQuery]:
     """A native golden set (JSONL or YAML), or ``rows`` already in its form (a table's, ``gold.tabular``)."""
     queries, problems = [], []
@@ -199,18 +214,11 @@ def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> li
         if unknown:
             problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
                             f"relevant, tags")
-        text = row.get("query")
-        qid, bad = read_id(row.get("id"), "query id", "missing 'id'")
-        if bad:
-            problems.append(f"{where}: {bad}")
+        head = query_of(row, where, seen)
+        if isinstance(head, str):
+            problems.append(head)
             continue
-        if qid in seen:
-            problems.append(f"{where}: duplicate query id {qid!r} (first at {seen[qid]})")
-            continue
-        seen[qid] = where
-        if not isinstance(text, str) or not text.strip():
-            problems.append(f"{where}: query {qid!r} has an empty or missing 'query'")
-            continue
+        qid, text = head
         tags = row.get("tags") or {}
         if not isinstance(tags, dict):
             problems.append(f"{where}: query {qid!r}: 'tags' must be a mapping")

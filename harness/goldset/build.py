@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Mapping
 
 from ..core.errors import GoldSetError
-from ..core.ids import grade_problem, id_problem, read_id
+from ..core.ids import grade_problem, id_problem
 from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
 from ..core.types import Document
+from ..gold.load import query_of
 from .locate import Match, NormCache, find_all, locate, normalise
 
 FUZZY_CORPUS_CHARS = 2_000_000  # whole-corpus fuzzy search above this size would take minutes: not tried
@@ -68,18 +69,11 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
             problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
                             f"answers, doc, grade, tags")
             continue
-        qid, bad = read_id(row.get("id"), "query id", "missing 'id'")
-        if bad:
-            problems.append(f"{where}: {bad}")
+        head = query_of(row, where, seen)
+        if isinstance(head, str):
+            problems.append(head)
             continue
-        if qid in seen:
-            problems.append(f"{where}: duplicate query id {qid!r} (first at {seen[qid]})")
-            continue
-        seen[qid] = where
-        query, answers = row.get("query"), row.get("answers")
-        if not isinstance(query, str) or not query.strip():
-            problems.append(f"{where}: query {qid!r} has an empty or missing 'query'")
-            continue
+        (qid, query), answers = head, row.get("answers")
         if not isinstance(answers, list) or not answers or not all(isinstance(a, str) and a.strip() for a in answers):
             problems.append(f"{where}: query {qid!r}: 'answers' must be a non-empty list of texts")
             continue

@@ -52,6 +52,14 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def checked_url(url: str) -> str:
+    """``url`` for a config validator: a ValueError when it is not an http(s) URL fit for a config."""
+    why = url_problem(url)
+    if why:
+        raise ValueError(why)
+    return url
+
+
 def _uses_query(template: Any) -> bool:
     if isinstance(template, str):
         return "{query}" in template
@@ -130,10 +138,7 @@ class HttpConfig(LiveConfig):
     @field_validator("url")
     @classmethod
     def _url(cls, url: str) -> str:
-        why = url_problem(url)
-        if why:
-            raise ValueError(why)
-        return url
+        return checked_url(url)
 
     @model_validator(mode="after")
     def _template_uses_query(self) -> "HttpConfig":

@@ -19,7 +19,7 @@ from ..core.schema import Strict
 from ..core.types import Query
 from .base import BuildContext, RetrieverKind, register
 from .http import (BackoffS, Concurrency, Headers, HeadersEnv, LiveConfig, LiveRetriever, OnError, Request, Retries,
-                   TimeoutS, _uses_query, render, url_problem)
+                   TimeoutS, _uses_query, checked_url, render)
 from .live_hits import HitMapping, _path
 
 _INDEX = r"^[^\s/\\*?\"<>|,#:]+$"  # Elasticsearch's own rules for index names (lowercase checked by the server)
@@ -67,10 +67,7 @@ class SearchEngineConfig(LiveConfig):
     @field_validator("url")
     @classmethod
     def _url(cls, url: str) -> str:
-        why = url_problem(url)
-        if why:
-            raise ValueError(why)
-        return url.rstrip("/")
+        return checked_url(url).rstrip("/")
 
     @model_validator(mode="after")
     def _template(self) -> "SearchEngineConfig":
