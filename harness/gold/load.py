@@ -18,6 +18,7 @@ import yaml
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, grade_problem, id_problem, read_id, tab_problem
+from ..core.jsonl import jsonl_rows, numbered_lines, parse_line
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8
 
@@ -109,16 +110,11 @@ def _native_rows(path: Path) -> list[tuple[str, object]]:
         raise GoldSetError(f"{path}: this looks like a {kind} file (first line {_short(text.lstrip().split(chr(10), 1)[0].strip())}), "
                            f"read as a native JSONL golden set; set goldset.format: {kind.lower()} (and "
                            f"goldset.columns if its columns are not query_id, query, doc_id, grade)")
-    # Lines end at "\n" only: a JSON string may hold a raw U+2028, which splitlines() would cut.
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((f"{path}:{lineno}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
-        except RecursionError:
-            problems.append(f"{path}:{lineno}: nested too deeply")
+    for lineno, row, bad in jsonl_rows(text):
+        if bad:
+            problems.append(f"{path}:{lineno}: {bad}")
+        else:
+            rows.append((f"{path}:{lineno}", row))
     _fail(path, problems)
     return rows
 
@@ -191,6 +187,21 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def query_of(row: dict, where: str, seen: dict[str, str]) -> tuple[str, str] | str:
+    """A golden-set row's query id and text, or its problem (``where``: file:line). ``seen`` holds where each query
+    id stood first; this one is added. Shared by native golden sets and ``goldset build``'s answer files."""
+    qid, bad = read_id(row.get("id"), "query id", "missing 'id'")
+    if bad:
+        return f"{where}: {bad}"
+    if qid in seen:
+        return f"{where}: duplicate query id {qid!r} (first at {seen[qid]})"
+    seen[qid] = where
+    text = row.get("query")
+    if not isinstance(text, str) or not text.strip():
+        return f"{where}: query {qid!r} has an empty or missing 'query'"
+    return qid, text
+
+
 def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> list[RawQuery]:
     """A native golden set (JSONL or YAML), or ``rows`` already in its form (a table's, ``gold.tabular``)."""
     queries, problems = [], []
@@ -203,18 +214,11 @@ def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> li
         if unknown:
             problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
                             f"relevant, tags")
-        text = row.get("query")
-        qid, bad = read_id(row.get("id"), "query id", "missing 'id'")
-        if bad:
-            problems.append(f"{where}: {bad}")
+        head = query_of(row, where, seen)
+        if isinstance(head, str):
+            problems.append(head)
             continue
-        if qid in seen:
-            problems.append(f"{where}: duplicate query id {qid!r} (first at {seen[qid]})")
-            continue
-        seen[qid] = where
-        if not isinstance(text, str) or not text.strip():
-            problems.append(f"{where}: query {qid!r} has an empty or missing 'query'")
-            continue
+        qid, text = head
         tags = row.get("tags") or {}
         if not isinstance(tags, dict):
             problems.append(f"{where}: query {qid!r}: 'tags' must be a mapping")
@@ -303,14 +307,9 @@ def _read_query_texts(path: Path) -> dict[str, str]:
         raise GoldSetError(f"{path}: queries file not found")
     texts, problems = {}, []
     first: dict[str, int] = {}
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in numbered_lines(read_utf8(path, GoldSetError)):
         if path.suffix == ".jsonl":
-            try:
-                row = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
-                row = None
+            row, _ = parse_line(line)
             if not isinstance(row, dict) or not isinstance(row.get("text"), str):
                 problems.append(f"{path}:{lineno}: expected {{'_id': ..., 'text': ...}}")
                 continue
@@ -364,9 +363,7 @@ def _read_evidence(path: Path) -> dict[tuple[str, str], list[RawEvidence]]:
         raise GoldSetError(f"{path}: evidence file not found")
     out: dict[tuple[str, str], list[RawEvidence]] = defaultdict(list)
     problems = []
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in numbered_lines(read_utf8(path, GoldSetError)):
         try:
             row = json.loads(line)
             key = (str(row["query-id"]), str(row["corpus-id"]))

@@ -8,16 +8,17 @@ nowhere, is listed for a person and never guessed."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 from ..core.errors import GoldSetError
-from ..core.ids import grade_problem, id_problem, read_id
+from ..core.ids import grade_problem, id_problem
+from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
 from ..core.types import Document
+from ..gold.load import query_of
 from .locate import Match, NormCache, find_all, locate, normalise
 
 FUZZY_CORPUS_CHARS = 2_000_000  # whole-corpus fuzzy search above this size would take minutes: not tried
@@ -55,14 +56,10 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
     if not path.is_file():
         raise GoldSetError(f"{path}: answers file not found")
     rows, problems, seen = [], [], {}
-    for lineno, line in enumerate(read_utf8(path, GoldSetError).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, row, bad in jsonl_rows(read_utf8(path, GoldSetError)):
         where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            problems.append(f"{where}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})")
+        if bad:
+            problems.append(f"{where}: {bad}")
             continue
         if not isinstance(row, dict):
             problems.append(f"{where}: expected an object with id, query, answers")
@@ -72,18 +69,11 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
             problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
                             f"answers, doc, grade, tags")
             continue
-        qid, bad = read_id(row.get("id"), "query id", "missing 'id'")
-        if bad:
-            problems.append(f"{where}: {bad}")
+        head = query_of(row, where, seen)
+        if isinstance(head, str):
+            problems.append(head)
             continue
-        if qid in seen:
-            problems.append(f"{where}: duplicate query id {qid!r} (first at {seen[qid]})")
-            continue
-        seen[qid] = where
-        query, answers = row.get("query"), row.get("answers")
-        if not isinstance(query, str) or not query.strip():
-            problems.append(f"{where}: query {qid!r} has an empty or missing 'query'")
-            continue
+        (qid, query), answers = head, row.get("answers")
         if not isinstance(answers, list) or not answers or not all(isinstance(a, str) and a.strip() for a in answers):
             problems.append(f"{where}: query {qid!r}: 'answers' must be a non-empty list of texts")
             continue

@@ -5,10 +5,11 @@ caller sees every place found: one place is an answer, several are ambiguous and
 from __future__ import annotations
 
 import difflib
-import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..core.normalize import normalise  # the one normalisation, shared with hit placement
 
 FUZZY_MIN = 0.9  # similarity (0..1) a fuzzy match needs; below it the text counts as not found
 FUZZY_MAX_TEXT = 2000  # longest needle tried fuzzily: longer quotes are pasted, and must match at least normalised
@@ -29,55 +30,6 @@ def find_all(haystack: str, needle: str) -> list[int]:
         out.append(at)
         at = haystack.find(needle, at + 1)
     return out
-
-
-# The characters str.isspace() is true for, among the first 128.
-_ASCII_SPACE = np.zeros(128, dtype=bool)
-_ASCII_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
-_UPPER = np.arange(128, dtype=np.uint32)
-_UPPER[65:91] += 32  # A-Z -> a-z
-
-
-def normalise(text: str) -> tuple[str, np.ndarray]:
-    """NFKC + casefold, whitespace runs as one space (none at either end), with each output character's offset in
-    ``text`` (one extra entry: the end). Vectorised over code points; only non-ASCII characters are mapped one by
-    one, so a corpus of megabytes normalises in seconds. Character by character, so offsets stay exact; a combining
-    sequence split across characters is rare in evidence text and would only make a match fall through to fuzzy."""
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).copy()
-    ascii_ = codes < 128
-    space = np.zeros(len(codes), dtype=bool)
-    space[ascii_] = _ASCII_SPACE[codes[ascii_]]
-    codes[ascii_] = _UPPER[codes[ascii_]]
-    pieces: dict[int, str] = {}  # non-ASCII characters that do not map to exactly one character
-    for i in np.nonzero(~ascii_)[0].tolist():
-        ch = text[i]
-        if ch.isspace():
-            space[i] = True
-            continue
-        mapped = unicodedata.normalize("NFKC", ch).casefold()
-        if len(mapped) == 1:
-            codes[i] = ord(mapped)
-        else:
-            pieces[i] = mapped
-    keep = ~space
-    keep[1:] |= space[1:] & ~space[:-1]  # the first of each whitespace run, as one space
-    if len(keep):
-        keep[0] = keep[0] and not space[0]
-    codes[space] = 32
-    where = np.nonzero(keep)[0]
-    if len(where) and space[where[-1]]:
-        where = where[:-1]
-    if pieces:
-        parts, offsets = [], []
-        for i in where.tolist():
-            mapped = pieces.get(i, chr(codes[i]))
-            parts.append(mapped)
-            offsets.extend([i] * len(mapped))
-        norm = "".join(parts)
-        where = np.array(offsets, dtype=np.int64)
-    else:
-        norm = codes[where].astype(np.uint32).tobytes().decode("utf-32-le")
-    return norm, np.append(where.astype(np.int64), len(text))
 
 
 def _end(where: np.ndarray, text_len: int, index: int) -> int:

@@ -7,7 +7,6 @@ already judges with another grade, is left as it was and reported."""
 from __future__ import annotations
 
 import csv
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Sequence
 
 from ..core.errors import InputError
 from ..core.ids import grade_problem
+from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
 from ..gold.load import RawQuery
 from .sources import judgment_row, query_row, raw_evidence_row
@@ -44,15 +44,10 @@ def _rows(path: Path) -> list[tuple[str, dict]]:
     text = read_utf8(path, InputError)
     if path.suffix.lower() == ".jsonl":
         out = []
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    row = None
-                if not isinstance(row, dict):
-                    raise InputError(f"{path}:{lineno}: expected one JSON object per line (a judging sheet)")
-                out.append((f"{path}:{lineno}", row))
+        for lineno, row, _ in jsonl_rows(text):
+            if not isinstance(row, dict):
+                raise InputError(f"{path}:{lineno}: expected one JSON object per line (a judging sheet)")
+            out.append((f"{path}:{lineno}", row))
         return out
     reader = csv.DictReader(text.splitlines(keepends=True))
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]

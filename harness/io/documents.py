@@ -6,7 +6,6 @@ to /etc/passwd would otherwise put that file into the reports)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Callable
 from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
+from ..core.jsonl import parse_line
 from ..core.types import Document
 
 from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
@@ -44,13 +44,13 @@ def _load_jsonl(path: Path) -> list[Document]:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            try:
-                row = json.loads(raw.decode("utf-8"))
+            try:  # decoded line by line: every line that is not UTF-8 is named, with the other problems
+                row, bad = parse_line(raw.decode("utf-8"))
             except UnicodeDecodeError:
                 problems.append(f"{path}:{lineno}: not UTF-8 text")
                 continue
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
+            if bad:
+                problems.append(f"{path}:{lineno}: {bad}")
                 continue
             if not isinstance(row, dict):
                 problems.append(f"{path}:{lineno}: expected a JSON object")

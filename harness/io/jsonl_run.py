@@ -12,12 +12,12 @@ which one was meant would be a guess.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import RunFileError
+from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
 
 HIT_FIELDS = ("doc_id", "chunk_id", "start", "end", "text", "score")
@@ -63,17 +63,10 @@ def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run") ->
     grouped_line: dict[str, int] = {}
     form: tuple[str, int] | None = None  # ("grouped" | "flat", first line of that form)
     problems: list[str] = []
-    for lineno, line in enumerate(read_utf8(path, RunFileError).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, row, bad in jsonl_rows(read_utf8(path, RunFileError)):
         where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{where}: not valid JSON ({exc.msg})")
-            continue
-        except RecursionError:
-            problems.append(f"{where}: nested too deeply")
+        if bad:
+            problems.append(f"{where}: {bad}")
             continue
         if not isinstance(row, dict):
             problems.append(f"{where}: expected a JSON object, {GROUPED_SHAPE} or {FLAT_SHAPE}")

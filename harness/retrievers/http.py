@@ -21,10 +21,10 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Annotated, Any, Literal, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from pydantic import Field, JsonValue, field_validator, model_validator
+from pydantic import AfterValidator, Field, JsonValue, field_validator, model_validator
 
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
@@ -50,6 +50,14 @@ def url_problem(url: str) -> str | None:
     if parts.username or parts.password:
         return "the URL must not carry credentials: put them in headers_env (headers from environment variables)"
     return None
+
+
+def checked_url(url: str) -> str:
+    """``url`` for a config validator: a ValueError when it is not an http(s) URL fit for a config."""
+    why = url_problem(url)
+    if why:
+        raise ValueError(why)
+    return url
 
 
 def _uses_query(template: Any) -> bool:
@@ -83,7 +91,34 @@ class EnvHeader(Strict):
     prefix: str = ""  # e.g. "Bearer "
 
 
-class HttpConfig(Strict):
+# The transport settings http and the search engines share, defined once. Each kind's config declares them at its
+# own place in its field order instead of inheriting them: a base class's fields would come first and so change the
+# order of every dump of the config. (The lambdas look the checks up when called: they are defined further down.)
+Headers = Annotated[dict[str, str], AfterValidator(lambda v: _no_secret_headers(v)),
+                    Field(default_factory=dict, description="constant headers (no secrets)")]
+HeadersEnv = Annotated[dict[str, EnvHeader | str], AfterValidator(lambda v: _env_names(v)),
+                       Field(default_factory=dict, description="header -> environment variable (or {env, prefix})")]
+Concurrency = Annotated[int, Field(4, ge=1, le=256)]
+TimeoutS = Annotated[float, Field(10.0, gt=0, le=3600)]
+Retries = Annotated[int, Field(2, ge=0, le=20)]
+BackoffS = Annotated[float, Field(0.5, ge=0, le=60)]
+OnError = Annotated[Literal["fail", "skip"], Field("fail")]
+
+
+class LiveConfig(Strict):
+    """What the configs of live kinds share besides their transport fields (which each subclass declares, see
+    above): the preflight and the engine."""
+
+    def preflight(self, where: str) -> list[str]:
+        return env_problems(self.headers_env, f"{where}.headers_env")
+
+    def engine(self, mapping: HitMapping, documents: Mapping[str, Document]) -> "HttpEngine":
+        return HttpEngine(expand_headers(self.headers, self.headers_env), mapping, concurrency=self.concurrency,
+                          timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.backoff_s,
+                          documents=documents)
+
+
+class HttpConfig(LiveConfig):
     kind: Literal["http"] = "http"
     url: str
     method: Literal["POST", "GET"] = "POST"
@@ -91,26 +126,19 @@ class HttpConfig(Strict):
                             description="POST: the JSON body; {query}, {k}, {query_id} are filled in")
     params: dict[str, str] = Field(default_factory=lambda: {"query": "{query}", "k": "{k}"},
                                    description="GET: the query string parameters, templated like body")
-    headers: dict[str, str] = Field(default_factory=dict, description="constant headers (no secrets)")
-    headers_env: dict[str, EnvHeader | str] = Field(default_factory=dict,
-                                                    description="header -> environment variable (or {env, prefix})")
+    headers: Headers
+    headers_env: HeadersEnv
     response: HitMapping = HitMapping()
-    concurrency: int = Field(4, ge=1, le=256)
-    timeout_s: float = Field(10.0, gt=0, le=3600)
-    retries: int = Field(2, ge=0, le=20)
-    backoff_s: float = Field(0.5, ge=0, le=60)
-    on_error: Literal["fail", "skip"] = "fail"
+    concurrency: Concurrency
+    timeout_s: TimeoutS
+    retries: Retries
+    backoff_s: BackoffS
+    on_error: OnError
 
     @field_validator("url")
     @classmethod
     def _url(cls, url: str) -> str:
-        why = url_problem(url)
-        if why:
-            raise ValueError(why)
-        return url
-
-    _secrets = field_validator("headers")(classmethod(lambda cls, v: _no_secret_headers(v)))
-    _vars = field_validator("headers_env")(classmethod(lambda cls, v: _env_names(v)))
+        return checked_url(url)
 
     @model_validator(mode="after")
     def _template_uses_query(self) -> "HttpConfig":
@@ -118,9 +146,6 @@ class HttpConfig(Strict):
         if not _uses_query(template):
             raise ValueError(f"{key} never uses {{query}}: every query would send the same request")
         return self
-
-    def preflight(self, where: str) -> list[str]:
-        return env_problems(self.headers_env, f"{where}.headers_env")
 
 
 def _no_secret_headers(headers: dict[str, str]) -> dict[str, str]:
@@ -289,10 +314,7 @@ class HttpRetriever(LiveRetriever):
     kind = "http"
 
     def __init__(self, config: HttpConfig, context: BuildContext):
-        engine = HttpEngine(expand_headers(config.headers, config.headers_env), config.response, concurrency=config.concurrency,
-                            timeout_s=config.timeout_s, retries=config.retries, backoff_s=config.backoff_s,
-                            documents=context.documents)
-        super().__init__(engine, config.on_error)
+        super().__init__(config.engine(config.response, context.documents), config.on_error)
         self.config = config
 
     def request(self, query: Query, k: int) -> Request:

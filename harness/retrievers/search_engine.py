@@ -18,8 +18,8 @@ from pydantic import Field, JsonValue, field_validator, model_validator
 from ..core.schema import Strict
 from ..core.types import Query
 from .base import BuildContext, RetrieverKind, register
-from .http import (EnvHeader, HttpEngine, LiveRetriever, Request, _env_names, _no_secret_headers, _uses_query,
-                   env_problems, expand_headers, render, url_problem)
+from .http import (BackoffS, Concurrency, Headers, HeadersEnv, LiveConfig, LiveRetriever, OnError, Request, Retries,
+                   TimeoutS, _uses_query, checked_url, render)
 from .live_hits import HitMapping, _path
 
 _INDEX = r"^[^\s/\\*?\"<>|,#:]+$"  # Elasticsearch's own rules for index names (lowercase checked by the server)
@@ -41,21 +41,20 @@ class SourceFields(Strict):
         return _path(value)
 
 
-class SearchEngineConfig(Strict):
+class SearchEngineConfig(LiveConfig):
     kind: Literal["elasticsearch", "opensearch"]
     url: str = "http://localhost:9200"
     index: str
     field: str = Field("text", description="the field the default match query searches")
     query: JsonValue = Field(None, description="the query DSL; default {match: {<field>: '{query}'}}")
     fields: SourceFields = SourceFields()
-    headers: dict[str, str] = Field(default_factory=dict, description="constant headers (no secrets)")
-    headers_env: dict[str, EnvHeader | str] = Field(default_factory=dict,
-                                                    description="e.g. Authorization: {env: ES_API_KEY, prefix: 'ApiKey '}")
-    concurrency: int = Field(4, ge=1, le=256)
-    timeout_s: float = Field(10.0, gt=0, le=3600)
-    retries: int = Field(2, ge=0, le=20)
-    backoff_s: float = Field(0.5, ge=0, le=60)
-    on_error: Literal["fail", "skip"] = "fail"
+    headers: Headers
+    headers_env: HeadersEnv = Field(description="e.g. Authorization: {env: ES_API_KEY, prefix: 'ApiKey '}")
+    concurrency: Concurrency
+    timeout_s: TimeoutS
+    retries: Retries
+    backoff_s: BackoffS
+    on_error: OnError
 
     @field_validator("index")
     @classmethod
@@ -68,13 +67,7 @@ class SearchEngineConfig(Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, url: str) -> str:
-        why = url_problem(url)
-        if why:
-            raise ValueError(why)
-        return url.rstrip("/")
-
-    _secrets = field_validator("headers")(classmethod(lambda cls, v: _no_secret_headers(v)))
-    _vars = field_validator("headers_env")(classmethod(lambda cls, v: _env_names(v)))
+        return checked_url(url).rstrip("/")
 
     @model_validator(mode="after")
     def _template(self) -> "SearchEngineConfig":
@@ -86,19 +79,13 @@ class SearchEngineConfig(Strict):
     def template(self) -> dict:
         return self.query if self.query is not None else {"match": {self.field: "{query}"}}
 
-    def preflight(self, where: str) -> list[str]:
-        return env_problems(self.headers_env, f"{where}.headers_env")
-
 
 class SearchEngineRetriever(LiveRetriever):
     def __init__(self, config: SearchEngineConfig, context: BuildContext):
         f = config.fields
         mapping = HitMapping(hits="$.hits.hits", chunk_id=f.chunk_id, doc_id=f.doc_id, start=f.start, end=f.end,
                              text=f.text, score=f.score)
-        engine = HttpEngine(expand_headers(config.headers, config.headers_env), mapping, concurrency=config.concurrency,
-                            timeout_s=config.timeout_s, retries=config.retries, backoff_s=config.backoff_s,
-                            documents=context.documents)
-        super().__init__(engine, config.on_error)
+        super().__init__(config.engine(mapping, context.documents), config.on_error)
         self.config = config
         self.kind = config.kind
 
