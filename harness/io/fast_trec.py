@@ -154,8 +154,8 @@ def _qrels_table(path: Path):
     return table
 
 
-# A run is parsed this many bytes at a time: memory holds one block's text, never the whole file's, plus ~24 bytes
-# a row (doc and query codes, score, rank) and the distinct ids.
+# A run is parsed this many bytes at a time: memory holds one block's text (two while the next is parsed), never the
+# whole file's, plus ~24 bytes a row (doc and query codes, score, rank) and each block's distinct ids.
 BLOCK_BYTES = 1 << 26
 
 
@@ -168,21 +168,58 @@ class _Streamed:
     ranks: np.ndarray  # (n,) int64
 
 
-def _extend(vocab, column):
-    """(``vocab`` with the column's new ids appended in order of first appearance, the column's codes into it):
-    what dictionary-encoding the whole file at once gives, one block at a time (arrow's dictionary unifier keeps the
-    first dictionary's entries where they are)."""
-    pa, pc, _ = _arrow()
-    encoded = pc.dictionary_encode(column)
-    seed = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), vocab)
-    unified = pa.chunked_array([seed, encoded]).unify_dictionaries().chunk(1)
-    return unified.dictionary, unified.indices.to_numpy(zero_copy_only=False)
+def _memory_pool():
+    """The C allocator's pool for the run's blocks: arrow's default (mimalloc) gives freed blocks back to the
+    kernel and faults them in again for the next block, which cost more system time than the parse itself."""
+    return _arrow()[0].system_memory_pool()
+
+
+def _parse_block(block, options: dict) -> tuple:
+    """One block's columns: codes into the block's own doc dictionary, that dictionary, its query ids
+    dictionary-encoded, scores and ranks. Blocks are parsed and hashed on worker threads, two at a time (arrow
+    releases the GIL), while the main thread reads and checks the next block's bytes. Arrow's own multithreaded
+    parse is off: on 2 cores its threads spent more time in the kernel than they saved."""
+    pa, pc, pacsv = _arrow()
+    pool = _memory_pool()
+    batch = pacsv.read_csv(pa.py_buffer(block.view()), memory_pool=pool, **options)
+    if any(batch.column(c).null_count for c in batch.column_names) or any(
+            _has_empty(batch.column(c)) for c in ("q0", "tag")):
+        raise _Declined
+    if pc.any(pc.is_nan(batch.column("score"))).as_py():
+        raise _Declined  # a NaN score: the line reader names its line
+    docs = pc.dictionary_encode(_one_chunk(batch.column("doc_id")), memory_pool=pool)
+    # A block's query ids are mostly its own (a run lists each query's hits together): their dictionaries are
+    # unified once, at the end.
+    return (docs.indices.to_numpy(), docs.dictionary, pc.dictionary_encode(_one_chunk(batch.column("query_id")),
+                                                                     memory_pool=pool),
+            batch.column("score").to_numpy(), batch.column("rank").to_numpy())
+
+
+def _one_chunk(column):
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+@dataclass
+class _Blocks:
+    """What each block of a run leaves (``_parse_block``), in file order."""
+    doc_codes: list
+    doc_dicts: list
+    query_codes: list
+    scores: list
+    ranks: list
+
+    def add(self, parsed: tuple) -> None:
+        for column, value in zip((self.doc_codes, self.doc_dicts, self.query_codes, self.scores, self.ranks), parsed):
+            column.append(value)
 
 
 def _stream_run(path: Path, seed=None) -> _Streamed | None:
     """A run read block by block, its doc ids coded into ``seed`` (a vocabulary, extended) or a new vocabulary;
     None as the module docstring says."""
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
+
+    from .trec_blocks import join_codes, line_blocks, only_delimiter_separates
 
     pa, pc, pacsv = _arrow()
     if path.stat().st_size == 0:
@@ -193,38 +230,49 @@ def _stream_run(path: Path, seed=None) -> _Streamed | None:
         return None
     types = {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(), "score": pa.float64(),
              "q0": _filler_type(), "tag": _filler_type()}
-    docs = pa.array([], pa.string()) if seed is None else seed
-    doc_codes, query_codes, scores, ranks = [], [], [], []
-    with _source(path) as source, ThreadPoolExecutor(1) as pool:
-        scanning = pool.submit(_scan, path, delimiter)  # arrow parses on this thread meanwhile (it releases the GIL)
+    size = BLOCK_BYTES
+    # One chunk a block (arrow's block size is the chunk size); no threads of arrow's own (see ``_parse_block``).
+    options = _csv_options(RUN_COLUMNS, types, delimiter, block_size=size + (size >> 2), use_threads=False)
+    blocks = _Blocks([], [], [], [], [])
+    workers = 2
+    with _source(path) as source, ThreadPoolExecutor(workers) as pool:
+        parsing: deque = deque()
         try:
-            for batch in pacsv.open_csv(source, **_csv_options(RUN_COLUMNS, types, delimiter,
-                                                                block_size=BLOCK_BYTES)):
-                if any(batch.column(c).null_count for c in types) or any(
-                        _has_empty(batch.column(c)) for c in ("q0", "tag")):
+            for block in line_blocks(source.read, size):
+                if not only_delimiter_separates(block, delimiter):
                     return None
-                if pc.any(pc.is_nan(batch.column("score"))).as_py():
-                    return None  # a NaN score: the line reader names its line
-                docs, codes = _extend(docs, batch.column("doc_id"))
-                doc_codes.append(codes)
-                # A block's query ids are mostly its own (a run lists each query's hits together): their
-                # dictionaries are unified once, at the end, rather than block by block as doc ids are.
-                query_codes.append(pc.dictionary_encode(batch.column("query_id")))
-                scores.append(batch.column("score").to_numpy())
-                ranks.append(batch.column("rank").to_numpy())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+                if len(parsing) == workers:  # at most this many blocks' text in memory, plus the one just read
+                    blocks.add(parsing.popleft().result())
+                parsing.append(pool.submit(_parse_block, block, options))
+            while parsing:
+                blocks.add(parsing.popleft().result())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError):
             return None
-        clean = scanning.result()
-    if not clean or not doc_codes or not sum(len(c) for c in doc_codes):
+        finally:
+            for future in parsing:
+                future.cancel()
+    if not sum(len(c) for c in blocks.doc_codes):
         return None
-    unified = pa.chunked_array(query_codes).unify_dictionaries()
+    # Every block's distinct doc ids hashed once more, after the seed's: the joined dictionary keeps the seed's
+    # entries where they are and lists the others in order of first appearance in the file.
+    seeded = 0 if seed is None else len(seed)
+    lengths = [len(d) for d in blocks.doc_dicts]
+    every = pa.concat_arrays([pa.array([], pa.string()) if seed is None else seed, *blocks.doc_dicts],
+                             memory_pool=_memory_pool())
+    blocks.doc_dicts.clear()
+    joined = pc.dictionary_encode(every, memory_pool=_memory_pool())
+    del every
+    mapping = joined.indices.to_numpy()
+    doc_codes = join_codes(blocks.doc_codes, np.split(mapping[seeded:], np.cumsum(lengths)[:-1]))
+    blocks.doc_codes.clear()
+    unified = pa.chunked_array(blocks.query_codes).unify_dictionaries(memory_pool=_memory_pool())
     query_vocab = _dictionary(unified)
     _ids_are_clean(query_vocab, first_column=True)
     qcodes = _indices(unified)
     together = int(np.count_nonzero(qcodes[1:] != qcodes[:-1])) == len(query_vocab) - 1
-    return _Streamed(docs, np.concatenate(doc_codes), (query_vocab, qcodes, together),
-                     np.concatenate(scores).astype(np.float64, copy=False),
-                     np.concatenate(ranks).astype(np.int64, copy=False))
+    return _Streamed(joined.dictionary, doc_codes, (query_vocab, qcodes, together),
+                     np.concatenate(blocks.scores).astype(np.float64, copy=False),
+                     np.concatenate(blocks.ranks).astype(np.int64, copy=False))
 
 
 def _indices(encoded) -> np.ndarray:
@@ -288,6 +336,11 @@ def _columnar_run(run: _Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) 
     dictionary, qcodes, together = run.queries
     if together:  # the usual case: no sort, queries in order of appearance
         query_ids = _objects(dictionary)
+        # Each query's rows are one run: its length is where the next starts (bincount would copy the codes
+        # to int64 first).
+        starts = np.flatnonzero(qcodes[1:] != qcodes[:-1]) + 1
+        return ColumnarRun(query_ids, np.concatenate([[0], starts, [len(qcodes)]]).astype(np.int64), doc_vocab,
+                           doc_codes, scores, ranks, doc_order)
     else:  # interleaved queries: grouped, in sorted order of query id, each keeping its file order
         position = _positions(dictionary)
         query_ids = np.empty(len(position), dtype=object)
