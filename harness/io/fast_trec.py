@@ -22,6 +22,7 @@ import numpy as np
 from ..core.ids import GRADE_LIMIT
 from ..core.runtable import ColumnarRun, Qrels, _offsets
 from ..core.textfile import is_gzip, open_binary
+from .trec_blocks import join_vocabularies, line_blocks, memory_pool, one_chunk, only_delimiter_separates
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
@@ -128,7 +129,7 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
         return None
     options = _csv_options(columns, types, delimiter)
     with _source(path) as source, ThreadPoolExecutor(1) as pool:
-        parsing = pool.submit(pacsv.read_csv, source, memory_pool=_memory_pool(), **options)
+        parsing = pool.submit(pacsv.read_csv, source, memory_pool=memory_pool(), **options)
         clean = _scan(path, delimiter)  # checked while arrow parses (it releases the GIL)
         try:
             table = parsing.result()
@@ -168,55 +169,25 @@ class _Streamed:
     ranks: np.ndarray  # (n,) int64
 
 
-def _memory_pool():
-    """jemalloc's pool (the C allocator's where pyarrow has no jemalloc), for what the readers allocate. Arrow's
-    default pool (mimalloc) gives freed memory back to the kernel and faults it in again: reading a 100 MB qrels
-    file spent 1.6-2.1 s in the kernel on this 2-core machine against 0.2 s. On `harness eval` of 1M queries x 10:
-    default pool peak 1.67 GB / 15.0 s system time, C allocator 2.02 GB / 11.3 s, jemalloc 1.41 GB / 11.7 s."""
-    pa = _arrow()[0]
-    try:
-        return pa.jemalloc_memory_pool()
-    except NotImplementedError:
-        return pa.system_memory_pool()
-
-
 def _parse_block(block, options: dict) -> tuple:
     """One block's columns: codes into the block's own doc dictionary, that dictionary, its query ids
     dictionary-encoded, scores and ranks. Blocks are parsed and hashed on worker threads, two at a time (arrow
     releases the GIL), while the main thread reads and checks the next block's bytes. Arrow's own multithreaded
     parse is off: on 2 cores its threads spent more time in the kernel than they saved."""
     pa, pc, pacsv = _arrow()
-    pool = _memory_pool()
+    pool = memory_pool()
     batch = pacsv.read_csv(pa.py_buffer(block.view()), memory_pool=pool, **options)
     if any(batch.column(c).null_count for c in batch.column_names) or any(
             _has_empty(batch.column(c)) for c in ("q0", "tag")):
         raise _Declined
     if pc.any(pc.is_nan(batch.column("score"))).as_py():
         raise _Declined  # a NaN score: the line reader names its line
-    docs = pc.dictionary_encode(_one_chunk(batch.column("doc_id")), memory_pool=pool)
+    docs = pc.dictionary_encode(one_chunk(batch.column("doc_id")), memory_pool=pool)
     # A block's query ids are mostly its own (a run lists each query's hits together): their dictionaries are
     # unified once, at the end.
-    return (docs.indices.to_numpy(), docs.dictionary, pc.dictionary_encode(_one_chunk(batch.column("query_id")),
+    return (docs.indices.to_numpy(), docs.dictionary, pc.dictionary_encode(one_chunk(batch.column("query_id")),
                                                                      memory_pool=pool),
             batch.column("score").to_numpy(), batch.column("rank").to_numpy())
-
-
-def _one_chunk(column):
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-
-
-@dataclass
-class _Blocks:
-    """What each block of a run leaves (``_parse_block``), in file order."""
-    doc_codes: list
-    doc_dicts: list
-    query_codes: list
-    scores: list
-    ranks: list
-
-    def add(self, parsed: tuple) -> None:
-        for column, value in zip((self.doc_codes, self.doc_dicts, self.query_codes, self.scores, self.ranks), parsed):
-            column.append(value)
 
 
 def _stream_run(path: Path, seed=None) -> _Streamed | None:
@@ -225,9 +196,7 @@ def _stream_run(path: Path, seed=None) -> _Streamed | None:
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    from .trec_blocks import join_codes, line_blocks, only_delimiter_separates
-
-    pa, pc, pacsv = _arrow()
+    pa = _arrow()[0]
     if path.stat().st_size == 0:
         return None
     try:
@@ -239,7 +208,7 @@ def _stream_run(path: Path, seed=None) -> _Streamed | None:
     size = BLOCK_BYTES
     # One chunk a block (arrow's block size is the chunk size); no threads of arrow's own (see ``_parse_block``).
     options = _csv_options(RUN_COLUMNS, types, delimiter, block_size=size + (size >> 2), use_threads=False)
-    blocks = _Blocks([], [], [], [], [])
+    parsed: list[tuple] = []  # what ``_parse_block`` gives, in file order
     workers = 2
     with _source(path) as source, ThreadPoolExecutor(workers) as pool:
         parsing: deque = deque()
@@ -248,37 +217,28 @@ def _stream_run(path: Path, seed=None) -> _Streamed | None:
                 if not only_delimiter_separates(block, delimiter):
                     return None
                 if len(parsing) == workers:  # at most this many blocks' text in memory, plus the one just read
-                    blocks.add(parsing.popleft().result())
+                    parsed.append(parsing.popleft().result())
                 parsing.append(pool.submit(_parse_block, block, options))
             while parsing:
-                blocks.add(parsing.popleft().result())
+                parsed.append(parsing.popleft().result())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError):
             return None
         finally:
             for future in parsing:
                 future.cancel()
-    if not sum(len(c) for c in blocks.doc_codes):
+    if not sum(len(block[0]) for block in parsed):
         return None
-    # Every block's distinct doc ids hashed once more, after the seed's: the joined dictionary keeps the seed's
-    # entries where they are and lists the others in order of first appearance in the file.
-    seeded = 0 if seed is None else len(seed)
-    lengths = [len(d) for d in blocks.doc_dicts]
-    every = pa.concat_arrays([pa.array([], pa.string()) if seed is None else seed, *blocks.doc_dicts],
-                             memory_pool=_memory_pool())
-    blocks.doc_dicts.clear()
-    joined = pc.dictionary_encode(every, memory_pool=_memory_pool())
-    del every
-    mapping = joined.indices.to_numpy()
-    doc_codes = join_codes(blocks.doc_codes, np.split(mapping[seeded:], np.cumsum(lengths)[:-1]))
-    blocks.doc_codes.clear()
-    unified = pa.chunked_array(blocks.query_codes).unify_dictionaries(memory_pool=_memory_pool())
+    local_codes, dictionaries, query_codes, scores, ranks = map(list, zip(*parsed))
+    parsed.clear()
+    docs, doc_codes = join_vocabularies(seed, dictionaries, local_codes)
+    unified = pa.chunked_array(query_codes).unify_dictionaries(memory_pool=memory_pool())
     query_vocab = _dictionary(unified)
     _ids_are_clean(query_vocab, first_column=True)
     qcodes = _indices(unified)
     together = int(np.count_nonzero(qcodes[1:] != qcodes[:-1])) == len(query_vocab) - 1
-    return _Streamed(joined.dictionary, doc_codes, (query_vocab, qcodes, together),
-                     np.concatenate(blocks.scores).astype(np.float64, copy=False),
-                     np.concatenate(blocks.ranks).astype(np.int64, copy=False))
+    return _Streamed(docs, doc_codes, (query_vocab, qcodes, together),
+                     np.concatenate(scores).astype(np.float64, copy=False),
+                     np.concatenate(ranks).astype(np.int64, copy=False))
 
 
 def _indices(encoded) -> np.ndarray:
