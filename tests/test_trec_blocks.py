@@ -63,3 +63,43 @@ def test_a_problem_in_a_late_block_declines(tmp_path, small_blocks, last_line):
     with path.open("a") as fh:
         fh.write(last_line)
     assert fast_trec.read_run(path) is None  # the line reader then reads it, naming the line
+
+
+def _blocks_of(data: bytes, size: int) -> list[bytes]:
+    import io
+
+    from harness.io.trec_blocks import line_blocks
+    return [bytes(b.view()) for b in line_blocks(io.BytesIO(data).read, size)]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 16, 64, 1000])
+@pytest.mark.parametrize("data", [b"a b\ncc d\n", b"a b\ncc d", b"\n\nlong line with no end" * 3, b"x\r\ny\r\n",
+                                  b"one\n", b"no newline at all"])
+def test_line_blocks_are_whole_lines_in_order(data, size):
+    blocks = _blocks_of(data, size)
+    assert b"".join(blocks) == data  # nothing lost, doubled or reordered
+    assert all(b.endswith(b"\n") for b in blocks[:-1]) and all(blocks)
+    assert all(b.count(b"\n") >= 1 or b is blocks[-1] for b in blocks)
+
+
+@pytest.mark.parametrize("text, clean", [("a b\n", True), ("a\tb\n", False), ("a b\r\n", True), ("a\rb\n", False),
+                                         ("a\x0bb\n", False), ("a\x0cb\n", False), ("a  b\n", True)])
+def test_only_the_delimiter_separates(text, clean):
+    from harness.io.trec_blocks import line_blocks, only_delimiter_separates
+    import io
+    blocks = list(line_blocks(io.BytesIO(text.encode()).read, 64))
+    # (two spaces in a row are an empty column, which the parsed columns show, not this byte check)
+    assert all(only_delimiter_separates(b, b" ") for b in blocks) is clean
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_lines_across_block_edges_read_as_the_line_reader_reads(tmp_path, small_blocks, line_end):
+    """Lines of every length cross the 4 KB block edges (their joints are parsed as blocks of their own)."""
+    rng = np.random.default_rng(4)
+    path = tmp_path / "run.trec"
+    rows = [f"q{q} Q0 {'d' * int(rng.integers(1, 300))}{rng.integers(0, 50)} {r + 1} {rng.random():.5f} t"
+            for q in range(60) for r in range(15)]
+    path.write_bytes(line_end.join(rows).encode() + (b"" if line_end == "\n" else line_end.encode()))
+    fast = fast_trec.read_run(path)
+    assert fast is not None
+    assert_same(fast, slow_read(path))

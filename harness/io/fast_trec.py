@@ -22,6 +22,7 @@ import numpy as np
 from ..core.ids import GRADE_LIMIT
 from ..core.runtable import ColumnarRun, Qrels, _offsets
 from ..core.textfile import is_gzip, open_binary
+from .trec_blocks import join_vocabularies, line_blocks, memory_pool, one_chunk, only_delimiter_separates
 
 RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
@@ -128,7 +129,7 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
         return None
     options = _csv_options(columns, types, delimiter)
     with _source(path) as source, ThreadPoolExecutor(1) as pool:
-        parsing = pool.submit(pacsv.read_csv, source, **options)
+        parsing = pool.submit(pacsv.read_csv, source, memory_pool=memory_pool(), **options)
         clean = _scan(path, delimiter)  # checked while arrow parses (it releases the GIL)
         try:
             table = parsing.result()
@@ -154,8 +155,8 @@ def _qrels_table(path: Path):
     return table
 
 
-# A run is parsed this many bytes at a time: memory holds one block's text, never the whole file's, plus ~24 bytes
-# a row (doc and query codes, score, rank) and the distinct ids.
+# A run is parsed this many bytes at a time: memory holds one block's text (two while the next is parsed), never the
+# whole file's, plus ~24 bytes a row (doc and query codes, score, rank) and each block's distinct ids.
 BLOCK_BYTES = 1 << 26
 
 
@@ -168,23 +169,34 @@ class _Streamed:
     ranks: np.ndarray  # (n,) int64
 
 
-def _extend(vocab, column):
-    """(``vocab`` with the column's new ids appended in order of first appearance, the column's codes into it):
-    what dictionary-encoding the whole file at once gives, one block at a time (arrow's dictionary unifier keeps the
-    first dictionary's entries where they are)."""
-    pa, pc, _ = _arrow()
-    encoded = pc.dictionary_encode(column)
-    seed = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), vocab)
-    unified = pa.chunked_array([seed, encoded]).unify_dictionaries().chunk(1)
-    return unified.dictionary, unified.indices.to_numpy(zero_copy_only=False)
+def _parse_block(block, options: dict) -> tuple:
+    """One block's columns: codes into the block's own doc dictionary, that dictionary, its query ids
+    dictionary-encoded, scores and ranks. Blocks are parsed and hashed on worker threads, two at a time (arrow
+    releases the GIL), while the main thread reads and checks the next block's bytes. Arrow's own multithreaded
+    parse is off: on 2 cores its threads spent more time in the kernel than they saved."""
+    pa, pc, pacsv = _arrow()
+    pool = memory_pool()
+    batch = pacsv.read_csv(pa.py_buffer(block.view()), memory_pool=pool, **options)
+    if any(batch.column(c).null_count for c in batch.column_names) or any(
+            _has_empty(batch.column(c)) for c in ("q0", "tag")):
+        raise _Declined
+    if pc.any(pc.is_nan(batch.column("score"))).as_py():
+        raise _Declined  # a NaN score: the line reader names its line
+    docs = pc.dictionary_encode(one_chunk(batch.column("doc_id")), memory_pool=pool)
+    # A block's query ids are mostly its own (a run lists each query's hits together): their dictionaries are
+    # unified once, at the end.
+    return (docs.indices.to_numpy(), docs.dictionary, pc.dictionary_encode(one_chunk(batch.column("query_id")),
+                                                                     memory_pool=pool),
+            batch.column("score").to_numpy(), batch.column("rank").to_numpy())
 
 
 def _stream_run(path: Path, seed=None) -> _Streamed | None:
     """A run read block by block, its doc ids coded into ``seed`` (a vocabulary, extended) or a new vocabulary;
     None as the module docstring says."""
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    pa, pc, pacsv = _arrow()
+    pa = _arrow()[0]
     if path.stat().st_size == 0:
         return None
     try:
@@ -193,36 +205,38 @@ def _stream_run(path: Path, seed=None) -> _Streamed | None:
         return None
     types = {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(), "score": pa.float64(),
              "q0": _filler_type(), "tag": _filler_type()}
-    docs = pa.array([], pa.string()) if seed is None else seed
-    doc_codes, query_codes, scores, ranks = [], [], [], []
-    with _source(path) as source, ThreadPoolExecutor(1) as pool:
-        scanning = pool.submit(_scan, path, delimiter)  # arrow parses on this thread meanwhile (it releases the GIL)
+    size = BLOCK_BYTES
+    # One chunk a block (arrow's block size is the chunk size); no threads of arrow's own (see ``_parse_block``).
+    options = _csv_options(RUN_COLUMNS, types, delimiter, block_size=size + (size >> 2), use_threads=False)
+    parsed: list[tuple] = []  # what ``_parse_block`` gives, in file order
+    workers = 2
+    with _source(path) as source, ThreadPoolExecutor(workers) as pool:
+        parsing: deque = deque()
         try:
-            for batch in pacsv.open_csv(source, **_csv_options(RUN_COLUMNS, types, delimiter,
-                                                                block_size=BLOCK_BYTES)):
-                if any(batch.column(c).null_count for c in types) or any(
-                        _has_empty(batch.column(c)) for c in ("q0", "tag")):
+            for block in line_blocks(source.read, size):
+                if not only_delimiter_separates(block, delimiter):
                     return None
-                if pc.any(pc.is_nan(batch.column("score"))).as_py():
-                    return None  # a NaN score: the line reader names its line
-                docs, codes = _extend(docs, batch.column("doc_id"))
-                doc_codes.append(codes)
-                # A block's query ids are mostly its own (a run lists each query's hits together): their
-                # dictionaries are unified once, at the end, rather than block by block as doc ids are.
-                query_codes.append(pc.dictionary_encode(batch.column("query_id")))
-                scores.append(batch.column("score").to_numpy())
-                ranks.append(batch.column("rank").to_numpy())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+                if len(parsing) == workers:  # at most this many blocks' text in memory, plus the one just read
+                    parsed.append(parsing.popleft().result())
+                parsing.append(pool.submit(_parse_block, block, options))
+            while parsing:
+                parsed.append(parsing.popleft().result())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError):
             return None
-        clean = scanning.result()
-    if not clean or not doc_codes or not sum(len(c) for c in doc_codes):
+        finally:
+            for future in parsing:
+                future.cancel()
+    if not sum(len(block[0]) for block in parsed):
         return None
-    unified = pa.chunked_array(query_codes).unify_dictionaries()
+    local_codes, dictionaries, query_codes, scores, ranks = map(list, zip(*parsed))
+    parsed.clear()
+    docs, doc_codes = join_vocabularies(seed, dictionaries, local_codes)
+    unified = pa.chunked_array(query_codes).unify_dictionaries(memory_pool=memory_pool())
     query_vocab = _dictionary(unified)
     _ids_are_clean(query_vocab, first_column=True)
     qcodes = _indices(unified)
     together = int(np.count_nonzero(qcodes[1:] != qcodes[:-1])) == len(query_vocab) - 1
-    return _Streamed(docs, np.concatenate(doc_codes), (query_vocab, qcodes, together),
+    return _Streamed(docs, doc_codes, (query_vocab, qcodes, together),
                      np.concatenate(scores).astype(np.float64, copy=False),
                      np.concatenate(ranks).astype(np.int64, copy=False))
 
@@ -288,6 +302,11 @@ def _columnar_run(run: _Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) 
     dictionary, qcodes, together = run.queries
     if together:  # the usual case: no sort, queries in order of appearance
         query_ids = _objects(dictionary)
+        # Each query's rows are one run: its length is where the next starts (bincount would copy the codes
+        # to int64 first).
+        starts = np.flatnonzero(qcodes[1:] != qcodes[:-1]) + 1
+        return ColumnarRun(query_ids, np.concatenate([[0], starts, [len(qcodes)]]).astype(np.int64), doc_vocab,
+                           doc_codes, scores, ranks, doc_order)
     else:  # interleaved queries: grouped, in sorted order of query id, each keeping its file order
         position = _positions(dictionary)
         query_ids = np.empty(len(position), dtype=object)
@@ -302,14 +321,16 @@ def _columnar_run(run: _Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) 
 def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrels | None:
     """Queries by first appearance, each query's documents in file order (what the line reader gives); None on a
     duplicate judgment, which the line reader reports with its line."""
-    dictionary, qcodes, _ = queries
+    dictionary, qcodes, together = queries
     pairs = np.sort(qcodes.astype(np.int64) * max(len(doc_vocab), 1) + doc_codes)
     if (pairs[1:] == pairs[:-1]).any():
         return None
-    order = np.argsort(qcodes, kind="stable")
     query_ids = _objects(dictionary)
-    grades = table.column("grade").to_numpy().astype(np.int64)[order]
-    codes = doc_codes[order]
+    grades = table.column("grade").to_numpy().astype(np.int64)
+    codes = doc_codes
+    if not together:  # each query's judgments gathered, in file order (qrels files usually list them together)
+        order = np.argsort(qcodes, kind="stable")
+        grades, codes = grades[order], doc_codes[order]
     return Qrels(query_ids, _offsets(np.bincount(qcodes, minlength=len(query_ids))), doc_vocab[codes], grades,
                  doc_vocab, codes)
 
@@ -336,8 +357,20 @@ def read_run(path: Path) -> ColumnarRun | None:
     run = _stream_run(path) if _arrow() is not None else None
     if run is None:
         return None
-    _ids_are_clean(run.docs, first_column=False)
-    return _columnar_run(run, _objects(run.docs), _positions(run.docs))
+    vocab, order = _vocab_and_order(run.docs)
+    return _columnar_run(run, vocab, order)
+
+
+def _vocab_and_order(docs) -> tuple[np.ndarray, np.ndarray]:
+    """The doc vocabulary checked and as Python strings, and its sorted positions: the sort (in arrow, without the
+    GIL) runs on another thread meanwhile."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        order = pool.submit(_positions, docs)
+        _ids_are_clean(docs, first_column=False)
+        vocab = _objects(docs)
+        return vocab, order.result()
 
 
 @_or_none
@@ -364,9 +397,8 @@ def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, Columna
     run = _stream_run(run_path, seed=_dictionary(encoded))
     if run is None:
         return None
-    _ids_are_clean(run.docs, first_column=False)
-    vocab = _objects(run.docs)
+    vocab, order = _vocab_and_order(run.docs)
     qrels = _qrels(qrels_table, vocab, _indices(encoded), _queries(qrels_table.column("query_id")))
     if qrels is None:
         return None
-    return qrels, _columnar_run(run, vocab, _positions(run.docs))
+    return qrels, _columnar_run(run, vocab, order)
