@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+_PYTHONPATH_AT_START = os.environ.get("PYTHONPATH")
 
 
 def harness(*args, cwd: Path | str = ROOT, env: dict | None = None, timeout: float = 300,
@@ -28,7 +29,9 @@ def harness(*args, cwd: Path | str = ROOT, env: dict | None = None, timeout: flo
     streams), since a fresh interpreter costs 0.5-1 s of imports per call and the suite makes hundreds.
     ``fresh=True`` (or ``HARNESS_TEST_SUBPROCESS=1`` for every call) runs ``python -m harness.cli`` in a new
     interpreter instead: for what only a process shows (signals, import-time environment, the interpreter's exit)."""
-    if fresh or env or os.environ.get("HARNESS_TEST_SUBPROCESS") == "1":
+    # PYTHONPATH set by the test (plugins installed in a temp folder) only takes effect in a new interpreter.
+    moved = os.environ.get("PYTHONPATH") != _PYTHONPATH_AT_START
+    if fresh or env or moved or os.environ.get("HARNESS_TEST_SUBPROCESS") == "1":
         return harness_process(*args, cwd=cwd, env=env, timeout=timeout, input=input)
     return harness_inprocess(*args, cwd=cwd, input=input)
 
