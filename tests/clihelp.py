@@ -7,23 +7,110 @@ case must leave every file that existed before the command exactly as it was.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import subprocess
 import sys
+import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+_PYTHONPATH_AT_START = os.environ.get("PYTHONPATH")
 
 
 def harness(*args, cwd: Path | str = ROOT, env: dict | None = None, timeout: float = 300,
-            input: str | None = None) -> subprocess.CompletedProcess:
+            input: str | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``harness ARGS`` as the user runs it, text output captured: exit code, stdout and stderr.
+
+    In this interpreter by default (cli.main's own code path: run_app's error boundary, exit codes, the same
+    streams), since a fresh interpreter costs 0.5-1 s of imports per call and the suite makes hundreds.
+    ``fresh=True`` (or ``HARNESS_TEST_SUBPROCESS=1`` for every call) runs ``python -m harness.cli`` in a new
+    interpreter instead: for what only a process shows (signals, import-time environment, the interpreter's exit)."""
+    # PYTHONPATH set by the test (plugins installed in a temp folder) only takes effect in a new interpreter.
+    moved = os.environ.get("PYTHONPATH") != _PYTHONPATH_AT_START
+    if fresh or env or moved or os.environ.get("HARNESS_TEST_SUBPROCESS") == "1":
+        return harness_process(*args, cwd=cwd, env=env, timeout=timeout, input=input)
+    return harness_inprocess(*args, cwd=cwd, input=input)
+
+
+def harness_process(*args, cwd: Path | str = ROOT, env: dict | None = None, timeout: float = 300,
+                    input: str | None = None) -> subprocess.CompletedProcess:
     """``harness ARGS`` in a fresh interpreter (the package of this checkout), text output captured."""
     full_env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, env=full_env, timeout=timeout, input=input)
+
+
+# The warning filters of a plain `python` (no -W, not in a test runner): what a user's run prints as warnings.
+_PLAIN_FILTERS = [("default", None, DeprecationWarning, "__main__", 0),
+                  ("ignore", None, DeprecationWarning, None, 0),
+                  ("ignore", None, PendingDeprecationWarning, None, 0),
+                  ("ignore", None, ImportWarning, None, 0),
+                  ("ignore", None, ResourceWarning, None, 0)]
+
+
+def _stream() -> io.TextIOWrapper:
+    # Bytes underneath (a command may write sys.stdout.buffer), not a terminal, as a pipe to a subprocess is.
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    raw = stream.buffer.getvalue().decode("utf-8", errors="replace")
+    return raw.replace("\r\n", "\n").replace("\r", "\n")  # subprocess's text mode: universal newlines
+
+
+def harness_inprocess(*args, cwd: Path | str = ROOT, input: str | None = None) -> subprocess.CompletedProcess:
+    """``python -m harness.cli ARGS`` without the new interpreter: cli.main minus the SIGTERM handler (a process
+    setting), in ``cwd``, with its own stdin/stdout/stderr and plain Python's warning filters; the environment,
+    cwd and streams are restored after. An exception the CLI lets through prints a traceback and exits 1, as the
+    interpreter does."""
+    from harness.cli import app
+    from harness.cli_boundary import run_app
+
+    argv = ["harness", *map(str, args)]
+    saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, os.getcwd(), dict(os.environ))
+    out, err = _stream(), _stream()
+    code = 0
+    try:
+        os.chdir(cwd)
+        sys.argv = argv
+        sys.stdin = io.StringIO(input or "")
+        sys.stdout, sys.stderr = out, err
+        with warnings.catch_warnings():
+            warnings.filters[:] = list(_PLAIN_FILTERS)
+            warnings.showwarning = _show_warning
+            try:
+                run_app(app)
+            except SystemExit as exc:
+                code = _exit_status(exc.code, err)
+            except BaseException:  # KeyboardInterrupt included: what the interpreter does with it
+                traceback.print_exc(file=err)
+                code = 1
+    finally:
+        sys.argv, sys.stdin, sys.stdout, sys.stderr = saved[:4]
+        os.chdir(saved[4])
+        os.environ.clear()
+        os.environ.update(saved[5])
+    return subprocess.CompletedProcess(argv, code, _text(out), _text(err))
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _exit_status(code, err) -> int:
+    """The status sys.exit(code) gives a process: None 0, an int itself, anything else printed and 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=err)
+    return 1
 
 
 def snapshot(root: Path) -> dict[str, str]:

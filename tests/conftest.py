@@ -1,3 +1,4 @@
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -11,3 +12,35 @@ def shared_dataset(name: str) -> Path:
     if not path.is_dir():
         pytest.skip(f"../shared/datasets/{name} is not present")
     return path
+
+
+def require_installed(name: str) -> None:
+    """Skip the module when ``name`` is not installed, without importing it: ``pytest.importorskip`` imports at
+    collection, and sentence_transformers (torch, transformers) alone took ~18 s of every run's collection. The
+    tests import it when they run, as the code under test does."""
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} is not installed", allow_module_level=True)
+
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless system Chromium for the whole session (playwright); each test opens its own context (fresh
+    storage, cookies, scripts), which isolates it as a new browser would. Closed, with playwright, at the end."""
+    import shutil
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.skip("no chromium installed (apt-get install chromium)")
+    p = sync_api.sync_playwright().start()
+    try:
+        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+    finally:
+        p.stop()

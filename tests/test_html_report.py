@@ -5,9 +5,9 @@ import json
 import shutil
 
 import pytest
+from conftest import require_installed
 
-
-sync_api = pytest.importorskip("playwright.sync_api")
+require_installed("playwright")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
 
@@ -38,46 +38,45 @@ def page_html(tmp_path_factory):
     return path, result
 
 
-def with_page(path, fn, dialogs=None):
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
-                                                                    "--disable-background-networking"])
-        page = browser.new_page()
-        errors = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        if dialogs is not None:  # record every alert/confirm/prompt and dismiss it, so none blocks the page
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        page.goto(path.as_uri())
-        try:
-            return fn(page), errors
-        finally:
-            browser.close()
+def with_page(chromium, path, fn, dialogs=None):
+    # The session's one Chromium (conftest.chromium); a new context per page isolates it as a new browser would.
+    context = chromium.new_context()
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    if dialogs is not None:  # record every alert/confirm/prompt and dismiss it, so none blocks the page
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(path.as_uri())
+    try:
+        return fn(page), errors
+    finally:
+        context.close()
 
 
-def test_loads_without_console_errors_and_is_self_contained(page_html):
+def test_loads_without_console_errors_and_is_self_contained(chromium, page_html):
     path, _ = page_html
     text = path.read_text()
     import re
     # nothing is fetched: no src/href to a remote address, no stylesheet links (SVG namespaces are only names)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) and "<link" not in text
-    (title, n_svg), errors = with_page(path, lambda page: (page.title(), page.locator("svg").count()))
+    (title, n_svg), errors = with_page(chromium, path, lambda page: (page.title(), page.locator("svg").count()))
     # recall/nDCG, precision, first-relevant rank, and the verdict mix by its one tag (topic)
     assert errors == [] and title == "html-test" and n_svg == 4
 
 
-def test_user_text_renders_as_text(page_html):
+def test_user_text_renders_as_text(chromium, page_html):
     path, _ = page_html
 
     def check(page):
         return (page.evaluate("window.pwned === undefined"), page.locator("script").count(),
                 page.locator("#queries").inner_text())
-    (safe, n_scripts, table_text), errors = with_page(path, check)
+    (safe, n_scripts, table_text), errors = with_page(chromium, path, check)
     assert safe and n_scripts == 1 and errors == []
     assert "<script>window.pwned = 1</script>" in table_text
 
 
-def test_filters_and_row_expansion_work(page_html):
+def test_filters_and_row_expansion_work(chromium, page_html):
     path, result = page_html
     kinds = {q.id: q.verdict.kind for q in result.queries}
 
@@ -93,14 +92,14 @@ def test_filters_and_row_expansion_work(page_html):
         out["expanded"] = page.locator("#d0").is_visible()
         out["mark"] = page.locator("#d0 mark").first.inner_text()
         return out
-    out, errors = with_page(path, drive)
+    out, errors = with_page(chromium, path, drive)
     assert errors == []
     assert out["all"] == 3 and out["billing"] == 2
     assert out["verdict"] == sum(1 for k in kinds.values() if k == kinds["q1"])
     assert out["expanded"] and out["mark"] == "Rotate keys"
 
 
-def test_report_command_on_a_result_with_payloads_in_every_string(tmp_path):
+def test_report_command_on_a_result_with_payloads_in_every_string(chromium, tmp_path):
     """``harness report`` on a results.json whose every free-text string (query text, tags, ids, advice, reasons,
     conventions, metric names, config values...) carries markup that breaks out of text, attributes and code: the
     schema accepts it, the page fires no dialog and runs no script of it, and each payload shows as text."""
@@ -128,7 +127,7 @@ def test_report_command_on_a_result_with_payloads_in_every_string(tmp_path):
         return {"missing": [s for s in shown if s not in body], "scripts": page.locator("script").count(),
                 "imgs": page.locator("img").count(), "shown": page.locator("tr.q:visible").count()}
     dialogs = []
-    out, errors = with_page(tmp_path / "page.html", check, dialogs)
+    out, errors = with_page(chromium, tmp_path / "page.html", check, dialogs)
     assert dialogs == [] and errors == []
     assert out["missing"] == [] and out["scripts"] == 1 and out["imgs"] == 0
     assert out["shown"] == sum(1 for q in bad["queries"] if q["tags"].get(topic) == made["billing"]) > 0

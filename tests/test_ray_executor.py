@@ -10,18 +10,20 @@ from pathlib import Path
 import pytest
 
 from clihelp import ROOT, assert_input_error, demo_config, harness
-from conftest import SHARED
+from conftest import SHARED, require_installed
 
 from harness.config.schema import load_config
 from harness.core.errors import ConfigError, MissingDependencyError
 from harness.pipeline.assemble import run_experiment
 from harness.retrievers import BuildContext
 
-ray = pytest.importorskip("ray")
+require_installed("ray")  # imported by the fixture: `import ray` alone is ~1 s of every collection
 
 
 @pytest.fixture(scope="module")
 def local_ray():
+    import ray
+
     from harness.executors.ray import local_init_args
 
     ray.init(**dict(local_init_args(), num_cpus=2))

@@ -6,22 +6,16 @@ document), or from the run's hits in results.json, not from the renderers under 
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from clihelp import harness
+from conftest import ROOT, require_installed
 
-sync_api = pytest.importorskip("playwright.sync_api")
+require_installed("playwright")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 GOLD = {g["id"]: g for g in map(json.loads, (ROOT / "goldsets/demo/goldset.jsonl").read_text().splitlines())}
 DOCS = {d["id"]: d for d in map(json.loads, (ROOT / "goldsets/demo/corpus.jsonl").read_text().splitlines())}
-
-
-def harness(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +37,20 @@ def first_relevant(results: dict, qid: str) -> tuple[int, str]:
     return hit["rank"], hit["chunk_id"]
 
 
-def with_page(path, fn):
+def with_page(chromium, path, fn):
     if CHROMIUM is None:
         pytest.skip("no chromium installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page()
-        errors = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(path.as_uri())
-        try:
-            return fn(page), errors
-        finally:
-            browser.close()
+    # The session's one Chromium (conftest.chromium); a new context per page isolates it as a new browser would.
+    context = chromium.new_context()
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(path.as_uri())
+    try:
+        return fn(page), errors
+    finally:
+        context.close()
 
 
 def expand(page, qid):
@@ -65,7 +59,7 @@ def expand(page, qid):
     return page.locator("#" + row.get_attribute("data-detail"))
 
 
-def test_browser_expands_wrong_chunk_and_missing_document_rows(demo):
+def test_browser_expands_wrong_chunk_and_missing_document_rows(chromium, demo):
     results = json.loads((demo / "demo-bm25/results.json").read_text())
     kinds = {q["id"]: q["verdict"]["kind"] for q in results["queries"]}
     assert kinds["q16"] == "wrong_chunk" and kinds["q43"] == "missing_document"
@@ -90,7 +84,7 @@ def test_browser_expands_wrong_chunk_and_missing_document_rows(demo):
                         "gold_docs": d.locator(".gold-docs").inner_text() if d.locator(".gold-docs").count() else "",
                         "mark": d.locator("tr.m-evidence mark").inner_text()}
         return out
-    out, errors = with_page(demo / "demo-bm25/report.html", drive)
+    out, errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
     assert errors == []
     for qid, rank, chunk, quote in (("q16", rank16, chunk16, quote16), ("q43", rank43, chunk43, quote43)):
         o = out[qid]
@@ -103,7 +97,7 @@ def test_browser_expands_wrong_chunk_and_missing_document_rows(demo):
     assert out["q16"]["gold_docs"] == ""  # only a missing document shows the gold document table
 
 
-def test_tables_sort_by_any_column_and_details_follow(demo):
+def test_tables_sort_by_any_column_and_details_follow(chromium, demo):
     results = json.loads((demo / "demo-bm25/results.json").read_text())
     by_first = {q["id"]: next((h["rank"] for h in q["hits"] if h["relevant"]), 10 ** 9) for q in results["queries"]}
     expected = sorted(by_first, key=lambda i: by_first[i])
@@ -122,7 +116,7 @@ def test_tables_sort_by_any_column_and_details_follow(demo):
         verdicts.locator("thead th", has_text="queries").click()
         counts = [int(x) for x in verdicts.locator("tbody td:nth-child(2)").all_inner_texts()]
         return asc, pairs, desc, by_id, counts
-    (asc, pairs, desc, by_id, counts), errors = with_page(demo / "demo-bm25/report.html", drive)
+    (asc, pairs, desc, by_id, counts), errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
     assert errors == []
     assert [by_first[i] for i in asc] == sorted(by_first.values()) and set(asc) == set(expected)
     assert [by_first[i] for i in desc] == sorted(by_first.values(), reverse=True)
@@ -197,7 +191,7 @@ def test_compare_table_shows_slices_and_the_ci_note(demo):
     assert f"(n={len(hard)})" in md.stdout.split("difficulty=hard", 1)[1].splitlines()[0]
 
 
-def test_report_of_two_runs_puts_windows_side_by_side(demo, tmp_path):
+def test_report_of_two_runs_puts_windows_side_by_side(chromium, demo, tmp_path):
     a, b = demo / "demo-bm25/results.json", demo / "demo-hybrid/results.json"
     proc = harness("report", a, b, "-o", tmp_path / "cmp.html")
     assert proc.returncode == 0, proc.stderr
@@ -214,7 +208,7 @@ def test_report_of_two_runs_puts_windows_side_by_side(demo, tmp_path):
         d = page.locator("#" + row.get_attribute("data-detail"))
         cols = d.locator(".sbs .col")
         return shown, row.inner_text(), cols.count(), cols.nth(1).inner_text(), page.locator("#ci-note").inner_text()
-    (shown, row, n_cols, right, note), errors = with_page(tmp_path / "cmp.html", drive)
+    (shown, row, n_cols, right, note), errors = with_page(chromium, tmp_path / "cmp.html", drive)
     assert errors == [] and shown == changed and n_cols == 2
     assert f"{ra['queries'][15]['verdict']['kind']} → {kb['q16']}" in row
     assert rank16_b <= rb["queries"][15]["effective_k"] and chunk16_b in right  # the evidence in the new window
