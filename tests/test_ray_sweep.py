@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from conftest import ROOT
+from conftest import ROOT, require_installed
 from harness.config.schema import parse_config
 from harness.pipeline.sweep import run_sweep
 
-ray = pytest.importorskip("ray")
+require_installed("ray")  # imported by the test: `import ray` alone is ~1 s of every collection
 
 
 def _config(tmp_path, executor):
@@ -24,6 +22,8 @@ def _config(tmp_path, executor):
 
 
 def test_sweep_starts_ray_once_and_matches_the_local_sweep(tmp_path, monkeypatch):
+    import ray
+
     assert not ray.is_initialized()
     inits = []
     real_init = ray.init
