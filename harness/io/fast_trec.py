@@ -47,16 +47,10 @@ def _delimiter(path: Path) -> bytes:
 def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
     """No ASCII whitespace but the delimiter inside lines, and no CR except in CRLF line ends: then splitting on
     the delimiter is splitting on whitespace, as trec_eval and the line readers do. (Empty columns, control
-    characters and comments are looked for in the parsed columns, where it is cheaper: see ``_ids_are_clean``.)"""
-    others = [c for c in (b" ", b"\t", b"\v", b"\f") if c != delimiter]
+    characters and comments are looked for in the parsed columns, where it is cheaper: see ``_ids_are_clean``.)
+    The run reader checks its blocks as it reads them; this is the same check over a whole file (the qrels)."""
     with open_binary(path) as fh:
-        while block := fh.read(1 << 24):
-            if any(c in block for c in others):
-                return False
-            # A CR must end a line. One split across two blocks fails this check: the exact reader then reads it.
-            if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
-                return False
-    return True
+        return all(only_delimiter_separates(block, delimiter) for block in line_blocks(fh.read, 1 << 24))
 
 
 # Columns read only to see that they are not empty: as bytes (no UTF-8 check, no hashing), they cost little.
