@@ -351,15 +351,7 @@ class Result(StoredHits, Record):
     @classmethod
     def from_dict(cls, data: Any, where: str = "results.json") -> "Result":
         """A parsed results.json as a Result; every problem is reported, located, in one InputError."""
-        if not isinstance(data, dict):
-            problems = schema_problems(data)
-        else:
-            try:  # validated once: on a 100k-query result that is seconds
-                model = cls.model_validate(data)
-            except ValidationError as exc:
-                problems = [located(cls, err) for err in exc.errors()]
-            else:
-                problems = consistency_problems(model)
+        model, problems = _validated(data)
         if problems:
             raise InputError(f"{where}: not a valid results.json ({len(problems)} problem(s))", shown(where, problems))
         return model
@@ -369,13 +361,19 @@ class Result(StoredHits, Record):
 
 def schema_problems(data: Any) -> list[str]:
     """Every problem of ``data`` (a parsed results.json) as ``key.path: message`` lines; empty when it is valid."""
+    return _validated(data)[1]
+
+
+def _validated(data: Any) -> tuple[Result | None, list[str]]:
+    """(the Result, no problems), or (None or the Result, its problems): validated once, which on a 100k-query
+    result takes seconds."""
     if not isinstance(data, dict):
-        return [f"<root>: expected a JSON object, got {got(data)}"]
+        return None, [f"<root>: expected a JSON object, got {got(data)}"]
     try:
         model = Result.model_validate(data)
     except ValidationError as exc:
-        return [located(Result, err) for err in exc.errors()]
-    return consistency_problems(model)
+        return None, [located(Result, err) for err in exc.errors()]
+    return model, consistency_problems(model)
 
 
 def load_result(path: Path) -> Result:
