@@ -74,12 +74,11 @@ class JudgedTable:
 
     def batch(self, start: int, stop: int) -> JudgedBatch:
         t, keys = self.table, self._judgments()
-        lo, hi = int(t.offsets[start]), int(t.offsets[stop])
-        lengths = np.diff(t.offsets[start:stop + 1])
+        lo, hi, lengths = t.span(start, stop)
         rows = np.repeat(np.arange(start, stop, dtype=np.int64), lengths)
         rank = np.arange(1, hi - lo + 1, dtype=np.int64) - np.repeat(t.offsets[start:stop] - lo, lengths)
         chunk = t.chunk[lo:hi]
-        relevant = _member(rows * keys["n_chunks"] + chunk, keys["relevant"])
+        relevant, _ = _lookup(rows * keys["n_chunks"] + chunk, keys["relevant"])
         _, doc_of_chunk = t.doc_index()
         found, position = _lookup(rows * keys["n_docs"] + doc_of_chunk[chunk], keys["doc_keys"])
         grades = keys["grades"]
@@ -115,10 +114,6 @@ class JudgedTable:
         """The chunks any hit names, in order of first appearance."""
         _, first = np.unique(self.table.chunk, return_index=True)
         return self.table.chunk[np.sort(first)]
-
-
-def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    return _lookup(values, sorted_keys)[0]
 
 
 def _lookup(values: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

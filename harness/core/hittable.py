@@ -114,6 +114,10 @@ class HitTable(Sequence[RankedList]):
             return keep
         return self._derived("best_per_doc", make)
 
+    def span(self, start: int, stop: int) -> tuple[int, int, np.ndarray]:
+        """(first hit, end of the hits, hits per query) of queries ``start:stop``."""
+        return int(self.offsets[start]), int(self.offsets[stop]), np.diff(self.offsets[start:stop + 1])
+
     def trec_blocks(self, level: str, tag: str, batch: int = 1_000) -> Iterator[str]:
         """``types.Run.trec_lines`` from the columns, ``batch`` queries of lines at a time: at doc level each
         document's best chunk only, ranks renumbered 1.. within the query."""
@@ -122,8 +126,7 @@ class HitTable(Sequence[RankedList]):
         keep = None if level == "chunk" else self.best_per_doc()
         for start in range(0, len(self), batch):
             stop = min(start + batch, len(self))
-            lo, hi = int(self.offsets[start]), int(self.offsets[stop])
-            lengths = np.diff(self.offsets[start:stop + 1])
+            lo, hi, lengths = self.span(start, stop)
             local = np.repeat(np.arange(stop - start), lengths)
             chunk, scores = self.chunk[lo:hi], self.scores[lo:hi]
             if keep is not None:

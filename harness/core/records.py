@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InputError
+from .types import best_hits
 
 Count = Annotated[int, Field(ge=0)]
 
@@ -82,9 +83,7 @@ class StoredHits:
         for every query that has hits: the gains of its doc-level ranking, read as ``relevance`` reads flags."""
         if self.hits_kept == "all":
             for q in self.queries:
-                seen: set[str] = set()
-                gains = [max(h.grade or 0, 0) for h in q.hits or () if not (h.doc_id in seen or seen.add(h.doc_id))]
-                yield q.id, np.asarray(gains, dtype=np.int64)
+                yield q.id, np.asarray([max(h.grade or 0, 0) for h in best_hits(q.hits or ())], dtype=np.int64)
         else:
             yield from self._source("the hits of the queries not kept in results.json").doc_gains()
 

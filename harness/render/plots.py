@@ -13,12 +13,11 @@ the page says so and no PNG is written.
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
-    from ..core.result import QueryResult, Result
+    from ..core.result import Result
 
 KIND_COLORS = {"goldset_error": "#b42318", "no_gold": "#98a2b3", "missing_document": "#f04438",
                "wrong_chunk": "#f79009", "buried_evidence": "#7a5af8", "ok": "#17b26a"}
@@ -67,16 +66,17 @@ def _doc_ndcg(gains, ideal, depth: int):
 def ndcg_curve(result: Result) -> list[float]:
     """Mean doc-level nDCG@k, k = 1..depth (in documents), over the queries counted at doc level. The hits are
     read twice as a stream (the depth first, then the curve), never held for every query at once."""
+    import numpy as np
+
     rows = {q.id: q for q in result.counted("doc")}
     depth = max([len(g) for qid, g in result.doc_gains() if qid in rows] + [1])
-    total = 0.0
+    total = np.zeros(depth)
     for qid, gains in result.doc_gains():
         q = rows.get(qid)
         if q is not None:
-            total = total + _doc_ndcg(gains, sorted((g.grade for g in q.gold if g.grade > 0), reverse=True), depth)
+            total += _doc_ndcg(gains, sorted((g.grade for g in q.gold if g.grade > 0), reverse=True), depth)
     # A counted query with no hits at all scores 0 at every k (it adds nothing to the totals).
-    curve = [float(v) for v in total] if depth and not isinstance(total, float) else [0.0] * depth
-    return [t / len(rows) for t in curve] if rows else curve
+    return (total / len(rows) if rows else total).tolist()
 
 
 @dataclass(frozen=True)
