@@ -5,7 +5,7 @@ encoding (Ray Data) and retrieval (actors holding the index, or one shard of it 
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
 from ..config.schema import ExperimentConfig
@@ -32,8 +32,7 @@ def shared(configs: Sequence[ExperimentConfig]) -> Iterator[None]:
     names the same Ray; otherwise each run starts its own, as a single run does."""
     rays = {c.executor.model_dump_json() for c in configs if c.executor.kind == "ray"}
     if len(rays) != 1:
-        with nullcontext():
-            yield
+        yield
         return
     from .ray import session
 
