@@ -12,7 +12,7 @@ import typer
 from .cli_options import choices, format_choices, format_option, metric_option, out_option, output_problems, \
     write_output
 from .render.fmt import plural
-from .stats.compare import CORRECTIONS, TESTS
+from .stats.choices import CORRECTIONS, TESTS
 
 CompareFormat = format_choices("CompareFormat", "table", "md", "json")
 Test = choices("Test", TESTS)

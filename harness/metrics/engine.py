@@ -283,7 +283,7 @@ def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarr
         return _window_values(spec, labels, window)
     fam, k = spec.family, spec.k
     if fam in ("dcg", "ndcg"):
-        gains = _cut(_gains(labels.grades, spec.gain), k)
+        gains = _gains(_cut(labels.grades, k), spec.gain)  # cut first: nDCG@10 of a depth-1000 run reads 10 columns
         dcg = (gains * _discount(gains.shape[1])).sum(axis=1)
         if fam == "dcg":
             return dcg

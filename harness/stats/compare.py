@@ -17,9 +17,7 @@ from ..core.errors import InputError
 from ..core.outcomes import Comparison, ComparisonRow
 from ..core.result import Result, as_result
 from ..metrics.spec import parse_metric
-
-TESTS = ("randomization", "ttest", "bootstrap", "wilcoxon")
-CORRECTIONS = ("holm", "bonferroni", "none")
+from .choices import CORRECTIONS, TESTS
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
 
 
