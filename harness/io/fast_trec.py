@@ -249,20 +249,23 @@ def _stream_run(path: Path, seed=None, packed: bool = False) -> _Streamed | None
         return None
     local_codes, dictionaries, query_codes, scores, ranks = map(list, zip(*parsed))
     parsed.clear()
+    with ThreadPoolExecutor(1) as pool:  # the doc ids are interned (in arrow, without the GIL) while ...
+        # uint64 keys hash cheaply enough to intern every row in one table: no per-block pass to join
+        interning = (pool.submit(_joined_keys, seed, local_codes) if packed
+                     else pool.submit(join_vocabularies, seed, dictionaries, local_codes))
+        # ... the query ids, scores and ranks are put together here
+        unified = pa.chunked_array(query_codes).unify_dictionaries(memory_pool=memory_pool())
+        query_vocab = _dictionary(unified)
+        _ids_are_clean(query_vocab, first_column=True)
+        qcodes = _indices(unified)
+        together = int(np.count_nonzero(qcodes[1:] != qcodes[:-1])) == len(query_vocab) - 1
+        scores = np.concatenate(scores).astype(np.float64, copy=False)
+        ranks = np.concatenate(ranks).astype(np.int64, copy=False)
+        docs, doc_codes = interning.result()
     keys = None
-    if packed:  # uint64 keys hash cheaply enough to intern every row in one table: no per-block pass to join
-        keys, doc_codes = _joined_keys(seed, local_codes)
-        docs = packed_ids.unpack(keys)
-    else:
-        docs, doc_codes = join_vocabularies(seed, dictionaries, local_codes)
-    unified = pa.chunked_array(query_codes).unify_dictionaries(memory_pool=memory_pool())
-    query_vocab = _dictionary(unified)
-    _ids_are_clean(query_vocab, first_column=True)
-    qcodes = _indices(unified)
-    together = int(np.count_nonzero(qcodes[1:] != qcodes[:-1])) == len(query_vocab) - 1
-    return _Streamed(docs, doc_codes, (query_vocab, qcodes, together),
-                     np.concatenate(scores).astype(np.float64, copy=False),
-                     np.concatenate(ranks).astype(np.int64, copy=False), keys)
+    if packed:
+        keys, docs = docs, packed_ids.unpack(docs)
+    return _Streamed(docs, doc_codes, (query_vocab, qcodes, together), scores, ranks, keys)
 
 
 def _joined_keys(seed, blocks: list) -> tuple[np.ndarray, np.ndarray]:
@@ -405,15 +408,15 @@ def read_run(path: Path) -> ColumnarRun | None:
 
 
 def _vocab_and_order(run: _Streamed) -> tuple[np.ndarray, np.ndarray]:
-    """The doc vocabulary checked and as Python strings, and its sorted positions: from the packed keys when the run
-    has them, else by a sort (in arrow, without the GIL) on another thread meanwhile."""
+    """The doc vocabulary checked and as Python strings, and its sorted positions, sorted on another thread meanwhile
+    (NumPy and arrow sort without the GIL): the packed keys when the run has them, else the strings."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if run.keys is not None:
-        _ids_are_clean(run.docs, first_column=False)
-        return _objects(run.docs), packed_ids.sorted_positions(run.keys)
     with ThreadPoolExecutor(1) as pool:
-        order = pool.submit(_positions, run.docs)
+        if run.keys is not None:
+            order = pool.submit(packed_ids.sorted_positions, run.keys)
+        else:
+            order = pool.submit(_positions, run.docs)
         _ids_are_clean(run.docs, first_column=False)
         vocab = _objects(run.docs)
         return vocab, order.result()

@@ -16,7 +16,7 @@ Conventions (trec_eval's unless an option says otherwise; every result echoes th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -58,15 +58,24 @@ class Labels:
     in_run: np.ndarray  # (Q,) bool
     dropped_duplicates: int
     unjudged_run_queries: tuple[str, ...]
+    # n_relevant by threshold, counted once: every metric asks (a bincount over every judgment each time)
+    _n_relevant: dict = field(default_factory=dict, compare=False, repr=False)
 
     def n_relevant(self, rel: int = 1) -> np.ndarray:
-        weights = (self.qrels_grade >= rel).astype(np.float64)
-        return np.bincount(self.qrels_row, weights=weights, minlength=len(self.query_ids)).astype(np.int64)
+        if rel not in self._n_relevant:
+            self._n_relevant[rel] = np.bincount(self.qrels_row[self.qrels_grade >= rel],
+                                                minlength=len(self.query_ids)).astype(np.int64)
+        return self._n_relevant[rel]
 
 
 def _position_in_group(groups: np.ndarray) -> np.ndarray:
-    """For sorted group labels, each element's position within its group: [3, 3, 5, 5, 5] -> [0, 1, 0, 1, 2]."""
-    return np.arange(len(groups)) - np.searchsorted(groups, groups)
+    """For sorted group labels, each element's position within its group: [3, 3, 5, 5, 5] -> [0, 1, 0, 1, 2].
+    Linear (each group's start repeated over it), not a binary search per element."""
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
+    return np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
 
 
 def _gather_rows(run: ColumnarRun, rows: np.ndarray):
@@ -199,9 +208,8 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     if 0 < width <= 32:
         # Few judgments per query: lay each query's judged docs out as columns, then compare every hit with one
         # column at a time (width passes over the (Q, D) matrix; no per-query Python loop, no Q x D x J array).
+        # qrels_row is sorted (each query's judgments are together), and so are the rows of the known ones.
         rows_k, codes_k, grades_k = qrels_row[known], q_codes[known], qrels.grades[known]
-        by = np.argsort(rows_k, kind="stable")
-        rows_k, codes_k, grades_k = rows_k[by], codes_k[by], grades_k[by]
         col = _position_in_group(rows_k)
         judged_codes = np.full((n_q, width), -2, dtype=codes.dtype)  # -2 matches no hit (padding hits are -1)
         judged_grades = np.zeros((n_q, width), dtype=np.float64)
@@ -227,10 +235,9 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
     ideal = np.zeros((n_q, width), dtype=np.float64)
     if width:
         sel = positive > 0
-        rows_p, grades_p = qrels_row[sel], positive[sel]
-        by = np.lexsort((-grades_p, rows_p))
-        rows_p, grades_p = rows_p[by], grades_p[by]
-        ideal[rows_p, _position_in_group(rows_p)] = grades_p
+        rows_p = qrels_row[sel]  # in row order: qrels_row is
+        ideal[rows_p, _position_in_group(rows_p)] = positive[sel]
+        ideal = -np.sort(-ideal, axis=1)  # each row's grades descending, the 0 padding last
 
     return Labels(qrels.query_ids, grades, judged, valid.sum(axis=1).astype(np.int64), ideal, qrels_row,
                   qrels.grades, rows >= 0, dropped, unjudged)

@@ -89,11 +89,12 @@ def build_table(query_ids: Sequence[str], specs: Sequence[MetricSpec], values: n
     not included is listed once, under a golden-set error or under no relevant item. ``gold_errors`` (the queries
     whose judgments could not be checked) is known to a pipeline run only: given, even empty, the counts list it;
     ``harness eval`` (plain qrels) passes None and its counts keep trec_eval's shape."""
-    qids = tuple(str(q) for q in query_ids)
+    qids = tuple(map(str, query_ids))
     errors = set(gold_errors or ())
-    error = np.array([q in errors for q in qids], dtype=bool)
+    error = np.array([q in errors for q in qids], dtype=bool) if errors else np.zeros(len(qids), dtype=bool)
     keep = included(n_relevant, query_policy, error)
-    no_relevant = [q for q, n, e in zip(qids, n_relevant, error) if n == 0 and not e]
+    # Lists by position, not by a Python pass over every query: a 1M-query `harness eval` spent ~0.7 s here.
+    no_relevant = [qids[i] for i in np.flatnonzero((np.asarray(n_relevant) == 0) & ~error)]
     counts = {
         "judged_queries": len(qids),
         "evaluated_queries": int(keep.sum()),
@@ -102,10 +103,10 @@ def build_table(query_ids: Sequence[str], specs: Sequence[MetricSpec], values: n
     }
     if gold_errors is not None:
         counts["excluded_goldset_error"] = int(error.sum())
-        counts["excluded_goldset_error_query_ids"] = [q for q, e in zip(qids, error) if e]
+        counts["excluded_goldset_error_query_ids"] = [qids[i] for i in np.flatnonzero(error)]
     counts.update({
         "absent_from_run": int((~in_run).sum()),
-        "absent_from_run_query_ids": [q for q, p in zip(qids, in_run) if not p],
+        "absent_from_run_query_ids": [qids[i] for i in np.flatnonzero(~np.asarray(in_run, dtype=bool))],
         "unjudged_run_queries": int(unjudged_run_queries),
         "dropped_duplicates": int(dropped_duplicates),
     })
