@@ -88,3 +88,14 @@ def test_qrels_and_run_packed_or_not_evaluate_as_read_apart(tmp_path, small_bloc
                      metrics)
     together = evaluate(qrels, run, metrics)
     assert together.per_query() == apart.per_query() and together.counts == apart.counts
+
+
+def test_a_block_of_blank_lines(tmp_path, small_blocks):
+    """A block with no rows (blank lines, CRLF ends) between blocks of hits reads as the line reader reads it."""
+    rng = np.random.default_rng(9)
+    lines = _lines(rng, 100, _short)
+    path = tmp_path / "run.trec"
+    path.write_bytes(("".join(lines[:700]) + "\n" * 9000 + "".join(lines[700:])).replace("\n", "\r\n").encode())
+    run = fast_trec.read_run(path)
+    assert run is not None  # read by the fast path, not declined
+    assert_same(run, slow_read(path))

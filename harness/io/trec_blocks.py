@@ -84,6 +84,8 @@ def numpy_of(array) -> np.ndarray:
     dtype = np.dtype(str(array.type))  # int32, int64, uint64, double: arrow's names are NumPy's
     if array.null_count or dtype == np.bool_:
         raise ValueError(f"numpy_of: {array.type} with {array.null_count} nulls")  # a caller's mistake
+    if len(array) == 0:  # (an empty array may have no buffer at all)
+        return np.zeros(0, dtype=dtype)
     return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
 
 
