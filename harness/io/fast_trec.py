@@ -445,7 +445,7 @@ def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, Columna
     run, qrels_codes = None, None
     keys = packed_ids.pack(one_chunk(qrels_table.column("doc_id")))
     if keys is not None:  # packed doc ids (see ``io.packed_ids``): the qrels' keys seed the run's vocabulary
-        encoded = pc.dictionary_encode(uint64_array(keys))
+        encoded = pc.dictionary_encode(uint64_array(keys), memory_pool=memory_pool())
         try:
             run, qrels_codes = _stream_run(run_path, seed=encoded.dictionary, packed=True), numpy_of(encoded.indices)
         except _LongIds:  # the run has a long id: it is read again with its ids interned as strings
