@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
 from .errors import InputError
+from .querystore import QueryStore
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
 from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
@@ -98,6 +99,28 @@ class QueryResult(Record):
 
     def is_counted(self, level: str) -> bool:
         return getattr(self.counted, level)
+
+
+class _Spooled:
+    """``Result.queries`` holds a list, or a run's ``QueryStore`` (its records spooled as JSON: a large run's
+    memory stays bounded), taken as it is: its records were made from validated models and are read back through
+    the model. JSON input is a list as before; a store is written out as the list it reads as."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        items = handler(source)
+        return core_schema.json_or_python_schema(
+            json_schema=items,
+            python_schema=core_schema.union_schema([core_schema.is_instance_schema(QueryStore), items],
+                                                   mode="left_to_right"),
+            serialization=core_schema.wrap_serializer_function_ser_schema(
+                lambda value, nxt: nxt(list(value) if isinstance(value, QueryStore) else value),
+                schema=items, info_arg=False))
+
+
+Queries = Annotated[list[QueryResult], _Spooled]
 
 
 # ---- the summary -----------------------------------------------------------------------------------------------
@@ -285,7 +308,7 @@ class Result(StoredHits, Record):
     summary: Summary
     diagnostics_settings: JsonObject
     timings: Timings
-    queries: list[QueryResult]
+    queries: Queries  # a list, or a large run's QueryStore: read it as a sequence (len, iteration, indexing)
     # Where the hits are (``core.selection``): "all" in ``queries``, or "selected" queries there and every hit in
     # ``hits_file``; ``chunks`` holds the texts of the kept hits' windows, ``chunks_file`` those of every hit.
     hits_kept: Literal["all", "selected"] = "all"
@@ -305,6 +328,9 @@ class Result(StoredHits, Record):
     # ---- reading ----
 
     def query(self, query_id: str) -> QueryResult | None:
+        if isinstance(self.queries, QueryStore):  # found by its bytes, not by decoding every record
+            i = self.queries.index_of(query_id)
+            return None if i is None else self.queries[i]
         return next((q for q in self.queries if q.id == query_id), None)
 
     def counted(self, level: str) -> list[QueryResult]:

@@ -18,6 +18,7 @@ from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, ExecutorRecord, G
                            QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
+from ..core.querystore import stored
 from ..core.selection import kept
 from ..core.fingerprint import document_fingerprint
 from ..core.types import RankedList, Run
@@ -139,21 +140,25 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                  for q in gold.queries])
     keep_set = set(range(len(gold.queries)) if keep is None else keep)
     doc_text = {d.doc_id: d.text for d in prepared.docs}
-    queries = []
-    for i, (q, k) in enumerate(zip(gold.queries, window_k)):
-        qid = q.query_id
-        queries.append(QueryResult(
-            id=qid, text=q.text, tags=dict(q.tags),
-            metrics=QueryMetrics(doc=per_query["doc"][qid], chunk=per_query["chunk"][qid]),
-            n_relevant=LevelCounts(doc=int(n_relevant["doc"][qid]), chunk=int(n_relevant["chunk"][qid])),
-            counted=LevelFlags(doc=counted["doc"][qid], chunk=counted["chunk"][qid]),
-            effective_k=int(k),
-            gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance, evidence=[[sp.start, sp.end] for sp in j.evidence],
-                             evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
-                  for j in by_query.get(qid, [])],
-            verdict=verdicts[qid],
-            hits=store.records(i) if i in keep_set else None,
-        ))
+
+    def records():  # one at a time: a large run spools each as it is made (core.querystore)
+        for i, (q, k) in enumerate(zip(gold.queries, window_k)):
+            qid = q.query_id
+            yield QueryResult(
+                id=qid, text=q.text, tags=dict(q.tags),
+                metrics=QueryMetrics(doc=per_query["doc"][qid], chunk=per_query["chunk"][qid]),
+                n_relevant=LevelCounts(doc=int(n_relevant["doc"][qid]), chunk=int(n_relevant["chunk"][qid])),
+                counted=LevelFlags(doc=counted["doc"][qid], chunk=counted["chunk"][qid]),
+                effective_k=int(k),
+                gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance,
+                                 evidence=[[sp.start, sp.end] for sp in j.evidence],
+                                 evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
+                      for j in by_query.get(qid, [])],
+                verdict=verdicts[qid],
+                hits=store.records(i) if i in keep_set else None,
+            )
+
+    queries = stored(QueryResult, records(), len(gold.queries))
     # The texts explain and the reports show: the windows of the kept hits (chunks.parquet has every hit's).
     # The texts explain and the drill-downs show without the corpus: each kept query's window, and below it the
     # chunks down to its first relevant one (what outranked the evidence), at most OUTRANKING_SHOWN more.
