@@ -110,14 +110,9 @@ class QueryStore(Sequence):
         self._close()
 
 
-def stored(model: Any, records: Iterable[Any], expected: int, spool_above: int = SPOOL_ABOVE) -> Sequence:
-    """``records`` as a list when ``expected`` (their count) is at most ``spool_above``, else spooled into a
-    ``QueryStore``: records are made one at a time and only the small runs' are all kept."""
-    if expected <= spool_above:
+def stored(model: Any, records: Iterable[Any], expected: int, spool_above: int | None = None) -> Sequence:
+    """``records`` as a list when ``expected`` (their count) is at most ``spool_above`` (default ``SPOOL_ABOVE``),
+    else spooled into a ``QueryStore``: records are made one at a time and only a small run's are all kept."""
+    if expected <= (SPOOL_ABOVE if spool_above is None else spool_above):
         return list(records)
     return QueryStore(model).extend(records)
-
-
-def sequence_equal(a: Sequence, b: Sequence) -> bool:
-    """Element-wise equality of two sequences of records, whichever holds them."""
-    return len(a) == len(b) and all(x == y for x, y in zip(a, b))
