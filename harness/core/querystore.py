@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import weakref
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -116,3 +116,41 @@ def stored(model: Any, records: Iterable[Any], expected: int, spool_above: int |
     if expected <= (SPOOL_ABOVE if spool_above is None else spool_above):
         return list(records)
     return QueryStore(model).extend(records)
+
+
+class SpooledMapping(Mapping):
+    """Records by key (a run's verdicts by query id) in a ``QueryStore``: the keys and their positions stay in
+    memory, a value is decoded when it is read; iteration is in insertion order, as a dict's."""
+
+    def __init__(self, model: Any, items: Iterable[tuple[str, Any]]):
+        self._store = QueryStore(model)
+        self._at: dict[str, int] = {}
+        for key, record in items:
+            if key in self._at:
+                raise ValueError(f"SpooledMapping: duplicate key {key!r}")
+            self._at[key] = len(self._store)
+            self._store.append(record)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._store[self._at[key]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def values(self):  # read in batches, not a lookup per key
+        return iter(self._store)
+
+    def items(self):
+        return zip(self._at, self._store)
+
+
+def stored_mapping(model: Any, items: Iterable[tuple[str, Any]], expected: int,
+                   spool_above: int | None = None) -> Mapping:
+    """``items`` (key, record) as a dict when ``expected`` is at most ``spool_above`` (default ``SPOOL_ABOVE``),
+    else a ``SpooledMapping``."""
+    if expected <= (SPOOL_ABOVE if spool_above is None else spool_above):
+        return dict(items)
+    return SpooledMapping(model, items)

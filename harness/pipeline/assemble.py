@@ -155,8 +155,9 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
     # of them go to hits.parquet from ``store``.
     store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
-    keep = kept([(q.query_id, verdicts[q.query_id].kind, per_query["chunk"].value(q.query_id, "rr@window"))
-                 for q in gold.queries])
+    kinds = [v.kind for v in verdicts.values()]  # golden-set order (diagnose's), read once
+    keep = kept([(q.query_id, kind, per_query["chunk"].value(q.query_id, "rr@window"))
+                 for q, kind in zip(gold.queries, kinds)])
     keep_set = set(range(len(gold.queries)) if keep is None else keep)
     doc_text = {d.doc_id: d.text for d in prepared.docs}
 
@@ -206,7 +207,6 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                                       "relevant (wrong_chunk cannot be diagnosed)")
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
     conventions["flags"] = flags_text(config.diagnostics)
-    kinds = [verdicts[q.query_id].kind for q in gold.queries]
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
     run = Run(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
     result = Result(
