@@ -122,3 +122,22 @@ def test_a_large_run_spools_its_records_and_only_its_records(tmp_path, monkeypat
     assert SPOOL_ABOVE == KEEP_ALL_HITS_UP_TO  # a spooled record keeps hits only when it is one the reports show
     assert isinstance(stored(QueryResult, iter([]), SPOOL_ABOVE), list)
     assert isinstance(stored(QueryResult, iter([]), SPOOL_ABOVE + 1), QueryStore)
+
+
+def test_spooled_verdicts_read_as_the_dict_they_replace(tmp_path, monkeypatch):
+    from harness.core.querystore import SpooledMapping, stored_mapping
+    from harness.core.result import Verdict
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    items = [(f"q{i}", Verdict(kind=["ok", "wrong_chunk"][i % 2], reason=f"r{i}",
+                               detail={"rank": i, "near": i % 3 == 0}, flags=["partial"] if i % 5 else []))
+             for i in range(1_234)]
+    plain, spooled = stored_mapping(Verdict, iter(items), 1_234), stored_mapping(Verdict, iter(items), 1_234, 0)
+    assert type(plain) is dict and isinstance(spooled, SpooledMapping) and os.listdir(tmp_path) == []
+    assert len(spooled) == 1_234 and list(spooled) == list(plain) and spooled["q77"] == plain["q77"]
+    assert list(spooled.values()) == list(plain.values()) and list(spooled.items()) == list(plain.items())
+    assert dict(spooled) == plain and "q5" in spooled and "q9999" not in spooled
+    with pytest.raises(KeyError):
+        spooled["q9999"]
+    with pytest.raises(ValueError):
+        SpooledMapping(Verdict, [items[0], items[0]])
