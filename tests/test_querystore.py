@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import tempfile
 
 import pytest
@@ -106,6 +107,8 @@ def test_store_records_round_trip_and_the_spool_leaves_no_file(tmp_path, monkeyp
     with pytest.raises(RuntimeError):
         store.append(records[0])  # sealed once read
     assert store != records[:-1] and store != "text"
+    copied = pickle.loads(pickle.dumps(store))  # another process gets the records as a list
+    assert type(copied) is list and len(copied) == 2_500 and copied[7] == records[7]
     finalizer = store._close
     del store, back
     gc.collect()

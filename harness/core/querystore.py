@@ -106,6 +106,9 @@ class QueryStore(Sequence):
     def __repr__(self) -> str:
         return f"QueryStore({len(self)} records, {int(self._sealed()[-1]) if len(self) else 0} bytes spooled)"
 
+    def __reduce__(self):  # pickled (sent to another process, deep-copied) as the list it reads as: a file is not
+        return list, (list(self),)
+
     def close(self) -> None:
         self._close()
 
