@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
 from .errors import InputError
-from .querystore import QueryStore
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
+from .querystore import QueryStore
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
 from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
                           Timings)
