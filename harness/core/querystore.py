@@ -113,6 +113,25 @@ class QueryStore(Sequence):
         self._close()
 
 
+class Spooled:
+    """The pydantic marker of ``Result.queries`` (``Annotated[list[QueryResult], Spooled]``): a ``QueryStore`` is
+    taken as it is (its records were made from validated models and are read back through the model), a list is
+    validated as before, JSON input is a list; a store is dumped as the list it reads as."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        items = handler(source)
+        return core_schema.json_or_python_schema(
+            json_schema=items,
+            python_schema=core_schema.union_schema([core_schema.is_instance_schema(QueryStore), items],
+                                                   mode="left_to_right"),
+            serialization=core_schema.wrap_serializer_function_ser_schema(
+                lambda value, nxt: nxt(list(value) if isinstance(value, QueryStore) else value),
+                schema=items, info_arg=False))
+
+
 def stored(model: Any, records: Iterable[Any], expected: int, spool_above: int | None = None) -> Sequence:
     """``records`` as a list when ``expected`` (their count) is at most ``spool_above`` (default ``SPOOL_ABOVE``),
     else spooled into a ``QueryStore``: records are made one at a time and only a small run's are all kept."""

@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
 from .errors import InputError
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
-from .querystore import QueryStore
+from .querystore import QueryStore, Spooled
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
 from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
                           Timings)
@@ -101,26 +101,7 @@ class QueryResult(Record):
         return getattr(self.counted, level)
 
 
-class _Spooled:
-    """``Result.queries`` holds a list, or a run's ``QueryStore`` (its records spooled as JSON: a large run's
-    memory stays bounded), taken as it is: its records were made from validated models and are read back through
-    the model. JSON input is a list as before; a store is written out as the list it reads as."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
-        from pydantic_core import core_schema
-
-        items = handler(source)
-        return core_schema.json_or_python_schema(
-            json_schema=items,
-            python_schema=core_schema.union_schema([core_schema.is_instance_schema(QueryStore), items],
-                                                   mode="left_to_right"),
-            serialization=core_schema.wrap_serializer_function_ser_schema(
-                lambda value, nxt: nxt(list(value) if isinstance(value, QueryStore) else value),
-                schema=items, info_arg=False))
-
-
-Queries = Annotated[list[QueryResult], _Spooled]
+Queries = Annotated[list[QueryResult], Spooled]  # a list, or a large run's QueryStore
 
 
 # ---- the summary -----------------------------------------------------------------------------------------------
