@@ -125,8 +125,9 @@ class Spooled:
         items = handler(source)
         return core_schema.json_or_python_schema(
             json_schema=items,
-            python_schema=core_schema.union_schema([core_schema.is_instance_schema(QueryStore), items],
-                                                   mode="left_to_right"),
+            # a wrap, not a union: a bad list's errors stay located as before (queries.3.hits.0.rank: ...)
+            python_schema=core_schema.no_info_wrap_validator_function(
+                lambda value, handler: value if isinstance(value, QueryStore) else handler(value), items),
             serialization=core_schema.wrap_serializer_function_ser_schema(
                 lambda value, nxt: nxt(list(value) if isinstance(value, QueryStore) else value),
                 schema=items, info_arg=False))
