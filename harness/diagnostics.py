@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 from .core.result import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
+from .core.querystore import stored_mapping
 from .core.types import GoldSet, RankedList
 
 if TYPE_CHECKING:
@@ -27,20 +28,20 @@ def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:
 
 def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "DiagnosticsConfig",
              lists: Sequence[RankedList], window_k: Sequence[int], doc_qrels: Mapping[str, Mapping[str, int]],
-             chunk_qrels: Mapping[str, Mapping[str, int]], absent: Collection[str] = ()) -> dict[str, Verdict]:
-    """One verdict per golden-set query, keyed by query id. ``absent``: queries the retriever had no answer for at
-    all (an external run that lacks them), told apart from a ranking that found nothing relevant."""
+             chunk_qrels: Mapping[str, Mapping[str, int]], absent: Collection[str] = ()) -> Mapping[str, Verdict]:
+    """One verdict per golden-set query, keyed by query id, in golden-set order. ``absent``: queries the retriever
+    had no answer for at all (an external run that lacks them), told apart from a ranking that found nothing
+    relevant. A large run's verdicts are spooled as they are made (``core.querystore``), a small run's are a dict."""
     by_query = defaultdict(list)
     for p in problems:
         by_query[p.query_id].append(p)
     judgments = gold.judgments_by_query()
     absent = set(absent)
-    out: dict[str, Verdict] = {}
-    for q, ranked, k in zip(gold.queries, lists, window_k):
-        out[q.query_id] = _verdict(ranked, k, doc_qrels[q.query_id], chunk_qrels[q.query_id],
-                                   judgments.get(q.query_id, []), by_query.get(q.query_id, []), settings,
-                                   q.query_id in absent)
-    return out
+    made = ((q.query_id, _verdict(ranked, k, doc_qrels[q.query_id], chunk_qrels[q.query_id],
+                                  judgments.get(q.query_id, []), by_query.get(q.query_id, []), settings,
+                                  q.query_id in absent))
+            for q, ranked, k in zip(gold.queries, lists, window_k))
+    return stored_mapping(Verdict, made, len(gold.queries))
 
 
 def flags_text(settings: "DiagnosticsConfig") -> str:
@@ -161,81 +162,104 @@ def _share(n: int, total: int) -> float:
     return n / total if total else 0.0
 
 
-def summarize_verdicts(verdicts: dict[str, Verdict], gold: GoldSet,
+class _Tally:
+    """What the summary and the advice read of the verdicts, gathered in one pass over them (a large run's are
+    spooled: read once, none held)."""
+
+    def __init__(self, verdicts: Mapping[str, Verdict], gold: GoldSet):
+        self.total = 0
+        self.counts: Counter = Counter()
+        self.flags: Counter = Counter()
+        self.where: Counter = Counter()  # missing documents by detail.where
+        self.near_ranks: list[int] = []  # first ranks of the missing documents found just past the cutoff
+        self.never_tags: Counter = Counter()  # tags of the queries that found nothing relevant in the ranking
+        self.distances: list = []  # wrong_chunk's distance_chars, where known
+        self.middle = 0  # buried_evidence in the middle of the window
+        kind_of: dict[str, int] = {}
+        tags_of = {q.query_id: q.tags for q in gold.queries}
+        for qid, v in verdicts.items():
+            self.total += 1
+            self.counts[v.kind] += 1
+            self.flags.update(v.flags)
+            kind_of[qid] = KINDS.index(v.kind)
+            if v.kind == "missing_document":
+                self.where[v.detail["where"]] += 1
+                if v.detail.get("near"):
+                    self.near_ranks.append(v.detail["first_rank"])
+                if v.detail["where"] == "not_retrieved":
+                    self.never_tags.update(f"{t}={val}" for t, val in tags_of[qid].items())
+            elif v.kind == "wrong_chunk" and v.detail.get("distance_chars") is not None:
+                self.distances.append(v.detail["distance_chars"])
+            elif v.kind == "buried_evidence" and v.detail.get("position") == "middle":
+                self.middle += 1
+        self.by_slice: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+        for q in gold.queries:
+            for tag, value in q.tags.items():
+                self.by_slice[tag][value][KINDS[kind_of[q.query_id]]] += 1
+
+
+def summarize_verdicts(verdicts: Mapping[str, Verdict], gold: GoldSet,
                        metric_means: Mapping[str, Mapping[str, float]]) -> VerdictSummary:
     """Counts and shares (of all queries), per slice and per ``detail.where``, and advice. ``metric_means`` (kind
     -> "level.metric" -> mean over the kind's counted queries) come from the metric tables, not from here."""
-    total = len(verdicts)
-    counts = Counter(v.kind for v in verdicts.values())
-    flag_counts = Counter(f for v in verdicts.values() for f in v.flags)
-    by_slice: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-    for q in gold.queries:
-        for tag, value in q.tags.items():
-            by_slice[tag][value][verdicts[q.query_id].kind] += 1
-    missing = [v for v in verdicts.values() if v.kind == "missing_document"]
-    where = Counter(v.detail["where"] for v in missing)
-    near = sum(1 for v in missing if v.detail.get("near"))
+    t = _Tally(verdicts, gold)
+    total, counts = t.total, t.counts
     kind_counts = lambda c: KindCounts(**{k: c.get(k, 0) for k in KINDS})
     return VerdictSummary(
         total=total,
         counts=kind_counts(counts),
         shares={k: _share(counts.get(k, 0), total) for k in KINDS},
-        flags={f: flag_counts.get(f, 0) for f in FLAGS},
-        by_slice={tag: {value: kind_counts(c) for value, c in values.items()} for tag, values in by_slice.items()},
-        by_where={"beyond_cutoff": where.get("beyond_cutoff", 0), "not_retrieved": where.get("not_retrieved", 0),
-                  "near_cutoff": near, "absent_from_run": where.get("absent_from_run", 0)},
+        flags={f: t.flags.get(f, 0) for f in FLAGS},
+        by_slice={tag: {value: kind_counts(c) for value, c in values.items()} for tag, values in t.by_slice.items()},
+        by_where={"beyond_cutoff": t.where.get("beyond_cutoff", 0), "not_retrieved": t.where.get("not_retrieved", 0),
+                  "near_cutoff": len(t.near_ranks), "absent_from_run": t.where.get("absent_from_run", 0)},
         metric_means={k: dict(m) for k, m in metric_means.items()},
         wrong_chunk_possible=gold.has_evidence,
-        advice=advice(verdicts, gold),
+        advice=advice(t, gold),
     )
 
 
-def advice(verdicts: dict[str, Verdict], gold: GoldSet) -> list[str]:
-    """Advice computed from the verdicts' numbers; nothing is said that the data does not show."""
+def advice(t: _Tally, gold: GoldSet) -> list[str]:
+    """Advice computed from the verdicts' numbers (``_Tally``); nothing is said that the data does not show."""
     out = []
-    vs = list(verdicts.values())
-    missing = [v for v in vs if v.kind == "missing_document"]
+    missing = t.counts.get("missing_document", 0)
     if missing:
-        near = [v for v in missing if v.detail.get("near")]
+        near = len(t.near_ranks)
         if near:
-            ranks = sorted(v.detail["first_rank"] for v in near)
-            out.append(f"{len(near) / len(missing):.0%} of missing documents ({len(near)} of {len(missing)}) were found "
-                       f"just past the cutoff (ranks {ranks[0]}–{ranks[-1]}): a reranker or a larger window would "
-                       f"bring them in")
-        absent = [v for v in missing if v.detail["where"] == "absent_from_run"]
+            out.append(f"{near / missing:.0%} of missing documents ({near} of {missing}) were found "
+                       f"just past the cutoff (ranks {min(t.near_ranks)}–{max(t.near_ranks)}): a reranker or a larger "
+                       f"window would bring them in")
+        absent = t.where.get("absent_from_run", 0)
         if absent:
-            out.append(f"{len(absent)} quer{'y is' if len(absent) == 1 else 'ies are'} absent from the run (no "
+            out.append(f"{absent} quer{'y is' if absent == 1 else 'ies are'} absent from the run (no "
                        f"ranking at all; scored 0): check that the run covers every query of the golden set")
-        never = [qid for qid, v in verdicts.items() if v.kind == "missing_document"
-                 and v.detail["where"] == "not_retrieved"]
+        never = t.where.get("not_retrieved", 0)
         if never:
-            tags_of = {q.query_id: q.tags for q in gold.queries}
-            tags = Counter(f"{t}={val}" for qid in never for t, val in tags_of[qid].items())
+            tags = t.never_tags
             where = f", mostly in slice {tags.most_common(1)[0][0]}" if tags else ""
-            out.append(f"{len(never)} quer{'y' if len(never) == 1 else 'ies'} found no relevant document in the "
+            out.append(f"{never} quer{'y' if never == 1 else 'ies'} found no relevant document in the "
                        f"whole ranking{where}: vocabulary mismatch or coverage; try dense or hybrid retrieval, or "
                        f"query rewriting")
-    wrong = [v for v in vs if v.kind == "wrong_chunk"]
+    wrong = t.counts.get("wrong_chunk", 0)
     if wrong:
-        dists = [v.detail["distance_chars"] for v in wrong if v.detail.get("distance_chars") is not None]
+        dists = t.distances
         mean = round(sum(dists) / len(dists)) if dists else 0
         avg = (f", evidence on average {mean} character{'' if mean == 1 else 's'} from the retrieved chunk"
                if dists else "")
-        out.append(f"wrong chunk in {len(wrong)} quer{'y' if len(wrong) == 1 else 'ies'}{avg}: try larger chunks, "
+        out.append(f"wrong chunk in {wrong} quer{'y' if wrong == 1 else 'ies'}{avg}: try larger chunks, "
                    f"more overlap, or chunk-level reranking")
-    buried = [v for v in vs if v.kind == "buried_evidence"]
+    buried = t.counts.get("buried_evidence", 0)
     if buried:
-        middle = sum(1 for v in buried if v.detail.get("position") == "middle")
-        out.append(f"evidence buried in {len(buried)} quer{'y' if len(buried) == 1 else 'ies'} "
-                   f"({middle} in the middle of the window): a reranker or a smaller window puts it first")
-    noisy = [v for v in vs if "noisy_context" in v.flags]
-    if noisy and len(noisy) >= len(vs) / 4:
-        out.append(f"{len(noisy) / len(vs):.0%} of queries have noisy context (relevant chunks below the threshold "
+        out.append(f"evidence buried in {buried} quer{'y' if buried == 1 else 'ies'} "
+                   f"({t.middle} in the middle of the window): a reranker or a smaller window puts it first")
+    noisy = t.flags.get("noisy_context", 0)
+    if noisy and noisy >= t.total / 4:
+        out.append(f"{noisy / t.total:.0%} of queries have noisy context (relevant chunks below the threshold "
                    f"of the most the window could hold): "
                    f"a smaller window or a reranker would cut the noise")
-    errors = [v for v in vs if v.kind == "goldset_error"]
+    errors = t.counts.get("goldset_error", 0)
     if errors:
-        out.append(f"{len(errors)} quer{'y' if len(errors) == 1 else 'ies'} cannot be checked (gold ids or quotes "
+        out.append(f"{errors} quer{'y' if errors == 1 else 'ies'} cannot be checked (gold ids or quotes "
                    f"that match nothing): fix the golden set or rebuild the index before trusting those numbers")
     if not gold.has_evidence:
         out.append("the golden set has no evidence spans: wrong_chunk cannot be diagnosed; add evidence quotes")

@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
 from .errors import InputError
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
+from .querystore import QueryStore, Spooled
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
 from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
                           Timings)
@@ -98,6 +99,9 @@ class QueryResult(Record):
 
     def is_counted(self, level: str) -> bool:
         return getattr(self.counted, level)
+
+
+Queries = Annotated[list[QueryResult], Spooled]  # a list, or a large run's QueryStore
 
 
 # ---- the summary -----------------------------------------------------------------------------------------------
@@ -285,7 +289,7 @@ class Result(StoredHits, Record):
     summary: Summary
     diagnostics_settings: JsonObject
     timings: Timings
-    queries: list[QueryResult]
+    queries: Queries  # a list, or a large run's QueryStore: read it as a sequence (len, iteration, indexing)
     # Where the hits are (``core.selection``): "all" in ``queries``, or "selected" queries there and every hit in
     # ``hits_file``; ``chunks`` holds the texts of the kept hits' windows, ``chunks_file`` those of every hit.
     hits_kept: Literal["all", "selected"] = "all"
@@ -305,6 +309,9 @@ class Result(StoredHits, Record):
     # ---- reading ----
 
     def query(self, query_id: str) -> QueryResult | None:
+        if isinstance(self.queries, QueryStore):  # found by its bytes, not by decoding every record
+            i = self.queries.index_of(query_id)
+            return None if i is None else self.queries[i]
         return next((q for q in self.queries if q.id == query_id), None)
 
     def counted(self, level: str) -> list[QueryResult]:

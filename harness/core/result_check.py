@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import math
 import typing
+from array import array
 from typing import Annotated, Any
 
 from pydantic import BaseModel
@@ -159,12 +160,18 @@ def _hits_problems(result: Any) -> list[str]:
 def _mean_problems(result: Any, level: str, names: set[str]) -> list[str]:
     """Every summary mean is the mean of the counted queries' values: a gate or a compare reading the summary and
     one reading per-query values must not disagree (a hand-edited summary would make them)."""
-    counted = [getattr(q.metrics, level) for q in result.queries if q.is_counted(level)]
+    # One array of floats per metric, not each counted query's metrics dict (a large run's records are spooled).
+    counted: dict[str, array] = {name: array("d") for name in names}
+    for q in result.queries:
+        if q.is_counted(level):
+            for name, value in getattr(q.metrics, level).items():
+                if name in counted:
+                    counted[name].append(value)
     problems = []
     for name, mean in result.summary.means(level).items():
         if name not in names:
             continue
-        values = [row[name] for row in counted if name in row]
+        values = counted[name]
         expected = math.fsum(values) / len(values) if values else None
         if (mean is None) != (expected is None) or (
                 mean is not None and not math.isclose(mean, expected, rel_tol=1e-9, abs_tol=1e-12)):

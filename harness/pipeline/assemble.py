@@ -18,6 +18,7 @@ from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, ExecutorRecord, G
                            QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
+from ..core.querystore import stored
 from ..core.selection import kept
 from ..core.fingerprint import document_fingerprint
 from ..core.types import RankedList, Run
@@ -109,6 +110,28 @@ def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, f
     return out
 
 
+class _Rows:
+    """One level's ``MetricTable`` read a query at a time by id: a query's metrics dict is made when its record is
+    (a dict per query for the whole run would grow with the query count)."""
+
+    def __init__(self, table):
+        self.table, self.names = table, table.names
+        self.at = {q: i for i, q in enumerate(table.query_ids)}
+        self.column = {name: j for j, name in enumerate(self.names)}
+
+    def metrics(self, qid: str) -> dict[str, float]:
+        return dict(zip(self.names, self.table.values[self.at[qid]].tolist()))
+
+    def value(self, qid: str, name: str) -> float:
+        return float(self.table.values[self.at[qid], self.column[name]])
+
+    def n_relevant(self, qid: str) -> int:
+        return int(self.table.n_relevant[self.at[qid]])
+
+    def counted(self, qid: str) -> bool:
+        return bool(self.table.included[self.at[qid]])
+
+
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                  coverage: Coverage = Coverage(), hits: HitReport | None = None,
                  retriever_info: dict | None = None, *, latency: dict | None = None,
@@ -126,34 +149,36 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     gold_errors = {p.query_id for p in prepared.problems}
     levels = evaluate_levels(dq, cq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage)
     verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent)
-    per_query = {level: levels.table(level).per_query() for level in LEVELS}
-    counted = {level: levels.table(level).counted() for level in LEVELS}
-    n_relevant = {level: dict(zip(levels.table(level).query_ids, levels.table(level).n_relevant.tolist()))
-                  for level in LEVELS}
+    per_query = {level: _Rows(levels.table(level)) for level in LEVELS}
 
     by_query = gold.judgments_by_query()
     # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
     # of them go to hits.parquet from ``store``.
     store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
-    keep = kept([(q.query_id, verdicts[q.query_id].kind, per_query["chunk"][q.query_id].get("rr@window", 0.0))
-                 for q in gold.queries])
+    kinds = [v.kind for v in verdicts.values()]  # golden-set order (diagnose's), read once
+    keep = kept([(q.query_id, kind, per_query["chunk"].value(q.query_id, "rr@window"))
+                 for q, kind in zip(gold.queries, kinds)])
     keep_set = set(range(len(gold.queries)) if keep is None else keep)
     doc_text = {d.doc_id: d.text for d in prepared.docs}
-    queries = []
-    for i, (q, k) in enumerate(zip(gold.queries, window_k)):
-        qid = q.query_id
-        queries.append(QueryResult(
-            id=qid, text=q.text, tags=dict(q.tags),
-            metrics=QueryMetrics(doc=per_query["doc"][qid], chunk=per_query["chunk"][qid]),
-            n_relevant=LevelCounts(doc=int(n_relevant["doc"][qid]), chunk=int(n_relevant["chunk"][qid])),
-            counted=LevelFlags(doc=counted["doc"][qid], chunk=counted["chunk"][qid]),
-            effective_k=int(k),
-            gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance, evidence=[[sp.start, sp.end] for sp in j.evidence],
-                             evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
-                  for j in by_query.get(qid, [])],
-            verdict=verdicts[qid],
-            hits=store.records(i) if i in keep_set else None,
-        ))
+
+    def records():  # one at a time: a large run spools each as it is made (core.querystore)
+        for i, (q, k) in enumerate(zip(gold.queries, window_k)):
+            qid = q.query_id
+            yield QueryResult(
+                id=qid, text=q.text, tags=dict(q.tags),
+                metrics=QueryMetrics(doc=per_query["doc"].metrics(qid), chunk=per_query["chunk"].metrics(qid)),
+                n_relevant=LevelCounts(doc=per_query["doc"].n_relevant(qid), chunk=per_query["chunk"].n_relevant(qid)),
+                counted=LevelFlags(doc=per_query["doc"].counted(qid), chunk=per_query["chunk"].counted(qid)),
+                effective_k=int(k),
+                gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance,
+                                 evidence=[[sp.start, sp.end] for sp in j.evidence],
+                                 evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
+                      for j in by_query.get(qid, [])],
+                verdict=verdicts[qid],
+                hits=store.records(i) if i in keep_set else None,
+            )
+
+    queries = stored(QueryResult, records(), len(gold.queries))
     # The texts explain and the reports show: the windows of the kept hits (chunks.parquet has every hit's).
     # The texts explain and the drill-downs show without the corpus: each kept query's window, and below it the
     # chunks down to its first relevant one (what outranked the evidence), at most OUTRANKING_SHOWN more.
@@ -182,7 +207,6 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                                       "relevant (wrong_chunk cannot be diagnosed)")
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
     conventions["flags"] = flags_text(config.diagnostics)
-    kinds = [verdicts[q.query_id].kind for q in gold.queries]
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
     run = Run(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
     result = Result(

@@ -10,9 +10,10 @@ corpus, texts saved in the result) plugs in the same way.
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
     from ..core.result import HitRecord, QueryResult
@@ -211,13 +212,26 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
                      target, rows, more, position, float(share) if isinstance(share, (int, float)) else None)
 
 
-def worst_order(queries: Sequence[QueryResult], kind: str) -> list[QueryResult]:
-    """The queries of one verdict kind, worst first: missing documents by their first relevant rank (not
-    retrieved and absent last), the others by the window's reciprocal rank, then id."""
-    rows = [q for q in queries if q.verdict.kind == kind]
+def _worst_key(kind: str):
     if kind == "missing_document":
         def key(q):
             first = q.verdict.detail.get("first_rank")
             return (first is None, first if isinstance(first, int) else 0, q.id)
-        return sorted(rows, key=key)
-    return sorted(rows, key=lambda q: (q.metrics.chunk.get("rr@window", 0), q.id))
+        return key
+    return lambda q: (q.metrics.chunk.get("rr@window", 0), q.id)
+
+
+def worst_of(queries: Iterable[QueryResult], kind: str, n: int) -> tuple[int, list[QueryResult]]:
+    """(how many queries are of ``kind``, its ``n`` worst): missing documents by their first relevant rank (not
+    retrieved and absent last), the others by the window's reciprocal rank, then id. The queries are read once
+    as a stream holding at most ``n`` records (a large run's are spooled, ``core.querystore``)."""
+    total = 0
+
+    def mine():
+        nonlocal total
+        for q in queries:
+            if q.verdict.kind == kind:
+                total += 1
+                yield q
+    rows = heapq.nsmallest(n, mine(), key=_worst_key(kind))  # = sorted(...)[:n], ties in input order
+    return total, rows

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.files import atomic_open, write_bytes, write_text
-from .drilldown import Texts, drilldown, snippet, worst_order
+from .drilldown import Texts, drilldown, snippet, worst_of
 from .fmt import fmt, means_sentence, plural
 
 if TYPE_CHECKING:
@@ -165,12 +165,12 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
         out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v.advice]
     out += ["", "## Worst queries", ""]
     for kind in ("goldset_error", "missing_document", "wrong_chunk", "buried_evidence"):
-        rows = worst_order(result.queries, kind)
-        if not rows:
+        total, rows = worst_of(result.queries, kind, worst)
+        if not total:
             continue
         order = "by first relevant rank, not retrieved last" if kind == "missing_document" else "worst first"
-        out += [f"### {md(kind)} ({len(rows)}, {order})", ""]
-        for q in rows[:worst]:
+        out += [f"### {md(kind)} ({total}, {order})", ""]
+        for q in rows:
             if q.hits is None:  # a large run keeps a selection of hits here: the others are in hits.parquet
                 q = q.model_copy(update={"hits": result.hits_of(q)})
             out += _drill_md(q, texts) + [""]

@@ -29,19 +29,20 @@ def curves(result: Result):
     run, the result, or hits.parquet when it keeps a bounded set of hits), twice: the depth first, then the sums."""
     import numpy as np
 
-    counted = {q.id: q for q in result.counted("chunk")}
+    # query id -> its relevant chunks, for the counted queries only (not their records: a large run's are spooled)
+    counted = {q.id: q.n_relevant.chunk for q in result.queries if q.is_counted("chunk")}
     # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
     depth = min(result.cutoff.depth, max([len(f) for qid, f in result.relevance() if qid in counted] + [1]))
     ks = np.arange(1, depth + 1)
     recall, precision, first = np.zeros(depth), np.zeros(depth), {}
     for qid, rel in result.relevance():
-        q = counted.get(qid)
-        if q is None:
+        n_relevant = counted.get(qid)
+        if n_relevant is None:
             continue
         rel = np.asarray(rel[:depth], dtype=np.int64)
         found = np.cumsum(np.pad(rel, (0, depth - len(rel))))
-        if q.n_relevant.chunk:  # query_policy zero: a query with nothing relevant adds 0
-            recall += found / q.n_relevant.chunk
+        if n_relevant:  # query_policy zero: a query with nothing relevant adds 0
+            recall += found / n_relevant
         precision += found / ks
         where = np.flatnonzero(rel)
         first[qid] = int(where[0]) + 1 if len(where) else None
@@ -68,13 +69,15 @@ def ndcg_curve(result: Result) -> list[float]:
     read twice as a stream (the depth first, then the curve), never held for every query at once."""
     import numpy as np
 
-    rows = {q.id: q for q in result.counted("doc")}
+    # query id -> its ideal gains, for the counted queries only (not their records: a large run's are spooled)
+    rows = {q.id: sorted((g.grade for g in q.gold if g.grade > 0), reverse=True)
+            for q in result.queries if q.is_counted("doc")}
     depth = max([len(g) for qid, g in result.doc_gains() if qid in rows] + [1])
     total = np.zeros(depth)
     for qid, gains in result.doc_gains():
-        q = rows.get(qid)
-        if q is not None:
-            total += _doc_ndcg(gains, sorted((g.grade for g in q.gold if g.grade > 0), reverse=True), depth)
+        ideal = rows.get(qid)
+        if ideal is not None:
+            total += _doc_ndcg(gains, ideal, depth)
     # A counted query with no hits at all scores 0 at every k (it adds nothing to the totals).
     return (total / len(rows) if rows else total).tolist()
 
