@@ -20,6 +20,13 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return offsets
 
 
+def _gathered(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the positions of the items of rows ``rows``, in order; the offsets of those rows from 0) of a CSR layout."""
+    lengths = np.diff(offsets)[rows]
+    starts = _offsets(lengths)
+    return np.repeat(offsets[rows] - starts[:-1], lengths) + np.arange(int(starts[-1])), starts
+
+
 def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
     return np.array(sorted(set(ids)), dtype=object)
 
@@ -83,6 +90,12 @@ class ColumnarRun:
             rank_arr = np.array([r for q in lists for r in ranks[q]], dtype=np.int64)
         return cls(query_ids, _offsets(lengths), vocab, codes, scores, rank_arr)
 
+    def select(self, rows: np.ndarray) -> "ColumnarRun":
+        """The queries at ``rows``, in that order (the vocabulary shared)."""
+        take, offsets = _gathered(self.offsets, rows)
+        return ColumnarRun(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
+                           None if self.ranks is None else self.ranks[take], self.doc_order)
+
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "ColumnarRun":
         """From the dict-of-dicts form pytrec_eval and ranx use."""
@@ -118,6 +131,12 @@ class Qrels:
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
+
+    def select(self, rows: np.ndarray) -> "Qrels":
+        """The queries at ``rows``, in that order (the vocabulary and codes shared)."""
+        take, offsets = _gathered(self.offsets, rows)
+        return Qrels(self.query_ids[rows], offsets, self.doc_ids[take], self.grades[take], self.doc_vocab,
+                     None if self.doc_codes is None else self.doc_codes[take])
 
     def codes_for(self, vocab: np.ndarray) -> np.ndarray:
         if self.doc_vocab is vocab and self.doc_codes is not None:

@@ -357,9 +357,39 @@ def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec]
     if trec_compat:
         query_policy = "zero"
     specs = parse_metrics(metrics)
-    labels = join(qrels, run, order=order, float32_scores=trec_compat)
-    return table_from_labels(labels, specs, query_policy=query_policy, order=order, trec_compat=trec_compat,
-                             gold_errors=gold_errors, window=window)
+    per_batch = max(1, BATCH_HITS // max(int(run.lengths.max()) if run.n_queries else 1, 1))
+    if qrels.n_queries <= per_batch:
+        labels = join(qrels, run, order=order, float32_scores=trec_compat)
+        return table_from_labels(labels, specs, query_policy=query_policy, order=order, trec_compat=trec_compat,
+                                 gold_errors=gold_errors, window=window)
+    # A batch of judged queries at a time: each batch's rows are scored exactly as the whole run's would be (every
+    # kernel works row by row), and the table is built once, under the same rule.
+    values = np.zeros((qrels.n_queries, len(specs)), dtype=np.float64)
+    in_run = np.zeros(qrels.n_queries, dtype=bool)
+    run_row = {str(q): i for i, q in enumerate(run.query_ids)}
+    dropped = 0
+    for start in range(0, qrels.n_queries, per_batch):
+        rows = np.arange(start, min(start + per_batch, qrels.n_queries))
+        judged = qrels.select(rows)
+        present = np.array([run_row.get(str(q), -1) for q in judged.query_ids], dtype=np.int64)
+        labels = join(judged, run.select(present[present >= 0]), order=order, float32_scores=trec_compat)
+        cuts = window.arrays(labels.query_ids) if window is not None else None
+        if specs:
+            values[rows] = np.column_stack([compute(spec, labels, cuts) for spec in specs])
+        in_run[rows] = labels.in_run
+        dropped += labels.dropped_duplicates
+    judged_ids = set(map(str, qrels.query_ids))
+    relevant = np.repeat(np.arange(qrels.n_queries), np.diff(qrels.offsets))[qrels.grades >= 1]
+    return build_table(qrels.query_ids, specs, values, np.bincount(relevant, minlength=qrels.n_queries), in_run,
+                       query_policy=query_policy, gold_errors=gold_errors,
+                       conventions=conventions(order=order, query_policy=query_policy, trec_compat=trec_compat),
+                       unjudged_run_queries=sum(1 for q in run_row if q not in judged_ids),
+                       dropped_duplicates=dropped)
+
+
+# Judged queries are joined and scored at most this many hits at a time (of the run's greatest depth): one batch's
+# (queries x depth) matrices are in memory, ~54 bytes a hit, not the whole run's.
+BATCH_HITS = 1 << 20
 
 
 def table_from_labels(labels: Labels, specs: Sequence[MetricSpec], *, query_policy: str = "exclude",
