@@ -44,3 +44,18 @@ def test_batches_score_as_one_pass(monkeypatch, seed, options):
     assert batched.mean() == whole.mean()
     assert whole.counts["absent_from_run"] > 0 and whole.counts["unjudged_run_queries"] > 0
     assert whole.counts["dropped_duplicates"] > 0
+
+
+def test_a_run_of_exactly_the_judged_queries_in_their_order(monkeypatch):
+    """The usual `harness eval` case: the run's queries are the qrels' queries, in the same order (no lookup)."""
+    qrels, run, window, errors = _data(3)
+    present = {q: i for i, q in enumerate(run.query_ids.tolist())}
+    lists = {q: [(run.doc_vocab[c], s) for c, s in zip(run.doc_codes[run.offsets[present[q]]:run.offsets[present[q] + 1]],
+                                                         run.scores[run.offsets[present[q]]:run.offsets[present[q] + 1]])]
+             if q in present else [] for q in qrels.query_ids.tolist()}
+    aligned = ColumnarRun.from_lists(lists)
+    assert aligned.query_ids.tolist() == qrels.query_ids.tolist()
+    whole = engine.evaluate(qrels, aligned, METRICS, gold_errors=errors, window=window)
+    monkeypatch.setattr(engine, "BATCH_HITS", 50)
+    batched = engine.evaluate(qrels, aligned, METRICS, gold_errors=errors, window=window)
+    assert batched.per_query() == whole.per_query() and batched.counts == whole.counts

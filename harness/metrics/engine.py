@@ -366,19 +366,20 @@ def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec]
     # kernel works row by row), and the table is built once, under the same rule.
     values = np.zeros((qrels.n_queries, len(specs)), dtype=np.float64)
     in_run = np.zeros(qrels.n_queries, dtype=bool)
-    run_row = {str(q): i for i, q in enumerate(run.query_ids)}
+    same = len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids)
+    run_row = {} if same else {str(q): i for i, q in enumerate(run.query_ids)}  # (no dict for the usual case)
     dropped = 0
     for start in range(0, qrels.n_queries, per_batch):
         rows = np.arange(start, min(start + per_batch, qrels.n_queries))
         judged = qrels.select(rows)
-        present = np.array([run_row.get(str(q), -1) for q in judged.query_ids], dtype=np.int64)
+        present = rows if same else np.array([run_row.get(str(q), -1) for q in judged.query_ids], dtype=np.int64)
         labels = join(judged, run.select(present[present >= 0]), order=order, float32_scores=trec_compat)
         cuts = window.arrays(labels.query_ids) if window is not None else None
         if specs:
             values[rows] = np.column_stack([compute(spec, labels, cuts) for spec in specs])
         in_run[rows] = labels.in_run
         dropped += labels.dropped_duplicates
-    judged_ids = set(map(str, qrels.query_ids))
+    judged_ids = set() if same else set(map(str, qrels.query_ids))
     relevant = np.repeat(np.arange(qrels.n_queries), np.diff(qrels.offsets))[qrels.grades >= 1]
     return build_table(qrels.query_ids, specs, values, np.bincount(relevant, minlength=qrels.n_queries), in_run,
                        query_policy=query_policy, gold_errors=gold_errors,
