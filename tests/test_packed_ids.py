@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.io import fast_trec, packed_ids
+from harness.io import fast_trec, packed_ids, run_stream
 from test_runfiles import assert_same, slow_read
 
 pa = pytest.importorskip("pyarrow")
@@ -41,7 +41,7 @@ def test_what_does_not_pack(ids):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(fast_trec, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(run_stream, "BLOCK_BYTES", 4096)
 
 
 def _lines(rng, n_queries, doc):

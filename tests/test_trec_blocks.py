@@ -4,7 +4,7 @@ small blocks gives the same run, vocabulary and metrics as one read in a single 
 import numpy as np
 import pytest
 
-from harness.io import fast_trec
+from harness.io import fast_trec, run_stream
 from test_runfiles import assert_same, slow_read
 
 pytest.importorskip("pyarrow")
@@ -20,7 +20,7 @@ def _write_run(path, rng, interleaved: bool, n_queries=300, depth=20):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(fast_trec, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(run_stream, "BLOCK_BYTES", 4096)
 
 
 @pytest.mark.parametrize("interleaved", [False, True])
@@ -30,7 +30,7 @@ def test_many_blocks_read_as_one(tmp_path, small_blocks, interleaved):
     assert path.stat().st_size > 20 * 4096  # many blocks
     blocks = fast_trec.read_run(path)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(fast_trec, "BLOCK_BYTES", 1 << 26)
+        m.setattr(run_stream, "BLOCK_BYTES", 1 << 26)
         whole = fast_trec.read_run(path)
     assert_same(blocks, slow_read(path))
     assert blocks.doc_vocab.tolist() == whole.doc_vocab.tolist()  # first-appearance order across blocks
