@@ -30,10 +30,16 @@ def arrow():
     return pa, pc, pacsv
 
 
-def delimiter_of(path: Path) -> bytes:
-    """A tab when the first line has one (a TSV export), else a space."""
-    with open_binary(path) as fh:
-        return b"\t" if b"\t" in fh.readline() else b" "
+def delimiter_of(path: Path) -> bytes | None:
+    """A tab when the first line has one (a TSV export), else a space; None for an empty file or a broken gzip file
+    (the fast readers decline it: the line reader says what is wrong with it)."""
+    if path.stat().st_size == 0:
+        return None
+    try:
+        with open_binary(path) as fh:
+            return b"\t" if b"\t" in fh.readline() else b" "
+    except (OSError, EOFError):
+        return None
 
 
 def filler_type():

@@ -56,11 +56,8 @@ def _read_table(path: Path, columns: Sequence[str], types: dict):
     from concurrent.futures import ThreadPoolExecutor
 
     pa, _, pacsv = arrow()
-    if path.stat().st_size == 0:
-        return None
-    try:
-        delimiter = delimiter_of(path)
-    except (OSError, EOFError):  # a broken gzip file: the line reader says what is wrong with it
+    delimiter = delimiter_of(path)
+    if delimiter is None:
         return None
     options = csv_options(columns, types, delimiter)
     with arrow_source(path) as source, ThreadPoolExecutor(1) as pool:

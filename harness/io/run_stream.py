@@ -80,11 +80,8 @@ def stream_run(path: Path, seed=None, packed: bool = False) -> Streamed | None:
     from concurrent.futures import ThreadPoolExecutor
 
     pa = arrow()[0]
-    if path.stat().st_size == 0:
-        return None
-    try:
-        delimiter = delimiter_of(path)
-    except (OSError, EOFError):  # a broken gzip file: the line reader says what is wrong with it
+    delimiter = delimiter_of(path)
+    if delimiter is None:
         return None
     types = {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(), "score": pa.float64(),
              "q0": filler_type(), "tag": filler_type()}

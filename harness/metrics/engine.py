@@ -17,7 +17,7 @@ Conventions (trec_eval's unless an option says otherwise; every result echoes th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping
 
 import numpy as np
 
@@ -357,13 +357,9 @@ def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec]
     if trec_compat:
         query_policy = "zero"
     specs = parse_metrics(metrics)
+    # A batch of judged queries at a time (one batch for most runs): each batch's rows are scored exactly as the
+    # whole run's would be (every kernel works row by row), and the table is built once, under the same rule.
     per_batch = max(1, BATCH_HITS // max(int(run.lengths.max()) if run.n_queries else 1, 1))
-    if qrels.n_queries <= per_batch:
-        labels = join(qrels, run, order=order, float32_scores=trec_compat)
-        return table_from_labels(labels, specs, query_policy=query_policy, order=order, trec_compat=trec_compat,
-                                 gold_errors=gold_errors, window=window)
-    # A batch of judged queries at a time: each batch's rows are scored exactly as the whole run's would be (every
-    # kernel works row by row), and the table is built once, under the same rule.
     values = np.zeros((qrels.n_queries, len(specs)), dtype=np.float64)
     in_run = np.zeros(qrels.n_queries, dtype=bool)
     same = len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids)
@@ -391,16 +387,3 @@ def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec]
 # Judged queries are joined and scored at most this many hits at a time (of the run's greatest depth): one batch's
 # (queries x depth) matrices are in memory, ~54 bytes a hit, not the whole run's.
 BATCH_HITS = 1 << 20
-
-
-def table_from_labels(labels: Labels, specs: Sequence[MetricSpec], *, query_policy: str = "exclude",
-                      order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
-                      window: Window | None = None) -> MetricTable:
-    cuts = window.arrays(labels.query_ids) if window is not None else None
-    values = (np.column_stack([compute(s, labels, cuts) for s in specs]) if specs
-              else np.zeros((len(labels.query_ids), 0)))
-    return build_table(labels.query_ids, specs, values, labels.n_relevant(1), labels.in_run,
-                       query_policy=query_policy, gold_errors=gold_errors,
-                       conventions=conventions(order=order, query_policy=query_policy, trec_compat=trec_compat),
-                       unjudged_run_queries=len(labels.unjudged_run_queries),
-                       dropped_duplicates=labels.dropped_duplicates)
