@@ -57,7 +57,6 @@ class Labels:
     qrels_grade: np.ndarray  # (m,) grade of each judgment
     in_run: np.ndarray  # (Q,) bool
     dropped_duplicates: int
-    unjudged_run_queries: tuple[str, ...]
     # n_relevant by threshold, counted once: every metric asks (a bincount over every judgment each time)
     _n_relevant: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -174,17 +173,17 @@ def _drop_duplicates(valid, codes):
     return valid, codes, dropped
 
 
-def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores: bool = False) -> Labels:
-    """Join a run to its judgments: the grade of every hit, in evaluation order."""
+def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores: bool = False,
+         rows: np.ndarray | None = None) -> Labels:
+    """Join a run to its judgments: the grade of every hit, in evaluation order. ``rows``: each judged query's row
+    in the run (-1: absent), when the caller knows them; else they are looked up by id."""
     if order not in ORDERS:
         raise MetricError(f"unknown order {order!r}; choose from {', '.join(ORDERS)}")
-    if len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids):
-        rows, unjudged = np.arange(len(run.query_ids)), ()  # the same queries in the same order
-    else:
+    if rows is None and len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids):
+        rows = np.arange(len(run.query_ids))  # the same queries in the same order
+    elif rows is None:
         run_row = {str(q): i for i, q in enumerate(run.query_ids)}
         rows = np.array([run_row.get(str(q), -1) for q in qrels.query_ids], dtype=np.int64)
-        judged_set = {str(q) for q in qrels.query_ids}
-        unjudged = tuple(str(q) for q in run.query_ids if str(q) not in judged_set)
 
     valid, codes, scores, ranks = _gather_rows(run, rows)
     if float32_scores:  # trec_eval 9 compares scores in single precision
@@ -240,7 +239,7 @@ def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores
         ideal = -np.sort(-ideal, axis=1)  # each row's grades descending, the 0 padding last
 
     return Labels(qrels.query_ids, grades, judged, valid.sum(axis=1).astype(np.int64), ideal, qrels_row,
-                  qrels.grades, rows >= 0, dropped, unjudged)
+                  qrels.grades, rows >= 0, dropped)
 
 
 def _cut(matrix: np.ndarray, k: int | None) -> np.ndarray:
@@ -369,7 +368,9 @@ def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec]
         rows = np.arange(start, min(start + per_batch, qrels.n_queries))
         judged = qrels.select(rows)
         present = rows if same else np.array([run_row.get(str(q), -1) for q in judged.query_ids], dtype=np.int64)
-        labels = join(judged, run.select(present[present >= 0]), order=order, float32_scores=trec_compat)
+        found = present >= 0  # each judged query's row in the batch's run: its rank among the present ones
+        labels = join(judged, run.select(present[found]), order=order, float32_scores=trec_compat,
+                      rows=np.where(found, np.cumsum(found) - 1, -1))
         cuts = window.arrays(labels.query_ids) if window is not None else None
         if specs:
             values[rows] = np.column_stack([compute(spec, labels, cuts) for spec in specs])
