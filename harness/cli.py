@@ -210,16 +210,21 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     from .core.textfile import base_suffix
     from .render import evaluation
 
-    both = None
+    metrics, options = metric or list(DEFAULT_METRICS), dict(query_policy=query_policy.value, order=order.value,
+                                                            trec_compat=trec_compat)
+    both, table = None, None
     if (qrels.is_file() and run_file.is_file() and base_suffix(qrels) not in NATIVE_GOLD
             and base_suffix(run_file) not in JSON_RUN):
-        both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
-    judgments, run = both if both is not None else (read_qrels(qrels), read_run(run_file))
-    if judgments.n_queries == 0:  # every mean would be n/a: a broken download must not pass a CI step
-        from .core.errors import GoldSetError
-        raise GoldSetError(f"{qrels}: no judgments in the file; nothing to evaluate against")
-    table = evaluate(judgments, run, metric or list(DEFAULT_METRICS),
-                     query_policy=query_policy.value, order=order.value, trec_compat=trec_compat)
+        from .metrics.streamed import evaluate_files
+        table = evaluate_files(qrels, run_file, metrics, **options)  # scored as read: memory bounded by a batch
+        if table is None:  # declined (a run whose queries are not together, a line to locate): read them whole
+            both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
+    if table is None:
+        judgments, run = both if both is not None else (read_qrels(qrels), read_run(run_file))
+        if judgments.n_queries == 0:  # every mean would be n/a: a broken download must not pass a CI step
+            from .core.errors import GoldSetError
+            raise GoldSetError(f"{qrels}: no judgments in the file; nothing to evaluate against")
+        table = evaluate(judgments, run, metrics, **options)
     for warning in evaluation.coverage_warnings(table.counts):
         _err(f"warning: {warning}")
     if fmt.value == "table":

@@ -68,6 +68,12 @@ class ColumnarRun:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
+    @classmethod
+    def empty(cls) -> "ColumnarRun":
+        """No query at all (with ranks, which ``order="rank"`` asks for)."""
+        return cls(np.zeros(0, object), np.zeros(1, np.int64), np.zeros(0, object), np.zeros(0, np.int64), np.zeros(0),
+                   np.zeros(0, np.int64))
+
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)

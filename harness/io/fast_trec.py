@@ -227,6 +227,30 @@ def read_qrels(path: Path) -> Qrels | None:
 
 
 @_or_none
+def read_qrels_coded(path: Path) -> tuple[Qrels, object, object] | None:
+    """TREC qrels whose ``doc_ids`` are codes (int) into a doc vocabulary, with that vocabulary and the query ids
+    as arrow strings: the vocabulary is the docs' packed keys (``io.packed_ids``, sorted) when every one packs, else
+    a pyarrow StringArray. No Python string a judgment: what a run read in batches is joined against
+    (``metrics.streamed``)."""
+    table = _qrels_table(path) if arrow() is not None else None
+    if table is None:
+        return None
+    docs = one_chunk(table.column("doc_id"))
+    keys = packed_ids.pack(docs)
+    if keys is None:
+        encoded = arrow()[1].dictionary_encode(docs)
+        vocab, codes = encoded.dictionary, numpy_of(encoded.indices)
+        check_ids(vocab, first_column=False)
+    else:
+        vocab, codes = packed_ids.sorted_codes(keys)
+        if not packed_ids.printable(vocab):
+            check_ids(packed_ids.unpack(vocab), first_column=False)
+    queries = _queries(table.column("query_id"))
+    qrels = _qrels(table, np.arange(len(vocab)), codes, queries)
+    return None if qrels is None else (qrels, vocab, queries[0])
+
+
+@_or_none
 def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, ColumnarRun] | None:
     """Both files, their doc ids interned together (the qrels' first, then the run's new ones, block by block): the
     engine then joins them on integer codes without looking a string up again."""

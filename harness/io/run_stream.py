@@ -4,8 +4,10 @@ strings, each block's, joined at the end."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -38,9 +40,9 @@ class Streamed:
     keys: np.ndarray | None = None  # (V,) uint64: the vocabulary's packed ids, when the run was read packed
 
 
-def _doc_codes(batch, pool, packed: bool) -> tuple:
+def _doc_codes(batch, pool, packed: bool, encode: bool = True) -> tuple:
     """When ``packed``: (each row's packed id, None), or ``LongIds`` when an id does not pack; else (each row's
-    code into the block's own string dictionary, that dictionary)."""
+    code into the block's own string dictionary, that dictionary), or, not ``encode``d, (the ids, None)."""
     pc = arrow()[1]
     docs = one_chunk(batch.column("doc_id"))
     if packed:
@@ -48,11 +50,13 @@ def _doc_codes(batch, pool, packed: bool) -> tuple:
         if keys is None:
             raise LongIds
         return keys, None
+    if not encode:
+        return docs, None
     encoded = pc.dictionary_encode(docs, memory_pool=pool)
     return numpy_of(encoded.indices), encoded.dictionary
 
 
-def _parse_block(block, options: dict, packed: bool) -> tuple:
+def _parse_block(block, options: dict, packed: bool, encode_docs: bool = True) -> tuple:
     """One block's columns: its doc codes and vocabulary (``_doc_codes``), its query ids dictionary-encoded, scores
     and ranks. Blocks are parsed and hashed on worker threads, two at a time (arrow releases the GIL), while the
     main thread reads and checks the next block's bytes. Arrow's own multithreaded
@@ -67,48 +71,56 @@ def _parse_block(block, options: dict, packed: bool) -> tuple:
         raise Declined  # a NaN score: the line reader names its line
     # A block's query ids are mostly its own (a run lists each query's hits together): their dictionaries are
     # unified once, at the end.
-    return (*_doc_codes(batch, pool, packed), pc.dictionary_encode(one_chunk(batch.column("query_id")),
+    return (*_doc_codes(batch, pool, packed, encode_docs), pc.dictionary_encode(one_chunk(batch.column("query_id")),
                                                                    memory_pool=pool),
             numpy_of(batch.column("score")), numpy_of(batch.column("rank")))
 
 
-def stream_run(path: Path, seed=None, packed: bool = False) -> Streamed | None:
-    """A run read block by block, its doc ids coded into ``seed`` (a vocabulary, extended) or a new vocabulary;
-    None as the module docstring says. ``packed``: the ids are interned as packed keys (``io.packed_ids``; ``seed``
-    then holds keys too), and ``LongIds`` is raised when one does not pack."""
-    from collections import deque
+def parsed_blocks(path: Path, packed: bool, encode_docs: bool = True, size: int | None = None) -> Iterator[tuple]:
+    """Each block of the run parsed (``_parse_block``), in file order, two parsed at a time on worker threads while
+    this one reads and checks the next block's bytes. ``Declined`` where the fast path cannot be sure of the file."""
     from concurrent.futures import ThreadPoolExecutor
 
     pa = arrow()[0]
     delimiter = delimiter_of(path)
     if delimiter is None:
-        return None
+        raise Declined
     types = {"query_id": pa.string(), "doc_id": pa.string(), "rank": pa.int64(), "score": pa.float64(),
              "q0": filler_type(), "tag": filler_type()}
-    size = BLOCK_BYTES
+    size = size or BLOCK_BYTES
     # One chunk a block (arrow's block size is the chunk size); no threads of arrow's own (see ``_parse_block``).
     options = csv_options(RUN_COLUMNS, types, delimiter, block_size=size + (size >> 2), use_threads=False)
-    parsed: list[tuple] = []  # what ``_parse_block`` gives, in file order
     workers = 2
     with arrow_source(path) as source, ThreadPoolExecutor(workers) as pool:
         parsing: deque = deque()  # (future, bytes of its block)
         try:
             for block in line_blocks(source.read, size):
                 if not only_delimiter_separates(block, delimiter):
-                    return None
+                    raise Declined
                 # At most ``workers`` blocks' worth of text in flight, plus the block just read. Counted in bytes,
                 # not blocks: the small block of the one line that spans two reads would otherwise take a worker's
                 # place in the count, and the big blocks would be parsed one at a time.
                 while parsing and sum(n for _, n in parsing) >= workers * size:
-                    parsed.append(parsing.popleft()[0].result())
-                parsing.append((pool.submit(_parse_block, block, options, packed), block.end - block.start))
+                    yield parsing.popleft()[0].result()
+                parsing.append((pool.submit(_parse_block, block, options, packed, encode_docs),
+                                block.end - block.start))
             while parsing:
-                parsed.append(parsing.popleft()[0].result())
+                yield parsing.popleft()[0].result()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError):
-            return None
+            raise Declined from None
         finally:
             for future, _ in parsing:
                 future.cancel()
+
+
+def stream_run(path: Path, seed=None, packed: bool = False) -> Streamed | None:
+    """A run read block by block, its doc ids coded into ``seed`` (a vocabulary, extended) or a new vocabulary;
+    None as the module docstring says. ``packed``: the ids are interned as packed keys (``io.packed_ids``; ``seed``
+    then holds keys too), and ``LongIds`` is raised when one does not pack."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pa = arrow()[0]
+    parsed = list(parsed_blocks(path, packed))  # what ``_parse_block`` gives, in file order
     if not sum(len(block[0]) for block in parsed):
         return None
     local_codes, dictionaries, query_codes, scores, ranks = map(list, zip(*parsed))

@@ -17,13 +17,13 @@ Conventions (trec_eval's unless an option says otherwise; every result echoes th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Iterable, Mapping
+from typing import Callable, Collection, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from ..core.errors import MetricError
 from .spec import MetricSpec, parse_metrics
-from .table import QUERY_POLICIES, MetricTable, build_table  # noqa: F401  (MetricTable: its old home)
+from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
 from ..core.runtable import ColumnarRun, Qrels
 
 ORDERS = ("score", "rank")
@@ -329,60 +329,70 @@ def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarr
     raise MetricError(f"no kernel for metric family {fam!r}")
 
 
-def conventions(*, order: str, query_policy: str, trec_compat: bool) -> dict:
-    return {
-        "order": "rank as given" if order == "rank" else "score descending, ties by doc id descending (trec_eval)",
-        "score_precision": "float32 (trec_eval)" if trec_compat else "float64",
-        "duplicates": "first (best-ranked) occurrence of a doc id counts; the rest are dropped and counted",
-        "relevance_threshold": "grade >= 1 unless a metric says rel=N; negative grades never relevant",
-        "precision_denominator": "k",
-        "recall_ap_denominator": "all relevant documents of the query (R)",
-        "ndcg_gain": "linear (grade) unless gain=exp (2^grade - 1)",
-        "ndcg_discount": "1/log2(rank + 1)",
-        "ndcg_ideal": "all judged documents sorted by grade unless ideal=retrieved",
-        "absent_from_run": "scored 0",
-        "no_relevant_queries": "counted as 0 in means" if query_policy == "zero" else "excluded from means, listed",
-        "unjudged_run_queries": "ignored, counted",
-    }
-
-
 def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec], *,
              query_policy: str = "exclude", order: str = "score", trec_compat: bool = False,
              gold_errors: Collection[str] | None = None, window: Window | None = None) -> MetricTable:
     """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
     ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
+    # A batch of judged queries at a time (one batch for most runs), each with its rows of the run.
+    per_batch = max(1, BATCH_HITS // max(int(run.lengths.max()) if run.n_queries else 1, 1))
+    same = len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids)
+    run_row = {} if same else {str(q): i for i, q in enumerate(run.query_ids)}  # (no dict for the usual case)
+
+    def parts() -> Iterator[tuple]:
+        for start in range(0, qrels.n_queries, per_batch):
+            rows = np.arange(start, min(start + per_batch, qrels.n_queries))
+            judged = qrels.select(rows)
+            present = rows if same else np.array([run_row.get(str(q), -1) for q in judged.query_ids], np.int64)
+            found = present >= 0  # each judged query's row in the batch's run: its rank among the present ones
+            yield rows, judged, run.select(present[found]), np.where(found, np.cumsum(found) - 1, -1)
+
+    def unjudged() -> int:
+        judged_ids = set(map(str, qrels.query_ids)) if run_row else set()
+        return sum(1 for q in run_row if q not in judged_ids)
+
+    return evaluate_parts(qrels, parts(), metrics, unjudged_run_queries=unjudged, query_policy=query_policy,
+                          order=order, trec_compat=trec_compat, gold_errors=gold_errors, window=window)
+
+
+def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str | MetricSpec], *,
+                   unjudged_run_queries: Callable[[], int] = lambda: 0, query_policy: str = "exclude",
+                   order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
+                   window: Window | None = None) -> MetricTable:
+    """The table of a run given in parts, each ``(rows, judged, run, present)``: judged queries (their rows in
+    ``qrels``, a query in one part at most), their judgments (``qrels.select(rows)``, its doc codes in ``run``'s
+    vocabulary), run rows, each judged query's row in ``run`` (-1: absent). A part is scored as the whole run would
+    be (kernels work row by row); judged queries no part names score as absent; ``unjudged_run_queries`` is asked
+    once every part is read; the table is built once, under one rule."""
     if query_policy not in QUERY_POLICIES:
         raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
     if trec_compat:
         query_policy = "zero"
     specs = parse_metrics(metrics)
-    # A batch of judged queries at a time (one batch for most runs): each batch's rows are scored exactly as the
-    # whole run's would be (every kernel works row by row), and the table is built once, under the same rule.
-    per_batch = max(1, BATCH_HITS // max(int(run.lengths.max()) if run.n_queries else 1, 1))
     values = np.zeros((qrels.n_queries, len(specs)), dtype=np.float64)
-    in_run = np.zeros(qrels.n_queries, dtype=bool)
-    same = len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids)
-    run_row = {} if same else {str(q): i for i, q in enumerate(run.query_ids)}  # (no dict for the usual case)
+    in_run, scored = np.zeros(qrels.n_queries, dtype=bool), np.zeros(qrels.n_queries, dtype=bool)
     dropped = 0
-    for start in range(0, qrels.n_queries, per_batch):
-        rows = np.arange(start, min(start + per_batch, qrels.n_queries))
-        judged = qrels.select(rows)
-        present = rows if same else np.array([run_row.get(str(q), -1) for q in judged.query_ids], dtype=np.int64)
-        found = present >= 0  # each judged query's row in the batch's run: its rank among the present ones
-        labels = join(judged, run.select(present[found]), order=order, float32_scores=trec_compat,
-                      rows=np.where(found, np.cumsum(found) - 1, -1))
+    for rows, judged, run, present in _and_absent(parts, qrels, scored):
+        labels = join(judged, run, order=order, float32_scores=trec_compat, rows=present)
         cuts = window.arrays(labels.query_ids) if window is not None else None
         if specs:
             values[rows] = np.column_stack([compute(spec, labels, cuts) for spec in specs])
         in_run[rows] = labels.in_run
         dropped += labels.dropped_duplicates
-    judged_ids = set() if same else set(map(str, qrels.query_ids))
     relevant = np.repeat(np.arange(qrels.n_queries), np.diff(qrels.offsets))[qrels.grades >= 1]
     return build_table(qrels.query_ids, specs, values, np.bincount(relevant, minlength=qrels.n_queries), in_run,
                        query_policy=query_policy, gold_errors=gold_errors,
                        conventions=conventions(order=order, query_policy=query_policy, trec_compat=trec_compat),
-                       unjudged_run_queries=sum(1 for q in run_row if q not in judged_ids),
-                       dropped_duplicates=dropped)
+                       unjudged_run_queries=unjudged_run_queries(), dropped_duplicates=dropped)
+
+
+def _and_absent(parts: Iterable[tuple], qrels: Qrels, scored: np.ndarray) -> Iterator[tuple]:
+    """``parts``, then one of the judged queries none of them named, against an empty run."""
+    for part in parts:
+        scored[part[0]] = True
+        yield part
+    if len(rows := np.flatnonzero(~scored)):
+        yield rows, qrels.select(rows), ColumnarRun.empty(), np.full(len(rows), -1, np.int64)
 
 
 # Judged queries are joined and scored at most this many hits at a time (of the run's greatest depth): one batch's

@@ -111,3 +111,20 @@ def build_table(query_ids: Sequence[str], specs: Sequence[MetricSpec], values: n
         "dropped_duplicates": int(dropped_duplicates),
     })
     return MetricTable(qids, tuple(specs), values, n_relevant, in_run, keep, conventions, counts)
+
+
+def conventions(*, order: str, query_policy: str, trec_compat: bool) -> dict:
+    return {
+        "order": "rank as given" if order == "rank" else "score descending, ties by doc id descending (trec_eval)",
+        "score_precision": "float32 (trec_eval)" if trec_compat else "float64",
+        "duplicates": "first (best-ranked) occurrence of a doc id counts; the rest are dropped and counted",
+        "relevance_threshold": "grade >= 1 unless a metric says rel=N; negative grades never relevant",
+        "precision_denominator": "k",
+        "recall_ap_denominator": "all relevant documents of the query (R)",
+        "ndcg_gain": "linear (grade) unless gain=exp (2^grade - 1)",
+        "ndcg_discount": "1/log2(rank + 1)",
+        "ndcg_ideal": "all judged documents sorted by grade unless ideal=retrieved",
+        "absent_from_run": "scored 0",
+        "no_relevant_queries": "counted as 0 in means" if query_policy == "zero" else "excluded from means, listed",
+        "unjudged_run_queries": "ignored, counted",
+    }
