@@ -53,8 +53,13 @@ def _qrels(rng: random.Random, lists, chunks, level: str) -> dict[str, dict[str,
     return {r.query_id: {i: rng.randint(-1, 3) for i in rng.sample(ids, rng.randint(0, min(4, len(ids))))} for r in lists}
 
 
+@pytest.mark.parametrize("batch_hits", [1 << 20, 1, 7])
 @pytest.mark.parametrize("seed", range(12))
-def test_levels_identical_on_both_paths(seed):
+def test_levels_identical_on_both_paths(seed, batch_hits, monkeypatch):
+    """Also a batch of queries at a time (one query, a few), as a large run's levels are built and scored."""
+    from harness.metrics import engine
+
+    monkeypatch.setattr(engine, "BATCH_HITS", batch_hits)
     rng = random.Random(seed)
     chunks = _chunks(rng, rng.randint(1, 12))
     lists = _lists(rng, chunks, rng.randint(1, 15), depth=rng.randint(1, 9))

@@ -101,9 +101,9 @@ class JudgedTable:
     def doc_gains(self) -> Iterator[tuple[str, np.ndarray]]:
         """(query id, the grades (negatives and unjudged as 0) of its documents at their best chunk, in rank
         order) per query: the gains of a doc-level ranking."""
-        ids, best = self.table.query_ids, self.table.best_per_doc()
+        ids = self.table.query_ids
         for b in self.batches():
-            keep = best[b.lo:b.hi]
+            keep = self.table.best_per_doc(b.rows.start, b.rows.stop)
             gains = np.maximum(b.grade, 0)[keep]
             local = np.repeat(np.arange(len(b.rows)), b.lengths)[keep]
             counts = np.bincount(local, minlength=len(b.rows))

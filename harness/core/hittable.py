@@ -103,16 +103,19 @@ class HitTable(Sequence[RankedList]):
             return np.array(list(first), dtype=object), codes
         return self._derived("doc_index", make)
 
-    def best_per_doc(self) -> np.ndarray:
-        """(n,) bool: the hit is its document's first (best-ranked) hit in its query, as ``types.best_hits``."""
-        def make():
-            docs, doc_of_chunk = self.doc_index()
-            key = self.row_of_hit() * max(len(docs), 1) + doc_of_chunk[self.chunk]
-            _, first = np.unique(key, return_index=True)  # index of each key's first occurrence
-            keep = np.zeros(self.n_hits, dtype=bool)
-            keep[first] = True
-            return keep
-        return self._derived("best_per_doc", make)
+    def best_per_doc(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """(hits of queries ``start:stop``,) bool: the hit is its document's first (best-ranked) hit in its query,
+        as ``types.best_hits``. Made for the span asked (a batch of queries), not kept: over every hit of a large
+        run at once it held ~40 bytes a hit."""
+        stop = len(self) if stop is None else stop
+        lo, hi, lengths = self.span(start, stop)
+        docs, doc_of_chunk = self.doc_index()
+        key = np.repeat(np.arange(stop - start, dtype=np.int64), lengths) * max(len(docs), 1) + \
+            doc_of_chunk[self.chunk[lo:hi]]
+        _, first = np.unique(key, return_index=True)  # index of each key's first occurrence
+        keep = np.zeros(hi - lo, dtype=bool)
+        keep[first] = True
+        return keep
 
     def span(self, start: int, stop: int) -> tuple[int, int, np.ndarray]:
         """(first hit, end of the hits, hits per query) of queries ``start:stop``."""
@@ -123,14 +126,13 @@ class HitTable(Sequence[RankedList]):
         document's best chunk only, ranks renumbered 1.. within the query."""
         ids = self.chunk_ids() if level == "chunk" else self.doc_index()[0]
         item_of_chunk = None if level == "chunk" else self.doc_index()[1]
-        keep = None if level == "chunk" else self.best_per_doc()
         for start in range(0, len(self), batch):
             stop = min(start + batch, len(self))
             lo, hi, lengths = self.span(start, stop)
             local = np.repeat(np.arange(stop - start), lengths)
             chunk, scores = self.chunk[lo:hi], self.scores[lo:hi]
-            if keep is not None:
-                mask = keep[lo:hi]
+            if level != "chunk":
+                mask = self.best_per_doc(start, stop)
                 local, chunk, scores = local[mask], chunk[mask], scores[mask]
                 lengths = np.bincount(local, minlength=stop - start)
             items = ids[chunk if item_of_chunk is None else item_of_chunk[chunk]]

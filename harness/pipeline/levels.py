@@ -4,8 +4,8 @@ table per level, each with the ``counted`` mask of ``metrics.table.included``.""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Collection, Iterator, Sequence
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from ..core.hittable import HitTable
 from ..core.runtable import ColumnarRun, Qrels, _offsets
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
+from ..metrics import engine
 from ..metrics.engine import Window, evaluate
 from ..metrics.spec import WINDOW_METRICS, MetricSpec, parse_metrics
 from ..metrics.table import MetricTable
@@ -100,10 +101,13 @@ def evaluate_levels(dq: dict[str, dict[str, int]], cq: dict[str, dict[str, int]]
     """One table per level: the configured metrics, then the window metrics not among them."""
     specs = parse_metrics(list(metrics) + list(WINDOW_METRICS))
     if isinstance(lists, HitTable):
-        return Levels(*(evaluate(Qrels.from_dict(qrels), run, specs, query_policy=query_policy, order="rank",
-                                 gold_errors=gold_errors, window=window)
-                        for qrels, (run, window) in ((dq, _columnar_level(lists, window_k, coverage, "doc")),
-                                                     (cq, _columnar_level(lists, window_k, coverage, "chunk")))))
+        tables = []
+        for level, qrels in (("doc", Qrels.from_dict(dq)), ("chunk", Qrels.from_dict(cq))):
+            parts, unjudged, window = _level_parts(lists, qrels, window_k, coverage, level)
+            tables.append(engine.evaluate_parts(qrels, parts, specs, unjudged_run_queries=unjudged,
+                                                query_policy=query_policy, order="rank", gold_errors=gold_errors,
+                                                window=window))
+        return Levels(*tables)
     doc_window, chunk_window = _window_cuts(lists, window_k)
     tables = [evaluate(Qrels.from_dict(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
                        order="rank", gold_errors=gold_errors, window=window)
@@ -111,46 +115,52 @@ def evaluate_levels(dq: dict[str, dict[str, int]], cq: dict[str, dict[str, int]]
     return Levels(*tables)
 
 
-def _columnar_level(table: HitTable, window_k: Sequence[int], coverage: Coverage, level: str
-                    ) -> tuple[ColumnarRun, Window]:
-    """What ``_ranked_run`` and ``_window_cuts`` make from ranked lists, made from a ``HitTable``'s columns without a
-    Python object per hit: at doc level each document at its best-ranked chunk (``HitTable.best_per_doc``), ranks
-    given in list order; the queries the retriever had no answer for left out, those the golden set lacks added
-    with no hits."""
+def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverage: Coverage, level: str
+                 ) -> tuple[Iterator[tuple], Callable[[], int], Window]:
+    """What ``_ranked_run`` and ``_window_cuts`` make from ranked lists, made from a ``HitTable``'s columns a batch
+    of queries at a time (``engine.BATCH_HITS`` hits), as ``engine.evaluate_parts`` reads them: a batch's level
+    run is in memory, not the whole run's (~50 bytes a hit while a level is built). At doc level each document at
+    its best-ranked chunk (as ``types.best_hits``), ranks given in list order; the queries the retriever had no
+    answer for left out (scored as absent), those the golden set lacks counted. The window's entries are filled
+    as each batch is made, before the engine reads them."""
     k = np.asarray(window_k, dtype=np.int64)
-    query_ids = [str(q) for q in table.query_ids.tolist()]
-    ranks = table.ranks()
-    if level == "doc":
-        keep = table.best_per_doc()
-        vocab, doc_of_chunk = table.doc_index()
-        codes = doc_of_chunk[table.chunk[keep]]
-        in_window = (ranks[keep] <= np.repeat(k, table.lengths)[keep])
-        lengths = np.bincount(table.row_of_hit()[keep], minlength=len(table)).astype(np.int64)
-        cut = np.bincount(table.row_of_hit()[keep][in_window], minlength=len(table)).astype(np.int64)
-        scores = table.scores[keep]
-    else:
-        keep = None
-        vocab, codes, lengths, scores = table.chunk_ids(), table.chunk, table.lengths, table.scores
-        cut = np.minimum(k, lengths)
-    size = dict(zip(query_ids, k.tolist()))
-    window = Window(dict(zip(query_ids, cut.tolist())), size)
+    ids = [str(q) for q in table.query_ids.tolist()]
+    vocab, item_of_chunk = table.doc_index() if level == "doc" else (table.chunk_ids(), None)
     # The vocabulary is in first-appearance order, not sorted: ``doc_order`` gives each code's sorted position
     # (the engine looks at it only to break score ties, which order="rank" never does).
-    order = np.argsort(vocab.astype(str)) if len(vocab) else np.zeros(0, np.int64)
     doc_order = np.empty(len(vocab), dtype=np.int64)
-    doc_order[order] = np.arange(len(vocab))
-    offsets = _offsets(lengths)
-    rank_in_level = np.arange(1, len(codes) + 1, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    absent, answered = set(coverage.absent), set(query_ids)
-    rows = np.array([i for i, q in enumerate(query_ids) if q not in absent], dtype=np.int64)
-    extra = [q for q in dict.fromkeys(coverage.unknown) if q not in answered]
-    if len(rows) < len(query_ids) or extra:
-        take = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in rows]) if len(rows) else \
-            np.zeros(0, np.int64)
-        codes, scores, rank_in_level = codes[take], scores[take], rank_in_level[take]
-        lengths = np.concatenate([lengths[rows], np.zeros(len(extra), np.int64)])
-        query_ids = [query_ids[i] for i in rows] + extra
-        offsets = _offsets(lengths)
-    run = ColumnarRun(np.array(query_ids, dtype=object), offsets, vocab, codes,
-                      np.ascontiguousarray(scores, dtype=np.float64), rank_in_level, doc_order)
-    return run, window
+    doc_order[np.argsort(vocab.astype(str)) if len(vocab) else np.zeros(0, np.int64)] = np.arange(len(vocab))
+    coded = replace(qrels, doc_vocab=vocab, doc_codes=qrels.codes_for(vocab))  # looked up once, not per batch
+    row_of = {str(q): i for i, q in enumerate(qrels.query_ids.tolist())}
+    absent, answered = set(coverage.absent), set(ids)
+    window = Window({}, {})
+    per_batch = max(1, engine.BATCH_HITS // max(int(table.lengths.max()) if len(table) else 1, 1))
+
+    def parts() -> Iterator[tuple]:
+        for start in range(0, len(table), per_batch):
+            stop = min(start + per_batch, len(table))
+            lo, hi, lengths = table.span(start, stop)
+            local = np.repeat(np.arange(stop - start), lengths)
+            codes, scores, cut = table.chunk[lo:hi], table.scores[lo:hi], np.minimum(k[start:stop], lengths)
+            if item_of_chunk is not None:
+                docs, keep = item_of_chunk[codes], table.best_per_doc(start, stop)
+                rank = np.arange(1, hi - lo + 1) - np.repeat(_offsets(lengths)[:-1], lengths)
+                in_window = rank[keep] <= np.repeat(k[start:stop], lengths)[keep]
+                codes, scores, local = docs[keep], scores[keep], local[keep]
+                lengths = np.bincount(local, minlength=stop - start).astype(np.int64)
+                cut = np.bincount(local[in_window], minlength=stop - start)
+            window.cut.update(zip(ids[start:stop], cut.tolist()))
+            window.size.update(zip(ids[start:stop], k[start:stop].tolist()))
+            offsets = _offsets(lengths)
+            rank_in_level = np.arange(1, len(codes) + 1, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+            run = ColumnarRun(table.query_ids[start:stop], offsets, vocab, codes,
+                              np.ascontiguousarray(scores, dtype=np.float64), rank_in_level, doc_order)
+            found = np.array([-1 if q in absent else row_of.get(q, -1) for q in ids[start:stop]], dtype=np.int64)
+            present = np.flatnonzero(found >= 0)  # the judged queries the retriever answered, by batch row
+            yield found[present], coded.select(found[present]), run, present
+
+    def unjudged() -> int:  # what the run holds that the golden set does not judge
+        held = [q for q in ids if q not in absent] + [q for q in dict.fromkeys(coverage.unknown) if q not in answered]
+        return sum(1 for q in held if q not in row_of)
+
+    return parts(), unjudged, window
