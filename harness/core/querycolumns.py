@@ -1,0 +1,119 @@
+"""A run's per-query numbers as columns: one NumPy array per metric and level, the ``counted`` flags, the verdict
+kinds and the tags, in golden-set order, read from the records in ONE pass.
+
+compare, gate and report read these instead of the records: a large run's records are spooled
+(``core.querystore``) and every pass over them decodes 100k JSON records, while the columns take a few bytes per
+query (16 metrics x 100k queries = 13 MB). ``core.result_stream`` builds them while it loads a results.json, so
+those commands decode each record once; ``of(result)`` builds them for any other result (and keeps them on it).
+
+Nothing here decides which queries count: ``counted`` is each record's flag (``metrics.table.included``)."""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+LEVELS = ("doc", "chunk")
+
+
+@dataclass(frozen=True)
+class QueryColumns:
+    source: Any = field(repr=False, compare=False)  # the ``Result.queries`` they were read from
+    ids: list[str]
+    counted: dict[str, np.ndarray]  # level -> bool per query
+    values: dict[str, dict[str, np.ndarray]]  # level -> metric -> float64 per query (NaN: the record lacks it)
+    kind_names: list[str]  # the verdict kinds met, in order of first appearance
+    kinds: np.ndarray  # per query, an index into ``kind_names``
+    tag_values: dict[str, list[str]]  # tag -> its values, in order of first appearance
+    tags: dict[str, np.ndarray]  # tag -> per query, an index into ``tag_values[tag]``, -1 when the query lacks it
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def value(self, level: str, metric: str) -> np.ndarray:
+        return self.values[level][metric]
+
+    def kind_of(self) -> list[str]:
+        """Each query's verdict kind."""
+        return [self.kind_names[k] for k in self.kinds.tolist()]
+
+    def tag(self, key: str) -> list[str | None]:
+        """Each query's value of tag ``key`` (None when it has none)."""
+        if key not in self.tags:
+            return [None] * len(self)
+        values = self.tag_values[key]
+        return [values[c] if c >= 0 else None for c in self.tags[key].tolist()]
+
+    def query_tags(self) -> list[dict[str, str]]:
+        """Each query's tags as the record has them (tag order aside): for the few readers that need rows."""
+        out: list[dict[str, str]] = [{} for _ in self.ids]
+        for key, codes in self.tags.items():
+            values = self.tag_values[key]
+            for i in np.flatnonzero(codes >= 0).tolist():
+                out[i][key] = values[codes[i]]
+        return out
+
+
+class ColumnsBuilder:
+    """Records added one at a time (``add``), then ``build``. ``names``: level -> the metric names to keep (the
+    summary's)."""
+
+    def __init__(self, names: dict[str, Iterable[str]]):
+        self._ids: list[str] = []
+        self._counted = {level: array("b") for level in LEVELS}
+        self._values = {level: {name: array("d") for name in names.get(level, ())} for level in LEVELS}
+        self._kind_code: dict[str, int] = {}
+        self._kinds = array("b")
+        self._tag_code: dict[str, dict[str, int]] = {}
+        self._tags: dict[str, array] = {}
+
+    def add(self, q: Any) -> None:
+        i = len(self._ids)
+        self._ids.append(q.id)
+        for level in LEVELS:
+            self._counted[level].append(1 if q.is_counted(level) else 0)
+            metrics = getattr(q.metrics, level)
+            for name, column in self._values[level].items():
+                column.append(metrics.get(name, float("nan")))
+        self._kinds.append(self._kind_code.setdefault(q.verdict.kind, len(self._kind_code)))
+        for key, value in q.tags.items():
+            codes = self._tag_code.get(key)
+            if codes is None:
+                codes = self._tag_code[key] = {}
+                self._tags[key] = array("i", [-1]) * i
+            self._tags[key].append(codes.setdefault(value, len(codes)))
+        for key, column in self._tags.items():  # the tags this query lacks
+            if len(column) == i:
+                column.append(-1)
+
+    def build(self, source: Any) -> QueryColumns:
+        return QueryColumns(
+            source=source, ids=self._ids,
+            counted={level: np.array(col, dtype=np.int8).astype(bool) for level, col in self._counted.items()},
+            values={level: {name: np.array(col, dtype=np.float64) for name, col in cols.items()}
+                    for level, cols in self._values.items()},
+            kind_names=list(self._kind_code), kinds=np.asarray(self._kinds, dtype=np.int16),
+            tag_values={key: list(codes) for key, codes in self._tag_code.items()},
+            tags={key: np.asarray(col, dtype=np.int32) for key, col in self._tags.items()})
+
+
+def builder_for(summary: Any) -> ColumnsBuilder:
+    """A builder keeping every metric of the summary (``core.result.Summary``)."""
+    return ColumnsBuilder({level: list(summary.means(level)) for level in LEVELS})
+
+
+def of(result: Any) -> QueryColumns:
+    """The columns of ``result`` (a ``core.result.Result``): those it was loaded with, else read in one pass over
+    its records and kept on it (a private attribute; a copy with other records reads its own)."""
+    cached = getattr(result, "_columns", None)
+    if cached is not None and cached.source is result.queries:
+        return cached
+    builder = builder_for(result.summary)
+    for q in result.queries:
+        builder.add(q)
+    columns = builder.build(result.queries)
+    result._columns = columns
+    return columns
