@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Iterable
 
 import numpy as np
@@ -25,6 +26,7 @@ class QueryColumns:
     ids: list[str]
     counted: dict[str, np.ndarray]  # level -> bool per query
     values: dict[str, dict[str, np.ndarray]]  # level -> metric -> float64 per query (NaN: the record lacks it)
+    missing: dict[tuple[str, str], np.ndarray]  # (level, metric) -> which records lack it (none in a valid result)
     kind_names: list[str]  # the verdict kinds met, in order of first appearance
     kinds: np.ndarray  # per query, an index into ``kind_names``
     tag_values: dict[str, list[str]]  # tag -> its values, in order of first appearance
@@ -35,6 +37,11 @@ class QueryColumns:
 
     def value(self, level: str, metric: str) -> np.ndarray:
         return self.values[level][metric]
+
+    def has(self, level: str, metric: str) -> np.ndarray:
+        """Which queries' records have this metric (all, in a result that passed its checks)."""
+        missing = self.missing.get((level, metric))
+        return np.ones(len(self), dtype=bool) if missing is None else ~missing
 
     def kind_of(self) -> list[str]:
         """Each query's verdict kind."""
@@ -63,8 +70,13 @@ class ColumnsBuilder:
 
     def __init__(self, names: dict[str, Iterable[str]]):
         self._ids: list[str] = []
+        self._names = {level: list(names.get(level, ())) for level in LEVELS}
+        # a level's values row by row in one flat array (one C call a query, not one per metric)
+        self._get = {level: (itemgetter(*ns) if len(ns) > 1 else (lambda m, n=ns[0]: (m[n],)) if ns else
+                             (lambda m: ())) for level, ns in self._names.items()}
+        self._flat = {level: array("d") for level in LEVELS}
+        self._missing: dict[tuple[str, str], list[int]] = {}  # (level, metric) -> queries whose record lacks it
         self._counted = {level: array("b") for level in LEVELS}
-        self._values = {level: {name: array("d") for name in names.get(level, ())} for level in LEVELS}
         self._kind_code: dict[str, int] = {}
         self._kinds = array("b")
         self._tag_code: dict[str, dict[str, int]] = {}
@@ -73,28 +85,47 @@ class ColumnsBuilder:
     def add(self, q: Any) -> None:
         i = len(self._ids)
         self._ids.append(q.id)
+        counted = q.counted
+        self._counted["doc"].append(counted.doc)
+        self._counted["chunk"].append(counted.chunk)
         for level in LEVELS:
-            self._counted[level].append(1 if q.is_counted(level) else 0)
             metrics = getattr(q.metrics, level)
-            for name, column in self._values[level].items():
-                column.append(metrics.get(name, float("nan")))
+            try:
+                self._flat[level].extend(self._get[level](metrics))
+            except KeyError:  # a record without one of the summary's metrics (refused by the checks): NaN there
+                for name in self._names[level]:
+                    if name not in metrics:
+                        self._missing.setdefault((level, name), []).append(i)
+                self._flat[level].extend(metrics.get(name, float("nan")) for name in self._names[level])
         self._kinds.append(self._kind_code.setdefault(q.verdict.kind, len(self._kind_code)))
-        for key, value in q.tags.items():
+        if q.tags or self._tags:
+            self._add_tags(i, q.tags)
+
+    def _add_tags(self, i: int, tags: dict[str, str]) -> None:
+        for key, value in tags.items():
             codes = self._tag_code.get(key)
             if codes is None:
                 codes = self._tag_code[key] = {}
                 self._tags[key] = array("i", [-1]) * i
             self._tags[key].append(codes.setdefault(value, len(codes)))
-        for key, column in self._tags.items():  # the tags this query lacks
+        for column in self._tags.values():  # the tags this query lacks
             if len(column) == i:
                 column.append(-1)
 
     def build(self, source: Any) -> QueryColumns:
+        n = len(self._ids)
+        values = {}
+        for level, names in self._names.items():
+            table = np.array(self._flat[level], dtype=np.float64).reshape(n, len(names)) if names else None
+            values[level] = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(names)}
+        missing = {}
+        for key, at in self._missing.items():
+            missing[key] = np.zeros(n, dtype=bool)
+            missing[key][at] = True
         return QueryColumns(
             source=source, ids=self._ids,
             counted={level: np.array(col, dtype=np.int8).astype(bool) for level, col in self._counted.items()},
-            values={level: {name: np.array(col, dtype=np.float64) for name, col in cols.items()}
-                    for level, cols in self._values.items()},
+            values=values, missing=missing,
             kind_names=list(self._kind_code), kinds=np.asarray(self._kinds, dtype=np.int16),
             tag_values={key: list(codes) for key, codes in self._tag_code.items()},
             tags={key: np.asarray(col, dtype=np.int32) for key, col in self._tags.items()})

@@ -20,7 +20,6 @@ from pydantic import ValidationError
 
 from . import querystore
 from .errors import InputError
-from .querycolumns import builder_for
 from .result_check import ConsistencyScan, located, shown
 
 QUERIES_LINE = b'  "queries": [\n'
@@ -57,7 +56,6 @@ def _read(fh, where: str, result_model: Any, query_model: Any) -> Any:
     head_model, problems = _head(b"".join(head) + b'  "queries": []\n}', result_model)
     del head
     scan = ConsistencyScan(head_model.summary) if head_model is not None else None
-    columns = builder_for(head_model.summary) if head_model is not None else None
     kept: list[tuple[bytes, Any]] = []  # the first SPOOL_ABOVE records; a store once there are more
     store = None
     spool_above = querystore.SPOOL_ABOVE  # read now: a test may set it
@@ -87,7 +85,6 @@ def _read(fh, where: str, result_model: Any, query_model: Any) -> Any:
         if problems:  # the file will be refused: only look for more problems
             continue
         scan.add(q)
-        columns.add(q)
         if store is not None:
             store.append_json(data, q)
         elif len(kept) < spool_above:
@@ -108,7 +105,7 @@ def _read(fh, where: str, result_model: Any, query_model: Any) -> Any:
         problems = scan.problems(result)
     if problems:
         raise InputError(f"{where}: not a valid results.json ({len(problems)} problem(s))", shown(where, problems))
-    result._columns = columns.build(result.queries)
+    result._columns = scan.columns  # read in this same pass: compare, gate and report need not decode again
     return result
 
 
