@@ -20,11 +20,14 @@ import numpy as np
 LEVELS = ("doc", "chunk")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class QueryColumns:
     source: Any = field(repr=False, compare=False)  # the ``Result.queries`` they were read from
     ids: list[str]
     counted: dict[str, np.ndarray]  # level -> bool per query
+    n_relevant: dict[str, np.ndarray]  # level -> int64 per query
+    ideal_offsets: np.ndarray  # query i's judged grades > 0, sorted descending (its ideal doc-level gains), are
+    ideal_values: np.ndarray  # ideal_values[ideal_offsets[i]:ideal_offsets[i + 1]]
     values: dict[str, dict[str, np.ndarray]]  # level -> metric -> float64 per query (NaN: the record lacks it)
     missing: dict[tuple[str, str], np.ndarray]  # (level, metric) -> which records lack it (none in a valid result)
     kind_names: list[str]  # the verdict kinds met, in order of first appearance
@@ -37,6 +40,9 @@ class QueryColumns:
 
     def value(self, level: str, metric: str) -> np.ndarray:
         return self.values[level][metric]
+
+    def ideal(self, i: int) -> list[int]:
+        return self.ideal_values[self.ideal_offsets[i]:self.ideal_offsets[i + 1]].tolist()
 
     def has(self, level: str, metric: str) -> np.ndarray:
         """Which queries' records have this metric (all, in a result that passed its checks)."""
@@ -77,6 +83,8 @@ class ColumnsBuilder:
         self._flat = {level: array("d") for level in LEVELS}
         self._missing: dict[tuple[str, str], list[int]] = {}  # (level, metric) -> queries whose record lacks it
         self._counted = {level: array("b") for level in LEVELS}
+        self._n_relevant = {level: array("q") for level in LEVELS}
+        self._ideal_lengths, self._ideal = array("q"), array("q")
         self._kind_code: dict[str, int] = {}
         self._kinds = array("b")
         self._tag_code: dict[str, dict[str, int]] = {}
@@ -88,6 +96,11 @@ class ColumnsBuilder:
         counted = q.counted
         self._counted["doc"].append(counted.doc)
         self._counted["chunk"].append(counted.chunk)
+        self._n_relevant["doc"].append(q.n_relevant.doc)
+        self._n_relevant["chunk"].append(q.n_relevant.chunk)
+        ideal = sorted((g.grade for g in q.gold if g.grade > 0), reverse=True)
+        self._ideal.extend(ideal)
+        self._ideal_lengths.append(len(ideal))
         for level in LEVELS:
             metrics = getattr(q.metrics, level)
             try:
@@ -125,6 +138,9 @@ class ColumnsBuilder:
         return QueryColumns(
             source=source, ids=self._ids,
             counted={level: np.array(col, dtype=np.int8).astype(bool) for level, col in self._counted.items()},
+            n_relevant={level: np.array(col, dtype=np.int64) for level, col in self._n_relevant.items()},
+            ideal_offsets=np.concatenate([[0], np.cumsum(np.array(self._ideal_lengths, dtype=np.int64))]).astype(
+                np.int64), ideal_values=np.array(self._ideal, dtype=np.int64),
             values=values, missing=missing,
             kind_names=list(self._kind_code), kinds=np.asarray(self._kinds, dtype=np.int16),
             tag_values={key: list(codes) for key, codes in self._tag_code.items()},
@@ -136,15 +152,29 @@ def builder_for(summary: Any) -> ColumnsBuilder:
     return ColumnsBuilder({level: list(summary.means(level)) for level in LEVELS})
 
 
+class Cache:
+    """Where a Result keeps its columns once read (its private ``_columns``). They are derived from its records,
+    not part of its value: any two caches compare equal (pydantic compares private attributes in ``==``)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self) -> None:
+        self.columns: QueryColumns | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cache)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def of(result: Any) -> QueryColumns:
     """The columns of ``result`` (a ``core.result.Result``): those it was loaded with, else read in one pass over
-    its records and kept on it (a private attribute; a copy with other records reads its own)."""
-    cached = getattr(result, "_columns", None)
-    if cached is not None and cached.source is result.queries:
-        return cached
+    its records and kept on it (a copy with other records reads its own)."""
+    cache = result._columns
+    if cache.columns is not None and cache.columns.source is result.queries:
+        return cache.columns
     builder = builder_for(result.summary)
     for q in result.queries:
         builder.add(q)
-    columns = builder.build(result.queries)
-    result._columns = columns
-    return columns
+    cache.columns = builder.build(result.queries)
+    return cache.columns

@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
 from .errors import InputError
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
+from .querycolumns import Cache as ColumnsCache
 from .querystore import QueryStore, Spooled
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
 from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
@@ -305,7 +306,7 @@ class Result(StoredHits, Record):
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)
     _hits: Any = PrivateAttr(default=None)  # io.hitsfile.RunHits (this process) or ParquetHits (a loaded file)
-    _columns: Any = PrivateAttr(default=None)  # core.querycolumns.QueryColumns, read once (querycolumns.of)
+    _columns: Any = PrivateAttr(default_factory=ColumnsCache)  # per-query columns, read once (querycolumns.of)
 
     # ---- reading ----
 

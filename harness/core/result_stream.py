@@ -105,7 +105,7 @@ def _read(fh, where: str, result_model: Any, query_model: Any) -> Any:
         problems = scan.problems(result)
     if problems:
         raise InputError(f"{where}: not a valid results.json ({len(problems)} problem(s))", shown(where, problems))
-    result._columns = scan.columns  # read in this same pass: compare, gate and report need not decode again
+    result._columns.columns = scan.columns  # read in this same pass: compare, gate and report need not decode again
     return result
 
 
