@@ -13,6 +13,7 @@ The result and record models are passed in (``core.result`` imports this module 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,7 @@ def _head(text: bytes, result_model: Any) -> tuple[Any, list[str]]:
 
 
 def _record_problem(query_model: Any, index: int, lineno: int, err: dict) -> str:
-    if err["type"] == "json_invalid":
-        return f"queries.{index}: line {lineno} is not valid JSON ({err['msg']})"
+    if err["type"] == "json_invalid":  # the record is one line: name the file's line and the column in it
+        msg = re.sub(r"^Invalid JSON: (.*) at line 1 column (\d+)$", r"\1, column \2", err["msg"])
+        return f"queries.{index} (line {lineno}): not valid JSON ({msg})"
     return f"queries.{index}." + located(query_model, err)
