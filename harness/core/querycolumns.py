@@ -96,9 +96,11 @@ class ColumnsBuilder:
         counted = q.counted
         self._counted["doc"].append(counted.doc)
         self._counted["chunk"].append(counted.chunk)
-        self._n_relevant["doc"].append(q.n_relevant.doc)
-        self._n_relevant["chunk"].append(q.n_relevant.chunk)
-        ideal = sorted((g.grade for g in q.gold if g.grade > 0), reverse=True)
+        # (absent from the partial records ``api.compare`` makes of metric tables: zeros and no gold there)
+        n_relevant = getattr(q, "n_relevant", None)
+        self._n_relevant["doc"].append(n_relevant.doc if n_relevant is not None else 0)
+        self._n_relevant["chunk"].append(n_relevant.chunk if n_relevant is not None else 0)
+        ideal = sorted((g.grade for g in getattr(q, "gold", None) or () if g.grade > 0), reverse=True)
         self._ideal.extend(ideal)
         self._ideal_lengths.append(len(ideal))
         for level in LEVELS:
