@@ -48,6 +48,19 @@ class QueryStore(Sequence):
         self._size += len(data)
         self._ends.append(self._size)
 
+    def append_json(self, data: bytes, record: Any) -> None:
+        """Store ``data``, the JSON of ``record`` already validated by the caller (a results.json line read by
+        ``core.result_stream``), without encoding it again, when it starts as ``index_of`` looks for it
+        (``{"id":<the id>,``); otherwise (hand-edited spacing or key order) the record's own JSON."""
+        if not data.startswith(id_head(record.id)):
+            self.append(record)
+            return
+        if self._offsets is not None:
+            raise RuntimeError("QueryStore: records are appended before the store is read")
+        self._file.write(data)
+        self._size += len(data)
+        self._ends.append(self._size)
+
     def extend(self, records: Iterable[Any]) -> "QueryStore":
         for record in records:
             self.append(record)
@@ -89,7 +102,7 @@ class QueryStore(Sequence):
     def index_of(self, query_id: str) -> int | None:
         """The position of the record with this id, found by its bytes (each record starts with its id: the
         model's first field), without decoding the others."""
-        head = b'{"id":' + json.dumps(query_id, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b","
+        head = id_head(query_id)
         for start in range(0, len(self), READ_BATCH):
             for i, data in enumerate(self.raw(start, min(start + READ_BATCH, len(self)))):
                 if data.startswith(head):
@@ -111,6 +124,13 @@ class QueryStore(Sequence):
 
     def close(self) -> None:
         self._close()
+
+
+def id_head(query_id: str) -> bytes:
+    """How a stored record starts: the model's first field, its id, as ``model_dump_json`` writes it."""
+    if query_id.isascii() and query_id.isprintable() and '"' not in query_id and "\\" not in query_id:
+        return b'{"id":"' + query_id.encode("ascii") + b'",'  # nothing to escape (most ids; a JSON encoder is slow)
+    return b'{"id":' + json.dumps(query_id, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b","
 
 
 class Spooled:

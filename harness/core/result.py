@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
 from .errors import InputError
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
+from .querycolumns import Cache as ColumnsCache
 from .querystore import QueryStore, Spooled
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
 from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
@@ -305,6 +306,7 @@ class Result(StoredHits, Record):
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)
     _hits: Any = PrivateAttr(default=None)  # io.hitsfile.RunHits (this process) or ParquetHits (a loaded file)
+    _columns: Any = PrivateAttr(default_factory=ColumnsCache)  # per-query columns, read once (querycolumns.of)
 
     # ---- reading ----
 
@@ -388,6 +390,20 @@ def load_result(path: Path) -> Result:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: results file not found")
+    from .result_stream import read
+
+    # A large run's layout (one record a line) is read a record at a time, in bounded memory; anything else whole.
+    result = read(path, Result, QueryResult)
+    if result is None:
+        result = _whole(path)
+    if result.hits_kept == "selected" and result.hits_file:  # the hits not kept here are read from beside it
+        from ..io.hitsfile import ParquetHits
+        result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
+                                            path.parent / result.chunks_file if result.chunks_file else None))
+    return result
+
+
+def _whole(path: Path) -> Result:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -395,10 +411,6 @@ def load_result(path: Path) -> Result:
     result = _parsed(text)
     if result is None:  # not valid as it is: read again the slow way, which locates every problem
         result = Result.from_dict(_json(text, path), str(path))
-    if result.hits_kept == "selected" and result.hits_file:  # the hits not kept here are read from beside it
-        from ..io.hitsfile import ParquetHits
-        result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
-                                            path.parent / result.chunks_file if result.chunks_file else None))
     return result
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import difflib
 import math
 import typing
-from array import array
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from .fingerprint import fingerprint
+from .querycolumns import QueryColumns, builder_for
 
 # The checks read a ``result.Result`` (which imports this module): typed as ``Any`` here so the two modules import
 # one way only.
@@ -115,64 +116,91 @@ def consistency_problems(result: Any) -> list[str]:
     """What the types cannot say but the readers rely on: unique query ids that match the golden set's count and
     fingerprint (compare pairs queries by id), every query carrying the summary's metrics (gate and compare read
     per-query values by the summary's names), and counts that agree with the ``counted`` flags."""
-    problems = []
-    seen: dict[str, int] = {}
-    for i, q in enumerate(result.queries):
-        if q.id in seen:
-            problems.append(f"queries.{i}.id: duplicate query id {q.id!r} (first at queries.{seen[q.id]})")
-        seen.setdefault(q.id, i)
-    if result.goldset.queries != len(result.queries):
-        problems.append(f"goldset.queries: says {result.goldset.queries} queries, but 'queries' has "
-                        f"{len(result.queries)}")
-    elif not problems and result.goldset.query_ids_fingerprint != _ids_fingerprint(list(seen)):
-        problems.append("goldset.query_ids_fingerprint: does not match the ids in 'queries' (edited by hand?)")
-    for level in ("doc", "chunk"):
-        names = set(result.summary.means(level))
-        for i, q in enumerate(result.queries):
-            have = set(getattr(q.metrics, level))
-            if have != names:
+    scan = ConsistencyScan(result.summary)
+    for q in result.queries:
+        scan.add(q)
+    return scan.problems(result)
+
+
+class ConsistencyScan:
+    """The per-query facts ``consistency_problems`` needs, gathered a record at a time in ONE pass (a large run's
+    records are spooled: decoding them once per check would read the whole run seven times), then checked against
+    the result's bounded part. The counted flags and values are the run's ``querycolumns``, which ``columns``
+    gives after ``problems`` (``core.result_stream`` keeps them on the Result it loads)."""
+
+    def __init__(self, summary: Any):
+        self.names = {level: set(summary.means(level)) for level in ("doc", "chunk")}
+        self.builder = builder_for(summary)
+        self.columns: QueryColumns | None = None
+        self.count = 0
+        self.seen: dict[str, int] = {}
+        self.duplicates: list[str] = []
+        self.name_problems: dict[str, list[str]] = {level: [] for level in self.names}
+        self.missing_hits: list[int] = []
+
+    def add(self, q: Any) -> None:
+        i = self.count
+        self.count += 1
+        first = self.seen.setdefault(q.id, i)
+        if first != i:
+            self.duplicates.append(f"queries.{i}.id: duplicate query id {q.id!r} (first at queries.{first})")
+        for level, names in self.names.items():
+            metrics = getattr(q.metrics, level)
+            if metrics.keys() != names:
+                have = set(metrics)
                 missing, extra = sorted(names - have), sorted(have - names)
-                problems.append(f"queries.{i}.metrics.{level}: metric names differ from summary.{level}"
-                                + (f"; missing {', '.join(missing)}" if missing else "")
-                                + (f"; not in the summary: {', '.join(extra)}" if extra else ""))
-        counts = result.summary.level_counts(level)
-        uncounted = {q.id for q in result.queries if not q.is_counted(level)}
-        if len(result.queries) - len(uncounted) != counts.evaluated_queries:
-            problems.append(f"summary.counts.{level}.evaluated_queries: says {counts.evaluated_queries}, but "
-                            f"{len(result.queries) - len(uncounted)} queries are counted at {level} level "
-                            f"(queries.N.counted.{level})")
-        errors, no_rel = set(counts.excluded_goldset_error_query_ids), set(counts.no_relevant_query_ids)
-        if not errors <= uncounted or not uncounted <= errors | no_rel:
-            problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not counted "
-                            f"at {level} level (queries.N.counted.{level})")
-        problems += _mean_problems(result, level, names)
-    return problems + _hits_problems(result)
+                self.name_problems[level].append(
+                    f"queries.{i}.metrics.{level}: metric names differ from summary.{level}"
+                    + (f"; missing {', '.join(missing)}" if missing else "")
+                    + (f"; not in the summary: {', '.join(extra)}" if extra else ""))
+        if q.hits is None:
+            self.missing_hits.append(i)
+        self.builder.add(q)
+
+    def problems(self, result: Any) -> list[str]:
+        """The problems of ``result`` (whose records were all added), in the order the checks list them."""
+        self.columns = columns = self.builder.build(result.queries)
+        problems = list(self.duplicates)
+        if result.goldset.queries != self.count:
+            problems.append(f"goldset.queries: says {result.goldset.queries} queries, but 'queries' has "
+                            f"{self.count}")
+        elif not problems and result.goldset.query_ids_fingerprint != _ids_fingerprint(list(self.seen)):
+            problems.append("goldset.query_ids_fingerprint: does not match the ids in 'queries' (edited by hand?)")
+        for level in ("doc", "chunk"):
+            problems += self.name_problems[level]
+            counts = result.summary.level_counts(level)
+            counted = columns.counted[level]
+            uncounted = {columns.ids[i] for i in np.flatnonzero(~counted).tolist()}
+            if self.count - len(uncounted) != counts.evaluated_queries:
+                problems.append(f"summary.counts.{level}.evaluated_queries: says {counts.evaluated_queries}, but "
+                                f"{self.count - len(uncounted)} queries are counted at {level} level "
+                                f"(queries.N.counted.{level})")
+            errors, no_rel = set(counts.excluded_goldset_error_query_ids), set(counts.no_relevant_query_ids)
+            if not errors <= uncounted or not uncounted <= errors | no_rel:
+                problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not "
+                                f"counted at {level} level (queries.N.counted.{level})")
+            values = {name: columns.value(level, name)[counted & columns.has(level, name)]
+                      for name in self.names[level]}
+            problems += _mean_problems(result, level, self.names[level], values)
+        return problems + _hits_problems(result, self.missing_hits)
 
 
-def _hits_problems(result: Any) -> list[str]:
+def _hits_problems(result: Any, missing: list[int]) -> list[str]:
     """A query without hits must say where they are: ``hits_kept`` "selected" and a ``hits_file``."""
     if result.hits_kept == "selected":
         return [] if result.hits_file else ["hits_file: required when hits_kept is 'selected'"]
-    missing = [i for i, q in enumerate(result.queries) if q.hits is None]
     return [f"queries.{missing[0]}.hits: null, but hits_kept is 'all' ({len(missing)} such queries)"] if missing else []
 
 
-def _mean_problems(result: Any, level: str, names: set[str]) -> list[str]:
+def _mean_problems(result: Any, level: str, names: set[str], counted: dict[str, np.ndarray]) -> list[str]:
     """Every summary mean is the mean of the counted queries' values: a gate or a compare reading the summary and
     one reading per-query values must not disagree (a hand-edited summary would make them)."""
-    # One array of floats per metric, not each counted query's metrics dict (a large run's records are spooled).
-    counted: dict[str, array] = {name: array("d") for name in names}
-    for q in result.queries:
-        if q.is_counted(level):
-            for name, value in getattr(q.metrics, level).items():
-                if name in counted:
-                    counted[name].append(value)
     problems = []
     for name, mean in result.summary.means(level).items():
         if name not in names:
             continue
         values = counted[name]
-        expected = math.fsum(values) / len(values) if values else None
+        expected = math.fsum(values.tolist()) / len(values) if len(values) else None
         if (mean is None) != (expected is None) or (
                 mean is not None and not math.isclose(mean, expected, rel_tol=1e-9, abs_tol=1e-12)):
             problems.append(f"summary.{level}.{name}: says {mean!r}, but the mean of the {len(values)} counted "

@@ -61,7 +61,10 @@ def detectable_effect(result: Result, metric: str | None = None) -> dict:
     from scipy.stats import norm  # heavy: only when a run is given
 
     level, name = pick_metric(result, metric)
-    values = [q.value(level, name) for q in result.counted(level)]
+    from ..core import querycolumns
+
+    columns = querycolumns.of(result)  # the counted queries' values, not their records (a large run's are spooled)
+    values = columns.value(level, name)[columns.counted[level]].tolist()
     n = len(values)
     out = {"run": result.name, "metric": f"{level}.{name}" if level == "chunk" else name, "queries": n,
            "alpha": ALPHA, "power": POWER, "mean": None, "sd": None, "mde": None}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
+from ..core import querycolumns
 from .compare_view import HEADERS, NOTE, SLICE_NOTE, cells, slice_table, title, transition_lines
 from .fmt import e
 
@@ -55,6 +56,17 @@ def _window_html(q, texts: Texts | None, hits) -> str:
 SIDE_BY_SIDE_ROWS = 500
 
 
+def _positions(base: Result, run: Result) -> list[int]:
+    """For each of ``base``'s queries in order, the position of the query with its id in ``run`` (-1: none)."""
+    ids, mine = querycolumns.of(base).ids, querycolumns.of(run).ids
+    if ids == mine:
+        return list(range(len(ids)))
+    first: dict[str, int] = {}
+    for j, qid in enumerate(mine):
+        first.setdefault(qid, j)
+    return [first.get(qid, -1) for qid in ids]
+
+
 def side_by_side(results: Sequence[Result], texts: Sequence[Texts | None], baseline: str) -> str:
     """Per query: each run's verdict (a change from the baseline marked) and, when the row is clicked, the runs'
     windows next to each other. Rows follow the baseline's golden-set order."""
@@ -64,12 +76,17 @@ def side_by_side(results: Sequence[Result], texts: Sequence[Texts | None], basel
     run_texts = [texts[results.index(r)] if texts else None for r in runs]
     head_html = "".join(f"<th>{e(r.name)}</th>" for r in runs)
     rows = []
-    # A bounded page: at most SIDE_BY_SIDE_ROWS queries, those whose verdict changed first.
-    changed_first = sorted(base.queries, key=lambda q: all(
-        (r.query(q.id).verdict.kind if r.query(q.id) else "absent") == q.verdict.kind for r in others))
-    listed = {q.id for q in changed_first[:SIDE_BY_SIDE_ROWS]}
-    for i, q in enumerate(q for q in base.queries if q.id in listed):
-        mine = [r.query(q.id) for r in runs]
+    # A bounded page: at most SIDE_BY_SIDE_ROWS queries, those whose verdict changed first. Which changed is read
+    # from the runs' columns, and only the listed queries' records are read (a large run's are spooled).
+    at = [_positions(base, r) for r in runs]  # per run: its position of each of the baseline's queries, or -1
+    run_kinds = [querycolumns.of(r).kind_of() for r in runs]
+    base_kinds = run_kinds[0]
+    same = [all(p[i] >= 0 and k[p[i]] == base_kinds[i] for p, k in zip(at[1:], run_kinds[1:]))
+            for i in range(len(base_kinds))]
+    listed = sorted(sorted(range(len(same)), key=lambda i: same[i])[:SIDE_BY_SIDE_ROWS])
+    for i, n in enumerate(listed):
+        mine = [r.queries[p[n]] if p[n] >= 0 else None for r, p in zip(runs, at)]
+        q = mine[0]
         kinds = [m.verdict.kind if m else "absent" for m in mine]
         changed = any(k != kinds[0] for k in kinds[1:])
         change = " → ".join(kinds) if changed else "same"

@@ -180,13 +180,28 @@ def _text_html(text: str | None) -> str:
 def shown_queries(result: Result) -> list:
     """The queries the per-query table shows: all up to ``SHOWN_QUERIES``, else the worst of each failing verdict
     and a fixed sample (``core.selection``), so the page's size does not grow with the run's."""
-    from ..core.selection import rows_of, select
+    from ..core.selection import select
 
-    return [result.queries[i] for i in select(rows_of(result.queries))]
+    return [result.queries[i] for i in select(_selection_rows(result))]
+
+
+def _selection_rows(result: Result) -> list:
+    """``selection.rows_of`` the queries, read from the run's columns (a large run's records are spooled)."""
+    import numpy as np
+
+    from ..core import querycolumns
+
+    columns = querycolumns.of(result)
+    rr = (np.where(columns.has("chunk", "rr@window"), columns.value("chunk", "rr@window"), 0.0).tolist()
+          if "rr@window" in columns.values["chunk"] else [0.0] * len(columns))
+    return list(zip(columns.ids, columns.kind_of(), rr))
 
 
 def _query_rows(result: Result, texts: Texts) -> str:
-    tags = sorted({t for q in result.queries for t in q.tags})
+    from ..core import querycolumns
+
+    columns = querycolumns.of(result)
+    tags = sorted(columns.tags)
     rows = []
     shown = shown_queries(result)
     for i, q in enumerate(shown):
@@ -210,7 +225,7 @@ def _query_rows(result: Result, texts: Texts) -> str:
     selects = ['<select data-filter="verdict"><option value="">all verdicts</option>' + "".join(
         f'<option value="{e(k)}">{e(k)}</option>' for k in result.summary.verdicts.counts.model_dump()) + "</select>"]
     for j, t in enumerate(tags):
-        values = sorted({q.tags.get(t, "") for q in result.queries})
+        values = sorted(set(columns.tag_values[t]) | ({""} if (columns.tags[t] < 0).any() else set()))
         selects.append(f'<select data-filter="tag{e(j)}"><option value="">all {e(t)}</option>' +
                        "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values) + "</select>")
     selects_html, rows_html = "".join(selects), "".join(rows)

@@ -23,29 +23,66 @@ KIND_COLORS = {"goldset_error": "#b42318", "no_gold": "#98a2b3", "missing_docume
                "wrong_chunk": "#f79009", "buried_evidence": "#7a5af8", "ok": "#17b26a"}
 
 
+# Up to this configured depth the hits are read ONCE: the sums are kept that deep and cut to the deepest counted
+# query at the end (a prefix of a cumulative sum is the same numbers). Deeper (a depth of 10^8 is allowed), they are
+# read twice, the deepest query first, as before.
+ONE_PASS_DEPTH = 10_000
+BATCH_VALUES = 1_000_000  # queries x depth values per NumPy block of the curves
+
+
+def _blocks(stream, wanted, depth: int):
+    """``stream`` ((query id, values)) cut into lists of the ``wanted`` queries, about BATCH_VALUES values each."""
+    size, block = max(1, BATCH_VALUES // max(depth, 1)), []
+    for qid, values in stream:
+        if qid in wanted:
+            block.append((qid, values))
+            if len(block) == size:
+                yield block
+                block = []
+    if block:
+        yield block
+
+
+def _matrix(block, depth: int, dtype) -> "np.ndarray":
+    import numpy as np
+
+    out = np.zeros((len(block), depth), dtype=dtype)
+    for j, (_, values) in enumerate(block):
+        part = values[:depth]
+        out[j, :len(part)] = part
+    return out
+
+
 def curves(result: Result):
     """Mean recall@k and precision@k for k = 1..depth (chunk level), and first-relevant ranks, over the queries
     counted at chunk level (the summary's queries). Every query's relevance flags are read as a stream (from the
-    run, the result, or hits.parquet when it keeps a bounded set of hits), twice: the depth first, then the sums."""
+    run, the result, or hits.parquet when it keeps a bounded set of hits), in blocks of queries."""
     import numpy as np
 
-    # query id -> its relevant chunks, for the counted queries only (not their records: a large run's are spooled)
-    counted = {q.id: q.n_relevant.chunk for q in result.queries if q.is_counted("chunk")}
+    from ..core import querycolumns
+
+    columns = querycolumns.of(result)  # not the records: a large run's are spooled
+    at = np.flatnonzero(columns.counted["chunk"]).tolist()
+    counted = dict(zip((columns.ids[i] for i in at), columns.n_relevant["chunk"][at].tolist()))
     # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
-    depth = min(result.cutoff.depth, max([len(f) for qid, f in result.relevance() if qid in counted] + [1]))
-    ks = np.arange(1, depth + 1)
-    recall, precision, first = np.zeros(depth), np.zeros(depth), {}
-    for qid, rel in result.relevance():
-        n_relevant = counted.get(qid)
-        if n_relevant is None:
-            continue
-        rel = np.asarray(rel[:depth], dtype=np.int64)
-        found = np.cumsum(np.pad(rel, (0, depth - len(rel))))
-        if n_relevant:  # query_policy zero: a query with nothing relevant adds 0
-            recall += found / n_relevant
-        precision += found / ks
-        where = np.flatnonzero(rel)
-        first[qid] = int(where[0]) + 1 if len(where) else None
+    upper = result.cutoff.depth
+    if upper > ONE_PASS_DEPTH:
+        upper = min(upper, max([len(f) for qid, f in result.relevance() if qid in counted] + [1]))
+    ks = np.arange(1, upper + 1)
+    recall, precision, first, longest = np.zeros(upper), np.zeros(upper), {}, 1
+    for block in _blocks(result.relevance(), counted, upper):
+        longest = max(longest, max(len(rel) for _, rel in block))
+        found = np.cumsum(_matrix(block, upper, np.int64), axis=1)
+        n_relevant = np.array([counted[qid] for qid, _ in block], dtype=np.int64)
+        shares, per_k = found / np.maximum(n_relevant, 1)[:, None], found / ks
+        for j, (qid, rel) in enumerate(block):  # summed query by query, in stream order
+            if n_relevant[j]:  # query_policy zero: a query with nothing relevant adds 0
+                recall += shares[j]
+            precision += per_k[j]
+            where = np.flatnonzero(rel[:upper])
+            first[qid] = int(where[0]) + 1 if len(where) else None
+    depth = min(upper, longest)
+    recall, precision = recall[:depth], precision[:depth]
     n = len(counted)
     if n:
         recall, precision = recall / n, precision / n
@@ -53,33 +90,52 @@ def curves(result: Result):
 
 
 def _doc_ndcg(gains, ideal, depth: int):
-    """nDCG@k (linear gain = grade, log2 discount, as trec_eval's ndcg_cut) at k = 1..depth for one query at doc
-    level: ``gains`` are its documents' grades at their best chunk, in rank order; ``ideal`` its judged grades > 0
-    sorted descending."""
+    """nDCG@k (linear gain = grade, log2 discount, as trec_eval's ndcg_cut) at k = 1..depth, one row per query at
+    doc level: ``gains`` are its documents' grades at their best chunk, in rank order; ``ideal`` its judged
+    grades > 0 sorted descending (both a query x depth matrix, zero-padded)."""
     import numpy as np
 
     discount = 1.0 / np.log2(np.arange(2, depth + 2))
-    dcg = np.cumsum(np.pad(np.asarray(gains[:depth], dtype=float), (0, max(depth - len(gains), 0))) * discount)
-    idcg = np.cumsum(np.pad(np.asarray(ideal[:depth], dtype=float), (0, max(depth - len(ideal), 0))) * discount)
-    return np.divide(dcg, idcg, out=np.zeros(depth), where=idcg > 0)
+    dcg = np.cumsum(gains * discount, axis=1)
+    idcg = np.cumsum(ideal * discount, axis=1)
+    return np.divide(dcg, idcg, out=np.zeros(dcg.shape), where=idcg > 0)
 
 
 def ndcg_curve(result: Result) -> list[float]:
     """Mean doc-level nDCG@k, k = 1..depth (in documents), over the queries counted at doc level. The hits are
-    read twice as a stream (the depth first, then the curve), never held for every query at once."""
+    read as a stream, in blocks of queries, never held for every query at once."""
     import numpy as np
 
-    # query id -> its ideal gains, for the counted queries only (not their records: a large run's are spooled)
-    rows = {q.id: sorted((g.grade for g in q.gold if g.grade > 0), reverse=True)
-            for q in result.queries if q.is_counted("doc")}
-    depth = max([len(g) for qid, g in result.doc_gains() if qid in rows] + [1])
-    total = np.zeros(depth)
-    for qid, gains in result.doc_gains():
-        ideal = rows.get(qid)
-        if ideal is not None:
-            total += _doc_ndcg(gains, ideal, depth)
+    from ..core import querycolumns
+
+    columns = querycolumns.of(result)  # not the records: a large run's are spooled
+    rows = {columns.ids[i]: i for i in np.flatnonzero(columns.counted["doc"]).tolist()}
+    upper = result.cutoff.depth
+    if upper > ONE_PASS_DEPTH:
+        upper = None
+    else:  # one pass, unless a query has more documents than the configured depth (not from harness run)
+        total, longest = _ndcg_sums(result, columns, rows, upper)
+        if longest > upper:
+            upper = None
+    if upper is None:
+        upper = max([len(g) for qid, g in result.doc_gains() if qid in rows] + [1])
+        total, longest = _ndcg_sums(result, columns, rows, upper)
+    total = total[:longest]
     # A counted query with no hits at all scores 0 at every k (it adds nothing to the totals).
     return (total / len(rows) if rows else total).tolist()
+
+
+def _ndcg_sums(result: Result, columns, rows: dict[str, int], depth: int):
+    """(the sum over the counted queries of nDCG@k for k = 1..depth, the most documents a counted query has)."""
+    import numpy as np
+
+    total, longest = np.zeros(depth), 1
+    for block in _blocks(result.doc_gains(), rows, depth):
+        longest = max(longest, max(len(gains) for _, gains in block))
+        ideal = [(qid, columns.ideal(rows[qid])) for qid, _ in block]
+        for row in _doc_ndcg(_matrix(block, depth, float), _matrix(ideal, depth, float), depth):
+            total += row  # query by query, in stream order
+    return total, longest
 
 
 @dataclass(frozen=True)

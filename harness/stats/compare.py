@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core import querycolumns
 from ..core.errors import InputError
 from ..core.outcomes import Comparison, ComparisonRow
 from ..core.result import Result, as_result
@@ -33,27 +34,54 @@ def _check_metric(run: Result, level: str, metric: str) -> None:
         raise InputError(f"metric {level}.{metric} is not in run {run.name!r}; it has {', '.join(have) or 'none'}")
 
 
+def pairing(a: Result, b: Result, level: str) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in a and in b of the queries both count at ``level`` (their ``counted`` flags), in a's order; read
+    from the runs' per-query columns (``core.querycolumns``), not their records."""
+    ca, cb = querycolumns.of(a), querycolumns.of(b)
+    if ca.ids == cb.ids:  # the usual case: two runs over one golden set list its queries in the same order
+        both = np.flatnonzero(ca.counted[level] & cb.counted[level])
+        return both, both
+    at_b = {cb.ids[j]: j for j in np.flatnonzero(cb.counted[level]).tolist()}
+    pos_a, pos_b = [], []
+    for i in np.flatnonzero(ca.counted[level]).tolist():
+        j = at_b.get(ca.ids[i])
+        if j is not None:
+            pos_a.append(i)
+            pos_b.append(j)
+    return np.asarray(pos_a, dtype=np.int64), np.asarray(pos_b, dtype=np.int64)
+
+
 def paired_vectors(a: Result, b: Result, level: str, metric: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Values of both runs on the queries both count at ``level`` (their ``counted`` flags), in a's order."""
     _check_metric(a, level, metric)
     _check_metric(b, level, metric)
-    rows_b = {q.id: q for q in b.counted(level)}
-    ids, xa, xb = [], [], []
-    for q in a.counted(level):
-        other = rows_b.get(q.id)
-        if other is None:
-            continue
-        ids.append(q.id)
-        xa.append(q.value(level, metric))
-        xb.append(other.value(level, metric))
-    return ids, np.array(xa, dtype=np.float64), np.array(xb, dtype=np.float64)
+    pos_a, pos_b = pairing(a, b, level)
+    ca, cb = querycolumns.of(a), querycolumns.of(b)
+    return ([ca.ids[i] for i in pos_a.tolist()], ca.value(level, metric)[pos_a].copy(),
+            cb.value(level, metric)[pos_b].copy())
 
 
 def counted_differently(a: Result, b: Result, level: str) -> list[str]:
     """Queries one run counts at ``level`` and the other does not (runs over different corpora can disagree on
     which golden-set entries can be checked): they are left out of the pairing, and the comparison says so."""
-    ca, cb = {q.id for q in a.counted(level)}, {q.id for q in b.counted(level)}
-    return sorted(ca ^ cb)
+    ca, cb = querycolumns.of(a), querycolumns.of(b)
+    counted = lambda c: {c.ids[i] for i in np.flatnonzero(c.counted[level]).tolist()}
+    if ca.ids == cb.ids:
+        return sorted(ca.ids[i] for i in np.flatnonzero(ca.counted[level] != cb.counted[level]).tolist())
+    return sorted(counted(ca) ^ counted(cb))
+
+
+# Random draws are made in the same calls as always (rows of 2,000 resamples), so results do not change, but
+# each call is cut into blocks of at most this many values: memory stays bounded at 100k+ queries (2,000 x 100k
+# indexes would be 1.6 GB). A block is a multiple of 4 rows: numpy draws 8-bit integers 4 to a 32-bit word and
+# drops the rest at the end of a call, so cutting a call at a multiple of 4 values draws the same numbers.
+BLOCK_VALUES = 4_000_000
+
+
+def _blocks(rows: int, n: int):
+    step = max(4, min(rows, BLOCK_VALUES // max(n, 1)) // 4 * 4)
+    for start in range(0, rows, step):
+        yield min(step, rows - start)
 
 
 def randomization_p(d: np.ndarray, permutations: int = 10_000, seed: int = 0) -> float:
@@ -64,9 +92,9 @@ def randomization_p(d: np.ndarray, permutations: int = 10_000, seed: int = 0) ->
     observed = abs(d.mean())
     count = 0
     for start in range(0, permutations, 2000):  # batches keep memory flat for large golden sets
-        n = min(2000, permutations - start)
-        signs = rng.integers(0, 2, size=(n, len(d)), dtype=np.int8) * 2 - 1
-        count += int((np.abs(signs @ d / len(d)) >= observed - 1e-12).sum())
+        for n in _blocks(min(2000, permutations - start), len(d)):
+            signs = rng.integers(0, 2, size=(n, len(d)), dtype=np.int8) * 2 - 1
+            count += int((np.abs(signs @ d / len(d)) >= observed - 1e-12).sum())
     return (count + 1) / (permutations + 1)
 
 
@@ -76,10 +104,12 @@ def bootstrap_ci(d: np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple
         return 0.0, 0.0, 1.0
     rng = np.random.default_rng(seed)
     means = np.empty(resamples)
+    done = 0
     for start in range(0, resamples, 2000):
-        n = min(2000, resamples - start)
-        idx = rng.integers(0, len(d), size=(n, len(d)))
-        means[start:start + n] = d[idx].mean(axis=1)
+        for n in _blocks(min(2000, resamples - start), len(d)):
+            idx = rng.integers(0, len(d), size=(n, len(d)))
+            means[done:done + n] = d[idx].mean(axis=1)
+            done += n
     lo, hi = np.percentile(means, [2.5, 97.5])
     centred = means - d.mean()
     p = (int((np.abs(centred) >= abs(d.mean()) - 1e-12).sum()) + 1) / (resamples + 1)
@@ -165,7 +195,11 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
     rows: list[dict] = []
     for r in others:
         for level, metric in parsed:
-            ids, xa, xb = paired_vectors(base, r, level, metric)
+            _check_metric(base, level, metric)
+            _check_metric(r, level, metric)
+            pos, pos_r = pairing(base, r, level)
+            xa = querycolumns.of(base).value(level, metric)[pos]
+            xb = querycolumns.of(r).value(level, metric)[pos_r]
             d = xb - xa
             lo, hi, _ = bootstrap_ci(d)
             rows.append({"run": r.name, "metric": f"{level}.{metric}", "n": len(d),
@@ -173,28 +207,43 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
                          "mean": float(xb.mean()) if len(d) else None, "delta": float(d.mean()) if len(d) else 0.0,
                          "ci95": (lo, hi), "p": p_value(test, xa, xb),
                          "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
-                         "mde": mde(d), "slices": _slices(base, ids, d)})
+                         "mde": mde(d), "slices": _slices(base, pos, d)})
     done = [ComparisonRow(**row, p_corrected=p, significant=p < 0.05)
             for row, p in zip(rows, correct([row["p"] for row in rows], correction))]
     return Comparison(baseline=base.name, runs=names, test=test, correction=correction, permutations=10_000,
                       warnings=warnings, rows=done, transitions={r.name: transitions(base, r) for r in others})
 
 
-def _slices(a: Result, ids: list[str], d: np.ndarray) -> dict:
-    tags = {q.id: q.tags for q in a.queries}
-    groups: dict[str, list[float]] = defaultdict(list)
-    for qid, diff in zip(ids, d):
-        for tag, value in tags[qid].items():
-            groups[f"{tag}={value}"].append(float(diff))
-    return {k: {"n": len(v), "delta": sum(v) / len(v)} for k, v in sorted(groups.items())}
+def _slices(a: Result, pos: np.ndarray, d: np.ndarray) -> dict:
+    """Mean paired difference per slice ("tag=value") over the paired queries (``pos``: their positions in a) that
+    have it; each slice's differences summed in query order."""
+    columns = querycolumns.of(a)
+    groups: dict[str, list[np.ndarray]] = defaultdict(list)
+    for tag, codes in columns.tags.items():
+        mine = codes[pos]
+        for code, value in enumerate(columns.tag_values[tag]):
+            at = np.flatnonzero(mine == code)
+            if len(at):
+                groups[f"{tag}={value}"].append(at)
+    out = {}
+    for key in sorted(groups):  # two (tag, value) pairs may read alike ("a=b", "c" and "a", "b=c"): one slice
+        at = np.sort(np.concatenate(groups[key]), kind="stable")
+        values = d[at].tolist()
+        out[key] = {"n": len(values), "delta": sum(values) / len(values)}
+    return out
 
 
 def transitions(a: Result, b: Result) -> dict:
     """Queries whose verdict changed, grouped as 'from -> to'."""
-    kinds_b = {q.id: q.verdict.kind for q in b.queries}
+    ca, cb = querycolumns.of(a), querycolumns.of(b)
+    kinds_a, kinds_b = ca.kind_of(), cb.kind_of()
+    if ca.ids == cb.ids:
+        after_of = kinds_b
+    else:
+        at_b = dict(zip(cb.ids, kinds_b))
+        after_of = [at_b.get(qid) for qid in ca.ids]
     out: dict[str, list[str]] = defaultdict(list)
-    for q in a.queries:
-        before, after = q.verdict.kind, kinds_b.get(q.id)
+    for qid, before, after in zip(ca.ids, kinds_a, after_of):
         if after is not None and before != after:
-            out[f"{before} -> {after}"].append(q.id)
+            out[f"{before} -> {after}"].append(qid)
     return dict(sorted(out.items()))

@@ -22,10 +22,13 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
+
 from .compare import compare_runs, split_metric
+from ..core import querycolumns
 from ..core.errors import InputError
 from ..core.outcomes import GateOutcome, GateResult, Rule
-from ..core.result import KINDS, QueryResult, Result, as_result
+from ..core.result import KINDS, Result, as_result
 from ..core.safeyaml import load_yaml
 
 _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
@@ -139,11 +142,6 @@ def _parse_rule(item, where: str = "") -> Rule:
     return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
 
 
-def _tag(q: QueryResult, key: str) -> str | None:
-    # YAML reads `slice: {year: 2020}` as a number; the rule's value is compared as text.
-    return q.tags.get(key)
-
-
 def _has_metric(result: Result, level: str, metric: str) -> bool:
     return metric in result.summary.means(level)
 
@@ -170,34 +168,42 @@ def rule_problems(rules: list[Rule], result: Result, baseline: Result | None = N
                                 f"{', '.join(run.summary.means(level)) or 'none'}")
         if not rule.slice:
             continue
-        queries = result.queries
+        columns = querycolumns.of(result)
         for key, value in rule.slice:
-            values = sorted({v for q in queries if (v := _tag(q, key)) is not None})
+            values = sorted(columns.tag_values.get(key, ()))
             if not values:
-                tags = sorted({t for q in queries for t in q.tags})
+                tags = sorted(columns.tags)
                 problems.append(f"{where}: slice tag {key!r} is not in this run; its tags are {', '.join(tags) or 'none'}")
             elif value not in values:
                 problems.append(f"{where}: slice {key}={value} matches no query; {key} values in this run are "
                                 f"{', '.join(values)}")
-        if not any(problem.startswith(f"{where}: slice") for problem in problems) and not _slice_rows(result, rule):
+        if not any(problem.startswith(f"{where}: slice") for problem in problems) and not _slice_mask(result, rule).any():
             problems.append(f"{where}: slice {', '.join(f'{k}={v}' for k, v in rule.slice)} matches no query")
     return problems
 
 
-def _slice_rows(result: Result, rule: Rule) -> list[QueryResult]:
-    return [q for q in result.queries if all(_tag(q, k) == v for k, v in rule.slice)]
+def _slice_mask(result: Result, rule: Rule) -> np.ndarray:
+    """Which queries are in the rule's slice (every query when it has none), read from the run's columns."""
+    columns = querycolumns.of(result)
+    mask = np.ones(len(columns), dtype=bool)
+    for key, value in rule.slice:  # YAML reads `slice: {year: 2020}` as a number; the rule's value is text
+        codes, values = columns.tags.get(key), columns.tag_values.get(key, [])
+        mask &= False if codes is None or value not in values else codes == values.index(value)
+    return mask
 
 
 def metric_value(result: Result, rule: Rule) -> tuple[float | None, int]:
     """The rule's metric over the queries the run counts at the rule's level, within the slice if the rule has
     one; None when no such query is counted. Without a slice this is the summary's mean over the same queries."""
     level, metric = rule.target.split(".", 1)
-    rows = [q for q in (_slice_rows(result, rule) if rule.slice else result.queries) if q.is_counted(level)]
-    if not rows:
+    columns = querycolumns.of(result)
+    rows = _slice_mask(result, rule) & columns.counted[level]
+    n = int(rows.sum())
+    if not n:
         return None, 0
     if not rule.slice:  # the summary's number itself (the same mask: the schema checks the counts against it)
-        return result.summary.means(level)[metric], len(rows)
-    return sum(q.value(level, metric) for q in rows) / len(rows), len(rows)
+        return result.summary.means(level)[metric], n
+    return sum(columns.value(level, metric)[rows].tolist()) / n, n  # summed in query order, as the records were
 
 
 def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | dict | None = None) -> GateOutcome:

@@ -1,0 +1,182 @@
+"""A run's per-query numbers as columns: one NumPy array per metric and level, the ``counted`` flags, the verdict
+kinds and the tags, in golden-set order, read from the records in ONE pass.
+
+compare, gate and report read these instead of the records: a large run's records are spooled
+(``core.querystore``) and every pass over them decodes 100k JSON records, while the columns take a few bytes per
+query (16 metrics x 100k queries = 13 MB). ``core.result_stream`` builds them while it loads a results.json, so
+those commands decode each record once; ``of(result)`` builds them for any other result (and keeps them on it).
+
+Nothing here decides which queries count: ``counted`` is each record's flag (``metrics.table.included``)."""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, Iterable
+
+import numpy as np
+
+LEVELS = ("doc", "chunk")
+
+
+@dataclass(frozen=True, eq=False)
+class QueryColumns:
+    source: Any = field(repr=False, compare=False)  # the ``Result.queries`` they were read from
+    ids: list[str]
+    counted: dict[str, np.ndarray]  # level -> bool per query
+    n_relevant: dict[str, np.ndarray]  # level -> int64 per query
+    ideal_offsets: np.ndarray  # query i's judged grades > 0, sorted descending (its ideal doc-level gains), are
+    ideal_values: np.ndarray  # ideal_values[ideal_offsets[i]:ideal_offsets[i + 1]]
+    values: dict[str, dict[str, np.ndarray]]  # level -> metric -> float64 per query (NaN: the record lacks it)
+    missing: dict[tuple[str, str], np.ndarray]  # (level, metric) -> which records lack it (none in a valid result)
+    kind_names: list[str]  # the verdict kinds met, in order of first appearance
+    kinds: np.ndarray  # per query, an index into ``kind_names``
+    tag_values: dict[str, list[str]]  # tag -> its values, in order of first appearance
+    tags: dict[str, np.ndarray]  # tag -> per query, an index into ``tag_values[tag]``, -1 when the query lacks it
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def value(self, level: str, metric: str) -> np.ndarray:
+        return self.values[level][metric]
+
+    def ideal(self, i: int) -> list[int]:
+        return self.ideal_values[self.ideal_offsets[i]:self.ideal_offsets[i + 1]].tolist()
+
+    def has(self, level: str, metric: str) -> np.ndarray:
+        """Which queries' records have this metric (all, in a result that passed its checks)."""
+        missing = self.missing.get((level, metric))
+        return np.ones(len(self), dtype=bool) if missing is None else ~missing
+
+    def kind_of(self) -> list[str]:
+        """Each query's verdict kind."""
+        return [self.kind_names[k] for k in self.kinds.tolist()]
+
+    def tag(self, key: str) -> list[str | None]:
+        """Each query's value of tag ``key`` (None when it has none)."""
+        if key not in self.tags:
+            return [None] * len(self)
+        values = self.tag_values[key]
+        return [values[c] if c >= 0 else None for c in self.tags[key].tolist()]
+
+    def query_tags(self) -> list[dict[str, str]]:
+        """Each query's tags as the record has them (tag order aside): for the few readers that need rows."""
+        out: list[dict[str, str]] = [{} for _ in self.ids]
+        for key, codes in self.tags.items():
+            values = self.tag_values[key]
+            for i in np.flatnonzero(codes >= 0).tolist():
+                out[i][key] = values[codes[i]]
+        return out
+
+
+class ColumnsBuilder:
+    """Records added one at a time (``add``), then ``build``. ``names``: level -> the metric names to keep (the
+    summary's)."""
+
+    def __init__(self, names: dict[str, Iterable[str]]):
+        self._ids: list[str] = []
+        self._names = {level: list(names.get(level, ())) for level in LEVELS}
+        # a level's values row by row in one flat array (one C call a query, not one per metric)
+        self._get = {level: (itemgetter(*ns) if len(ns) > 1 else (lambda m, n=ns[0]: (m[n],)) if ns else
+                             (lambda m: ())) for level, ns in self._names.items()}
+        self._flat = {level: array("d") for level in LEVELS}
+        self._missing: dict[tuple[str, str], list[int]] = {}  # (level, metric) -> queries whose record lacks it
+        self._counted = {level: array("b") for level in LEVELS}
+        self._n_relevant = {level: array("q") for level in LEVELS}
+        self._ideal_lengths, self._ideal = array("q"), array("q")
+        self._kind_code: dict[str, int] = {}
+        self._kinds = array("b")
+        self._tag_code: dict[str, dict[str, int]] = {}
+        self._tags: dict[str, array] = {}
+
+    def add(self, q: Any) -> None:
+        i = len(self._ids)
+        self._ids.append(q.id)
+        counted = q.counted
+        self._counted["doc"].append(counted.doc)
+        self._counted["chunk"].append(counted.chunk)
+        # (absent from the partial records ``api.compare`` makes of metric tables: zeros and no gold there)
+        n_relevant = getattr(q, "n_relevant", None)
+        self._n_relevant["doc"].append(n_relevant.doc if n_relevant is not None else 0)
+        self._n_relevant["chunk"].append(n_relevant.chunk if n_relevant is not None else 0)
+        ideal = sorted((g.grade for g in getattr(q, "gold", None) or () if g.grade > 0), reverse=True)
+        self._ideal.extend(ideal)
+        self._ideal_lengths.append(len(ideal))
+        for level in LEVELS:
+            metrics = getattr(q.metrics, level)
+            try:
+                self._flat[level].extend(self._get[level](metrics))
+            except KeyError:  # a record without one of the summary's metrics (refused by the checks): NaN there
+                for name in self._names[level]:
+                    if name not in metrics:
+                        self._missing.setdefault((level, name), []).append(i)
+                self._flat[level].extend(metrics.get(name, float("nan")) for name in self._names[level])
+        self._kinds.append(self._kind_code.setdefault(q.verdict.kind, len(self._kind_code)))
+        if q.tags or self._tags:
+            self._add_tags(i, q.tags)
+
+    def _add_tags(self, i: int, tags: dict[str, str]) -> None:
+        for key, value in tags.items():
+            codes = self._tag_code.get(key)
+            if codes is None:
+                codes = self._tag_code[key] = {}
+                self._tags[key] = array("i", [-1]) * i
+            self._tags[key].append(codes.setdefault(value, len(codes)))
+        for column in self._tags.values():  # the tags this query lacks
+            if len(column) == i:
+                column.append(-1)
+
+    def build(self, source: Any) -> QueryColumns:
+        n = len(self._ids)
+        values = {}
+        for level, names in self._names.items():
+            table = np.array(self._flat[level], dtype=np.float64).reshape(n, len(names)) if names else None
+            values[level] = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(names)}
+        missing = {}
+        for key, at in self._missing.items():
+            missing[key] = np.zeros(n, dtype=bool)
+            missing[key][at] = True
+        return QueryColumns(
+            source=source, ids=self._ids,
+            counted={level: np.array(col, dtype=np.int8).astype(bool) for level, col in self._counted.items()},
+            n_relevant={level: np.array(col, dtype=np.int64) for level, col in self._n_relevant.items()},
+            ideal_offsets=np.concatenate([[0], np.cumsum(np.array(self._ideal_lengths, dtype=np.int64))]).astype(
+                np.int64), ideal_values=np.array(self._ideal, dtype=np.int64),
+            values=values, missing=missing,
+            kind_names=list(self._kind_code), kinds=np.asarray(self._kinds, dtype=np.int16),
+            tag_values={key: list(codes) for key, codes in self._tag_code.items()},
+            tags={key: np.asarray(col, dtype=np.int32) for key, col in self._tags.items()})
+
+
+def builder_for(summary: Any) -> ColumnsBuilder:
+    """A builder keeping every metric of the summary (``core.result.Summary``)."""
+    return ColumnsBuilder({level: list(summary.means(level)) for level in LEVELS})
+
+
+class Cache:
+    """Where a Result keeps its columns once read (its private ``_columns``). They are derived from its records,
+    not part of its value: any two caches compare equal (pydantic compares private attributes in ``==``)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self) -> None:
+        self.columns: QueryColumns | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cache)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def of(result: Any) -> QueryColumns:
+    """The columns of ``result`` (a ``core.result.Result``): those it was loaded with, else read in one pass over
+    its records and kept on it (a copy with other records reads its own)."""
+    cache = result._columns
+    if cache.columns is not None and cache.columns.source is result.queries:
+        return cache.columns
+    builder = builder_for(result.summary)
+    for q in result.queries:
+        builder.add(q)
+    cache.columns = builder.build(result.queries)
+    return cache.columns
