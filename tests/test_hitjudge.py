@@ -98,3 +98,22 @@ def test_empty_run_and_no_judgments():
     assert [b.num_rows for b in store.batches()] == [0]
     assert [(q, f.tolist()) for q, f in store.relevance()] == [("q", [])]
     assert "".join(Run("r", table).trec_lines("doc")) == ""
+
+
+@pytest.mark.parametrize("read_rows", [65_536, 7])
+def test_a_saved_runs_relevance_and_doc_gains_read_back(tmp_path, monkeypatch, read_rows):
+    """hits.parquet read back (``ParquetHits``, what report and compare use on a loaded results.json), a batch of
+    whole queries at a time: with 7-row reads every query of more than a few hits is cut across reads."""
+    from harness.io import hitsfile
+
+    monkeypatch.setattr(hitsfile, "READ_ROWS", read_rows)
+    objects, columns = _run(6, n_queries=400)
+    hitsfile.write_hits(tmp_path / "hits.parquet", columns)
+    saved = hitsfile.ParquetHits(tmp_path / "hits.parquet")
+    answered = [r.query_id for r in objects.lists if r.hits]  # a query with no hit has no row in the file
+    assert [q for q, _ in saved.relevance()] == answered
+    want = {q: f.tolist() for q, f in objects.relevance()}
+    assert all(f.tolist() == want[q] for q, f in saved.relevance())
+    want = {q: g.tolist() for q, g in objects.doc_gains()}
+    got = list(saved.doc_gains())
+    assert [q for q, _ in got] == answered and all(g.tolist() == want[q] for q, g in got)

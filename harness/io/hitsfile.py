@@ -17,8 +17,10 @@ from ..core.hitjudge import BATCH_QUERIES, JudgedTable  # BATCH_QUERIES: queries
 from ..core.hittable import HitTable
 from ..core.records import HitRecord
 from ..core.types import Chunk, RankedList, best_hits
+from .trec_blocks import numpy_of
 
 HITS_FILE = "hits.parquet"
+READ_ROWS = 65_536  # hits.parquet rows read at a time (arrow's default batch)
 CHUNKS_FILE = "chunks.parquet"
 BATCH_CHUNKS = 20_000  # chunks per row group of chunks.parquet
 
@@ -217,37 +219,59 @@ class ParquetHits:
 
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
         """(query id, relevant flags in rank order) per query, streamed over the row groups."""
-        for query_id, (relevant,) in self._grouped(["relevant"]):
-            yield query_id, relevant.astype(bool)
+        for ids, lengths, (relevant,) in self._whole_queries(["relevant"]):
+            flags = relevant.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+            yield from zip(ids, np.split(flags, np.cumsum(lengths)[:-1]))
 
     def doc_gains(self) -> Iterator[tuple[str, np.ndarray]]:
-        """(query id, the grades of its documents at their best chunk in rank order, negatives and unjudged as 0)."""
-        for query_id, (docs, grades) in self._grouped(["doc_id", "grade"]):
-            _, first = np.unique(docs, return_index=True)
-            first.sort()
-            yield query_id, np.maximum(np.nan_to_num(grades[first].astype(float)), 0).astype(np.int64)
-
-    def _grouped(self, columns: list[str]) -> Iterator[tuple[str, list[np.ndarray]]]:
-        """(query id, its rows' ``columns`` in rank order) per query, streamed over the row groups (a query's rows
-        are written together, in rank order)."""
+        """(query id, the grades of its documents at their best chunk in rank order, negatives and unjudged as 0):
+        each document's first row in its query found for a batch of queries at once (its doc ids as codes)."""
         import pyarrow.compute as pc
+
+        for ids, lengths, (docs, grades) in self._whole_queries(["doc_id", "grade"]):
+            encoded = pc.dictionary_encode(docs)
+            codes = numpy_of(encoded.indices).astype(np.int64)
+            local = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
+            _, first = np.unique(local * max(len(encoded.dictionary), 1) + codes, return_index=True)
+            keep = np.zeros(len(codes), dtype=bool)
+            keep[first] = True
+            gains = np.maximum(np.nan_to_num(numpy_of(grades.fill_null(0)).astype(float)), 0).astype(np.int64)
+            counts = np.bincount(local[keep], minlength=len(ids))
+            yield from zip(ids, np.split(gains[keep], np.cumsum(counts)[:-1]))
+
+    def _whole_queries(self, columns: list[str]) -> Iterator[tuple[list[str], np.ndarray, list]]:
+        """(query ids, their row counts, each of ``columns`` as an arrow array) for batches of whole queries,
+        streamed over the file (a query's rows are written together, in rank order; the last query of a batch is
+        carried into the next, where it may go on)."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        current, parts = None, []
+        carried = None
         for batch in pq.ParquetFile(self._file(self.hits_path, "the hits")).iter_batches(
-                columns=["query_id", *columns]):
-            ids, n = batch.column(0), batch.num_rows
-            values = [batch.column(i + 1).to_numpy(zero_copy_only=False) for i in range(len(columns))]
-            changes = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False) if n > 1 else []
-            cuts = [0, *(np.flatnonzero(changes) + 1).tolist(), n]
-            for a, b in zip(cuts, cuts[1:]):
-                if a == b:
-                    continue
-                query_id = ids[a].as_py()
-                if query_id != current:
-                    if current is not None:
-                        yield current, [np.concatenate(p) for p in zip(*parts)]
-                    current, parts = query_id, []
-                parts.append([v[a:b] for v in values])
-        if current is not None:
-            yield current, [np.concatenate(p) for p in zip(*parts)]
+                batch_size=READ_ROWS, columns=["query_id", *columns]):
+            table = pa.Table.from_batches([batch])
+            table = table if carried is None else pa.concat_tables([carried, table])
+            changes = np.flatnonzero(_changes(table.column(0).combine_chunks())) + 1
+            tail = int(changes[-1]) if len(changes) else 0  # where the batch's last query starts
+            if tail:
+                yield _queries_of(table.slice(0, tail))
+            carried = table.slice(tail)
+        if carried is not None and carried.num_rows:
+            yield _queries_of(carried)
+
+
+def _changes(ids) -> np.ndarray:
+    """(n - 1,) bool: row i + 1's query is not row i's."""
+    import pyarrow.compute as pc
+
+    n = len(ids)
+    return pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False) if n > 1 else \
+        np.zeros(0, dtype=bool)
+
+
+def _queries_of(table) -> tuple[list[str], np.ndarray, list]:
+    ids, n = table.column(0).combine_chunks(), table.num_rows
+    starts = np.concatenate([[0], np.flatnonzero(_changes(ids)) + 1])
+    lengths = np.diff(np.append(starts, n))
+    columns = [table.column(i).combine_chunks() for i in range(1, table.num_columns)]
+    return ids.take(starts).to_pylist(), lengths, columns
