@@ -98,6 +98,17 @@ def test_ids_that_do_not_pack(tmp_path, small_blocks, where):
     assert_same_table(streamed.evaluate_files(qrels, run, METRICS), _whole(qrels, run))
 
 
+def test_a_long_id_late_in_the_run(tmp_path, small_blocks):
+    """Batches already scored packed when a doc id that does not pack comes: the run is scored again as strings."""
+    rng = np.random.default_rng(7)
+    queries = [f"q{i}" for i in range(200)]
+    lines = _run_lines(rng, queries)
+    lines[-1] = lines[-1].split()[0] + " Q0 a-document-id-of-many-bytes 99 0.001 run\n"
+    judged = _qrels_lines(rng, queries) + [lines[-1].split()[0] + " 0 a-document-id-of-many-bytes 1\n"]
+    qrels, run = _write(tmp_path, lines, judged)
+    assert_same_table(streamed.evaluate_files(qrels, run, METRICS), _whole(qrels, run))
+
+
 def test_long_query_ids_and_gzip(tmp_path, small_blocks):
     """Query ids longer than 8 bytes are looked up by name; a gzip run is read the same way."""
     rng = np.random.default_rng(4)
