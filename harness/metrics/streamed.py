@@ -1,6 +1,6 @@
 """``harness eval`` of TREC files as the run is read: each batch of whole queries (``io.run_batches``) is joined to
 its judgments and scored (``engine.evaluate_parts``), then dropped. Memory holds the qrels, a few numbers a query
-and one batch of the run, never the whole run: a 1M-query run is evaluated in the memory of a 10k-query one.
+and a few blocks of the run, never the whole run: a 100M-line run takes about the memory of a 10M-line one.
 
 Same numbers as reading the run whole (``engine.evaluate``): the kernels work query by query, and a batch's doc
 codes compare as the ids do (``run_batches.Coded``). The whole read remains for what this path declines (see
