@@ -76,7 +76,7 @@ class JudgedTable:
         t, keys = self.table, self._judgments()
         lo, hi, lengths = t.span(start, stop)
         rows = np.repeat(np.arange(start, stop, dtype=np.int64), lengths)
-        rank = np.arange(1, hi - lo + 1, dtype=np.int64) - np.repeat(t.offsets[start:stop] - lo, lengths)
+        rank = t.ranks(start, stop)
         chunk = t.chunk[lo:hi]
         relevant, _ = _lookup(rows * keys["n_chunks"] + chunk, keys["relevant"])
         _, doc_of_chunk = t.doc_index()

@@ -82,9 +82,11 @@ class HitTable(Sequence[RankedList]):
     def n_hits(self) -> int:
         return len(self.chunk)
 
-    def ranks(self) -> np.ndarray:
-        """(n,) int64: each hit's rank, 1..n within its query."""
-        return np.arange(1, self.n_hits + 1, dtype=np.int64) - np.repeat(self.offsets[:-1], self.lengths)
+    def ranks(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """(hits of queries ``start:stop``,) int64: each hit's rank, 1.. within its query."""
+        stop = len(self) if stop is None else stop
+        lo, hi, lengths = self.span(start, stop)
+        return np.arange(1, hi - lo + 1, dtype=np.int64) - np.repeat(self.offsets[start:stop] - lo, lengths)
 
     def row_of_hit(self) -> np.ndarray:
         """(n,) int64: each hit's query row."""

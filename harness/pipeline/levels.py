@@ -144,7 +144,7 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
             codes, scores, cut = table.chunk[lo:hi], table.scores[lo:hi], np.minimum(k[start:stop], lengths)
             if item_of_chunk is not None:
                 docs, keep = item_of_chunk[codes], table.best_per_doc(start, stop)
-                rank = np.arange(1, hi - lo + 1) - np.repeat(_offsets(lengths)[:-1], lengths)
+                rank = table.ranks(start, stop)
                 in_window = rank[keep] <= np.repeat(k[start:stop], lengths)[keep]
                 codes, scores, local = docs[keep], scores[keep], local[keep]
                 lengths = np.bincount(local, minlength=stop - start).astype(np.int64)
