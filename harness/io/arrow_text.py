@@ -90,3 +90,12 @@ def indices_of(encoded) -> np.ndarray:
 def dictionary_of(encoded):
     pa = arrow()[0]
     return encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
+
+
+def sorted_positions(dictionary) -> np.ndarray:
+    """Each entry's position when the dictionary (distinct strings) is sorted. Arrow orders strings byte-wise, which
+    for UTF-8 is Python's (and trec_eval's) order."""
+    order = numpy_of(arrow()[1].sort_indices(dictionary))
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    return position

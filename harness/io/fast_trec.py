@@ -24,7 +24,7 @@ from ..core.runtable import ColumnarRun, Qrels, _offsets
 from ..core.textfile import open_binary
 from . import packed_ids
 from .arrow_text import (Declined, arrow, arrow_source, check_ids, csv_options, delimiter_of, dictionary_of,
-                         filler_type, has_empty, indices_of)
+                         filler_type, has_empty, indices_of, sorted_positions)
 from .run_stream import LongIds, Streamed, stream_run
 from .trec_blocks import line_blocks, memory_pool, numpy_of, one_chunk, only_delimiter_separates, uint64_array
 
@@ -87,16 +87,6 @@ def _qrels_table(path: Path):
     return table
 
 
-def _positions(dictionary) -> np.ndarray:
-    """Each entry's position when the dictionary is sorted. Arrow orders strings byte-wise, which for UTF-8 is
-    Python's (and trec_eval's) order."""
-    pc = arrow()[1]
-    order = numpy_of(pc.sort_indices(dictionary))
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    return position
-
-
 def _objects(array) -> np.ndarray:
     return np.array(array.to_pylist(), dtype=object)  # not to_numpy: see trec_blocks.numpy_of
 
@@ -117,8 +107,8 @@ def _shared_vocab(columns: Sequence, meanwhile: Sequence[Callable] = ()):
     dictionary = dictionary_of(encoded)
     check_ids(dictionary, first_column=False)
     codes = indices_of(encoded)
-    return (_objects(dictionary), _positions(dictionary), np.split(codes, np.cumsum([len(c) for c in columns])[:-1]),
-            others)
+    return (_objects(dictionary), sorted_positions(dictionary),
+            np.split(codes, np.cumsum([len(c) for c in columns])[:-1]), others)
 
 
 def _queries(column):
@@ -143,7 +133,7 @@ def _columnar_run(run: Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) -
         return ColumnarRun(query_ids, np.concatenate([[0], starts, [len(qcodes)]]).astype(np.int64), doc_vocab,
                            doc_codes, scores, ranks, doc_order)
     else:  # interleaved queries: grouped, in sorted order of query id, each keeping its file order
-        position = _positions(dictionary)
+        position = sorted_positions(dictionary)
         query_ids = np.empty(len(position), dtype=object)
         query_ids[position] = _objects(dictionary)
         qcodes = position[qcodes]
@@ -210,7 +200,7 @@ def _vocab_and_order(run: Streamed) -> tuple[np.ndarray, np.ndarray]:
         if run.keys is not None:
             order = pool.submit(packed_ids.sorted_positions, run.keys)
         else:
-            order = pool.submit(_positions, run.docs)
+            order = pool.submit(sorted_positions, run.docs)
         check_ids(run.docs, first_column=False)
         vocab = _objects(run.docs)
         return vocab, order.result()

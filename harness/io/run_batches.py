@@ -19,7 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from . import packed_ids
-from .arrow_text import Declined, arrow, check_ids, dictionary_of, indices_of
+from .arrow_text import Declined, arrow, check_ids, dictionary_of, indices_of, sorted_positions
 from .run_stream import parsed_blocks
 from .trec_blocks import numpy_of
 
@@ -137,9 +137,7 @@ def coded(docs, judged) -> Coded:
     encoded = pc.dictionary_encode(pa.chunked_array([judged, docs]))
     codes, vocab = indices_of(encoded), dictionary_of(encoded)
     check_ids(vocab, first_column=False)
-    order = np.empty(len(vocab), dtype=np.int64)
-    order[numpy_of(pc.sort_indices(vocab))] = np.arange(len(vocab))
-    return Coded(vocab, codes[len(judged):], codes[:len(judged)], order)
+    return Coded(vocab, codes[len(judged):], codes[:len(judged)], sorted_positions(vocab))
 
 
 def _coded_keys(docs: np.ndarray, judged: np.ndarray) -> Coded:
