@@ -62,7 +62,7 @@ def _before(against: Optional[Path]):
     if against is None:
         return None
     if against.suffix == ".json":  # a run's results.json: the fingerprints of the documents it judged
-        from .core.result import load_result
+        from .core.result_load import load_result
 
         return Before(fingerprints=load_result(against).goldset.judged_documents)
     if not against.exists():
@@ -164,7 +164,7 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
 
     Example: harness goldset pool reports/demo-bm25/results.json --depth 10 -o to_judge.csv
     """
-    from .core.result import load_result
+    from .core.result_load import load_result
     from .goldset import pool as pooling
     from .goldset.sources import read_corpus
 
@@ -238,7 +238,7 @@ def stats(gold: Path = typer.Argument(..., help="the golden set"),
         raise InputError(f"--metric: give one metric for the detectable effect, got {len(metric)}")
     summary = goldset_stats(read_gold(gold))
     if results is not None:
-        from .core.result import load_result
+        from .core.result_load import load_result
 
         summary["power"] = detectable_effect(load_result(results), metric[0] if metric else None)
     if fmt.value == "json":

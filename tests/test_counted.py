@@ -20,7 +20,8 @@ import pytest
 from clihelp import DEMO, harness
 from conftest import ROOT
 from harness.config.schema import parse_config
-from harness.core.result import LEVELS, Result, load_result
+from harness.core.result import LEVELS, Result
+from harness.core.result_load import load_result
 from harness.pipeline.assemble import run_experiment
 from harness.pipeline.sweep import build_leaderboard
 from harness.render.html import render

@@ -143,7 +143,7 @@ def test_report_md_worst_queries_show_the_evidence(demo):
 
 
 def test_png_plots_beside_the_report_and_curves_match_the_summary(demo):
-    from harness.core.result import load_result
+    from harness.core.result_load import load_result
     from harness.render.plots import curves, ndcg_curve
 
     folder = demo / "demo-bm25"

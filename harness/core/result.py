@@ -12,8 +12,6 @@ is refused with one located line per problem instead of reaching a renderer. The
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
@@ -383,55 +381,6 @@ def _validated(data: Any) -> tuple[Result | None, list[str]]:
     except ValidationError as exc:
         return None, [located(Result, err) for err in exc.errors()]
     return model, consistency_problems(model)
-
-
-def load_result(path: Path) -> Result:
-    """Read and validate a results.json."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: results file not found")
-    from .result_stream import read
-
-    # A large run's layout (one record a line) is read a record at a time, in bounded memory; anything else whole.
-    result = read(path, Result, QueryResult)
-    if result is None:
-        result = _whole(path)
-    if result.hits_kept == "selected" and result.hits_file:  # the hits not kept here are read from beside it
-        from ..io.hitsfile import ParquetHits
-        result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
-                                            path.parent / result.chunks_file if result.chunks_file else None))
-    return result
-
-
-def _whole(path: Path) -> Result:
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}): a results.json written by harness run?") from None
-    result = _parsed(text)
-    if result is None:  # not valid as it is: read again the slow way, which locates every problem
-        result = Result.from_dict(_json(text, path), str(path))
-    return result
-
-
-def _parsed(text: str) -> "Result | None":
-    """The Result of a valid results.json, parsed and validated in one pass by pydantic's own JSON reader (several
-    times faster than ``json.loads`` and validating the objects); None when anything is wrong with it."""
-    try:
-        model = Result.model_validate_json(text)
-    except (ValidationError, ValueError, RecursionError):
-        return None
-    return None if consistency_problems(model) else model
-
-
-def _json(text: str, path: Path) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno}): a truncated or "
-                         f"hand-edited results.json?") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply: not a results.json written by harness run") from None
 
 
 def as_result(value: Result | dict, where: str = "results.json") -> Result:

@@ -9,7 +9,7 @@ indented records, a hand-edited file) is not this module's: ``read`` returns Non
 document, which locates every problem. A bad record line here is reported the same way (``queries.3.hits.0.rank:
 ...``), every one of them, with the head's problems.
 
-The result and record models are passed in (``core.result`` imports this module lazily)."""
+The result and record models are passed in by ``core.result_load``, the one caller."""
 
 from __future__ import annotations
 
