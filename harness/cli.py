@@ -303,7 +303,10 @@ app.add_typer(goldset_app, name="goldset")
 
 
 def main() -> None:
+    from .core.heap import return_large_frees
+
     _install_signal_handlers()
+    return_large_frees()
     run_app(app)
 
 

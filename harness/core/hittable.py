@@ -14,6 +14,7 @@ from typing import Iterator, Sequence, overload
 
 import numpy as np
 
+from .spilled import SpilledColumn
 from .types import Chunk, Hit, RankedList
 
 
@@ -30,8 +31,8 @@ class HitTable(Sequence[RankedList]):
 
     query_ids: np.ndarray  # (Q,) object
     offsets: np.ndarray  # (Q+1,) int64
-    chunk: np.ndarray  # (n,) int32 (int64 past 2**31 chunks)
-    scores: np.ndarray  # (n,) float64: a retriever's score as given (placed hits carry Python floats)
+    chunk: np.ndarray  # (n,) int32 (int64 past 2**31 chunks); a SpilledColumn in a large run: read by slices
+    scores: np.ndarray  # (n,) float64: a retriever's score as given (placed hits carry Python floats); same
     chunks: Sequence[Chunk]  # the run's chunks: the corpus's, then those adopted for hits' own spans
     _columns: dict = field(default_factory=dict, repr=False, compare=False)  # derived arrays, made once
 
@@ -149,18 +150,26 @@ class HitTable(Sequence[RankedList]):
         return self._columns[name]
 
 
+SPILL_HITS = 1 << 20  # hits a run holds in memory; past this its hit columns go to a temp file (core.spilled)
+
+
 class HitTableBuilder:
     """Collects placed ranked lists batch by batch; each batch becomes arrays at once, so no ``Hit`` object outlives
     its batch. Chunk indices follow ``chunks`` and then the chunks adopted for hits' spans, in adoption order
-    (``added``), which is the order ``Retrieved.chunks`` lists them in."""
+    (``added``), which is the order ``Retrieved.chunks`` lists them in. Once the run holds more than ``spill_hits``
+    hits (``SPILL_HITS``), they and every later batch's are appended to temp files instead (``SpilledColumn``): a
+    large run's memory no longer grows by 12 bytes a hit, and the table is never concatenated in memory."""
 
-    def __init__(self, chunks: Sequence[Chunk]):
+    def __init__(self, chunks: Sequence[Chunk], spill_hits: int | None = None):
         self._index = {c.chunk_id: i for i, c in enumerate(chunks)}
         self._n_corpus = len(chunks)
+        self._spill_hits = SPILL_HITS if spill_hits is None else spill_hits
         self._ids: list[str] = []
         self._lengths: list[np.ndarray] = []
         self._chunk: list[np.ndarray] = []
         self._scores: list[np.ndarray] = []
+        self._held = 0  # hits in self._chunk / self._scores
+        self._spilled: tuple[SpilledColumn, SpilledColumn] | None = None
 
     def added(self, chunks: Sequence[Chunk]) -> None:
         """Chunks adopted since the last call, in adoption order (their indices follow the corpus's)."""
@@ -175,13 +184,31 @@ class HitTableBuilder:
         codes = np.fromiter((index[h.chunk_id] for r in lists for h in r.hits), dtype=np.int64, count=n)
         self._chunk.append(codes.astype(np.int32) if len(index) < 2**31 else codes)
         self._scores.append(np.fromiter((h.score for r in lists for h in r.hits), dtype=np.float64, count=n))
+        self._held += n
+        if self._spilled is not None or self._held > self._spill_hits:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._spilled is None:  # int32 indices unless the corpus is near 2**31 (adopted chunks come after it)
+            self._spilled = (SpilledColumn(np.int32 if self._n_corpus < 2**30 else np.int64),
+                             SpilledColumn(np.float64))
+        chunk, scores = self._spilled
+        for part in self._chunk:
+            if part.dtype.itemsize > chunk.dtype.itemsize and len(part) and int(part.max()) >= 2**31:
+                raise OverflowError("more than 2**31 chunks in a run spilled with 32-bit chunk indices")
+            chunk.append(part)
+        for part in self._scores:
+            scores.append(part)
+        self._chunk, self._scores, self._held = [], [], 0
 
     def build(self, chunks: Sequence[Chunk]) -> HitTable:
         """The table over ``chunks``: the corpus's chunks, then every adopted one (as given to ``added``)."""
         assert len(chunks) == len(self._index), "every adopted chunk must be passed to added() in order"
+        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
+        query_ids = np.array(self._ids, dtype=object)
+        if self._spilled is not None:
+            return HitTable(query_ids, _offsets(lengths), *self._spilled, tuple(chunks))
         dtype = np.int32 if len(chunks) < 2**31 else np.int64
         chunk = np.concatenate(self._chunk).astype(dtype, copy=False) if self._chunk else np.zeros(0, dtype)
-        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
         scores = np.concatenate(self._scores) if self._scores else np.zeros(0, np.float64)
-        return HitTable(np.array(self._ids, dtype=object), _offsets(lengths), chunk, scores,
-                        tuple(chunks))
+        return HitTable(query_ids, _offsets(lengths), chunk, scores, tuple(chunks))

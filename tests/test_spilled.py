@@ -1,0 +1,122 @@
+"""Hit columns spilled to a temp file (core/spilled.SpilledColumn, HitTableBuilder past SPILL_HITS) read back as the
+in-memory columns they replace: every slice, every ranked list, every derived column, and a whole run's outputs."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from harness.core import hittable
+from harness.core.hittable import HitTableBuilder
+from harness.core.spilled import SpilledColumn
+from test_hittable import _chunks, _lists
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_slices_read_back_what_was_appended(dtype):
+    rng = np.random.default_rng(3)
+    parts = [rng.integers(-2**30, 2**30, size=n).astype(dtype) for n in (0, 1, 7, 4096, 3, 0, 100_000)]
+    column, whole = SpilledColumn(dtype), np.concatenate(parts)
+    for part in parts:
+        column.append(part)
+    assert len(column) == len(whole) and column.shape == whole.shape and column.dtype == whole.dtype
+    assert column.nbytes == whole.nbytes
+    for lo, hi in [(0, len(whole)), (0, 0), (5, 6), (7, 8), (4000, 4200), (len(whole) - 3, len(whole)),
+                   (len(whole), len(whole) + 5), (-10, None), (None, -99_990), (10, 5)]:
+        got = column[lo:hi]
+        assert got.dtype == whole.dtype and np.array_equal(got, whole[lo:hi]), (lo, hi)
+    assert np.array_equal(np.asarray(column), whole) and column.tolist() == whole.tolist()
+    got = column[3:9]
+    got[0] = 1  # a fresh, writable array: the file is not changed
+    assert column[3:4][0] == whole[3]
+
+
+def test_only_contiguous_slices():
+    column = SpilledColumn(np.int32)
+    column.append(np.arange(10, dtype=np.int32))
+    for key in (3, slice(0, 10, 2), [1, 2], np.array([True] * 10)):
+        with pytest.raises(TypeError):
+            column[key]
+
+
+def test_appended_values_take_the_columns_dtype():
+    column = SpilledColumn(np.int32)
+    column.append(np.array([1, 2, 3], dtype=np.int64))
+    column.append([4.0])
+    assert column[0:4].tolist() == [1, 2, 3, 4] and column[0:4].dtype == np.int32
+
+
+@pytest.mark.parametrize("spill_hits", [0, 5, 40])
+@pytest.mark.parametrize("seed", range(8))
+def test_spilled_table_equals_the_table_in_memory(seed, spill_hits):
+    """Spilled from the first hit, or from a later batch (the batches held so far are written first)."""
+    rng = random.Random(seed)
+    chunks = _chunks(rng, rng.randint(1, 12))
+    lists = _lists(rng, chunks, rng.randint(1, 30), depth=rng.randint(1, 9))
+    tables = []
+    for limit in (1 << 40, spill_hits):
+        builder = HitTableBuilder(chunks, spill_hits=limit)
+        for i in range(0, len(lists), 4):
+            builder.add(lists[i:i + 4])
+        tables.append(builder.build(chunks))
+    memory, spilled = tables
+    assert isinstance(memory.chunk, np.ndarray)
+    assert isinstance(spilled.chunk, SpilledColumn) == (memory.n_hits > spill_hits)
+    assert list(spilled) == list(memory) == lists and spilled[-1] == lists[-1] and spilled[1:3] == lists[1:3]
+    assert spilled.n_hits == memory.n_hits and np.array_equal(spilled.offsets, memory.offsets)
+    assert np.array_equal(np.asarray(spilled.chunk), memory.chunk) and spilled.chunk.dtype == memory.chunk.dtype
+    assert np.array_equal(np.asarray(spilled.scores), memory.scores)
+    for start in range(len(lists)):
+        stop = rng.randint(start, len(lists))
+        assert np.array_equal(spilled.ranks(start, stop), memory.ranks(start, stop))
+        assert np.array_equal(spilled.best_per_doc(start, stop), memory.best_per_doc(start, stop))
+    for level in ("doc", "chunk"):
+        assert list(spilled.trec_blocks(level, "t", batch=3)) == list(memory.trec_blocks(level, "t", batch=3))
+
+
+def _outputs(folder):
+    result = json.loads((folder / "results.json").read_text())
+    for key in ("created_at", "timings", "latency"):
+        result.pop(key, None)
+    files = {name: (folder / name).read_bytes() for name in ("run.trec", "run.chunks.trec", "per_query.csv")}
+    return result, files, pq.read_table(folder / "hits.parquet")
+
+
+@pytest.mark.parametrize("cutoff", ["{k: 3}", "{token_budget: 40, tokenizer: words}"])
+def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff):
+    """The demo with every hit spilled (SPILL_HITS 0) and held (the default for so small a run): results.json
+    (metrics, verdicts, counts, kept hits), per_query.csv, both TREC files and hits.parquet are the same."""
+    from clihelp import demo_config
+    from harness import api
+
+    config = demo_config(tmp_path, cutoff=cutoff, depth=100)
+    api.run(config, out=tmp_path / "held")
+    monkeypatch.setattr(hittable, "SPILL_HITS", 0)
+    spilled = []
+    real = hittable.HitTableBuilder.build
+    monkeypatch.setattr(hittable.HitTableBuilder, "build",
+                        lambda self, chunks: spilled.append(real(self, chunks)) or spilled[-1])
+    api.run(config, out=tmp_path / "spilled")
+    assert spilled and isinstance(spilled[0].chunk, SpilledColumn)
+    held, spilled_out = _outputs(tmp_path / "held"), _outputs(tmp_path / "spilled")
+    assert held[0] == spilled_out[0] and held[1] == spilled_out[1] and held[2].equals(spilled_out[2])
+
+
+def test_the_command_line_fixes_mallocs_mmap_threshold():
+    """cli.main sets glibc's mmap threshold (core/heap.py); a user's MALLOC_MMAP_THRESHOLD_ is left to glibc."""
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    code = "from harness.core.heap import return_large_frees as f; print(f())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    run = lambda extra: subprocess.run([sys.executable, "-c", code], env={**env, **extra}, capture_output=True,
+                                       text=True, check=True).stdout.strip()
+    assert run({}) == "True" and run({"MALLOC_MMAP_THRESHOLD_": "65536"}) == "False"
