@@ -78,21 +78,50 @@ def test_spilled_table_equals_the_table_in_memory(seed, spill_hits):
         assert list(spilled.trec_blocks(level, "t", batch=3)) == list(memory.trec_blocks(level, "t", batch=3))
 
 
+@pytest.mark.parametrize("batch", [1, 3, 1000])
+@pytest.mark.parametrize("seed", range(6))
+def test_chunks_in_order_of_first_appearance(seed, batch, monkeypatch):
+    """hitjudge.JudgedTable.chunk_indices (which chunks.parquet lists), a batch of queries at a time, spilled or not."""
+    from harness.core import hitjudge
+
+    monkeypatch.setattr(hitjudge, "BATCH_QUERIES", batch)
+    rng = random.Random(seed)
+    chunks = _chunks(rng, rng.randint(1, 12))
+    lists = _lists(rng, chunks, rng.randint(0, 30), depth=rng.randint(1, 9))
+    index = {c.chunk_id: i for i, c in enumerate(chunks)}
+    expected = list(dict.fromkeys(index[h.chunk_id] for r in lists for h in r.hits))
+    for limit in (1 << 40, 0):
+        builder = HitTableBuilder(chunks, spill_hits=limit)
+        builder.add(lists)
+        table = builder.build(chunks)
+        judged = hitjudge.JudgedTable(table, {}, {}, np.zeros(len(lists), dtype=np.int64))
+        got = judged.chunk_indices()
+        assert got.tolist() == expected and got.dtype == np.int32
+
+
 def _outputs(folder):
     result = json.loads((folder / "results.json").read_text())
     for key in ("created_at", "timings", "latency"):
         result.pop(key, None)
     files = {name: (folder / name).read_bytes() for name in ("run.trec", "run.chunks.trec", "per_query.csv")}
-    return result, files, pq.read_table(folder / "hits.parquet")
+    parquet = [pq.read_table(folder / name) for name in ("hits.parquet", "chunks.parquet") if (folder / name).exists()]
+    return result, files, parquet
 
 
+@pytest.mark.parametrize("kept", [None, 0])
 @pytest.mark.parametrize("cutoff", ["{k: 3}", "{token_budget: 40, tokenizer: words}"])
-def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff):
+def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff, kept):
     """The demo with every hit spilled (SPILL_HITS 0) and held (the default for so small a run): results.json
-    (metrics, verdicts, counts, kept hits), per_query.csv, both TREC files and hits.parquet are the same."""
+    (metrics, verdicts, counts, kept hits), per_query.csv, both TREC files and hits.parquet are the same; also as a
+    large run writes them (``kept`` 0: hits of a selection of queries kept, chunks.parquet written), judged 7
+    queries at a time."""
     from clihelp import demo_config
     from harness import api
+    from harness.core import hitjudge, selection
 
+    monkeypatch.setattr(hitjudge, "BATCH_QUERIES", 7)
+    if kept is not None:
+        monkeypatch.setattr(selection, "KEEP_ALL_HITS_UP_TO", kept)
     config = demo_config(tmp_path, cutoff=cutoff, depth=100)
     api.run(config, out=tmp_path / "held")
     monkeypatch.setattr(hittable, "SPILL_HITS", 0)
@@ -103,7 +132,9 @@ def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff):
     api.run(config, out=tmp_path / "spilled")
     assert spilled and isinstance(spilled[0].chunk, SpilledColumn)
     held, spilled_out = _outputs(tmp_path / "held"), _outputs(tmp_path / "spilled")
-    assert held[0] == spilled_out[0] and held[1] == spilled_out[1] and held[2].equals(spilled_out[2])
+    assert held[0] == spilled_out[0] and held[1] == spilled_out[1]
+    assert len(held[2]) == len(spilled_out[2]) == (1 if kept is None else 2)
+    assert all(a.equals(b) for a, b in zip(held[2], spilled_out[2]))
 
 
 def test_the_command_line_fixes_mallocs_mmap_threshold():

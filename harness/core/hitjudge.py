@@ -111,9 +111,20 @@ class JudgedTable:
                 yield str(ids[row]), part
 
     def chunk_indices(self) -> np.ndarray:
-        """The chunks any hit names, in order of first appearance."""
-        _, first = np.unique(self.table.chunk, return_index=True)
-        return self.table.chunk[np.sort(first)]
+        """The chunks any hit names, in order of first appearance: found a batch of queries at a time (the hit
+        columns of a large run are read by slices, and a sort of every hit would hold ~20 bytes a hit)."""
+        t = self.table
+        seen = np.zeros(len(t.chunks), dtype=bool)
+        found = [np.zeros(0, dtype=t.chunk.dtype)]
+        for start in range(0, len(t), BATCH_QUERIES):
+            lo, hi, _ = t.span(start, min(start + BATCH_QUERIES, len(t)))
+            chunk = t.chunk[lo:hi]
+            _, first = np.unique(chunk, return_index=True)
+            new = chunk[np.sort(first)]  # the batch's chunks in order of first appearance
+            new = new[~seen[new]]
+            seen[new] = True
+            found.append(new)
+        return np.concatenate(found)
 
 
 def _lookup(values: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
