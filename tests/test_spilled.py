@@ -33,6 +33,11 @@ def test_slices_read_back_what_was_appended(dtype):
     got = column[3:9]
     got[0] = 1  # a fresh, writable array: the file is not changed
     assert column[3:4][0] == whole[3]
+    import copy
+    import pickle
+
+    for copied in (pickle.loads(pickle.dumps(column)), copy.deepcopy(column)):
+        assert isinstance(copied, np.ndarray) and np.array_equal(copied, whole) and copied.dtype == whole.dtype
 
 
 def test_only_contiguous_slices():
