@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 
 import numpy as np
 
@@ -25,13 +26,15 @@ class SpilledColumn:
     def __init__(self, dtype, folder: str | None = None):
         self.dtype = np.dtype(dtype)
         self._file = tempfile.TemporaryFile(prefix="harness-hits-", dir=folder)
+        self._lock = threading.Lock()
         self._length = 0
 
     def append(self, values: np.ndarray) -> None:
         data = np.ascontiguousarray(values, dtype=self.dtype)
-        self._file.write(memoryview(data).cast("B"))
-        self._file.flush()  # reads go to the descriptor, past the buffer
-        self._length += len(data)
+        with self._lock:
+            self._file.seek(0, os.SEEK_END)
+            self._file.write(memoryview(data).cast("B"))
+            self._length += len(data)
 
     def __len__(self) -> int:
         return self._length
@@ -61,13 +64,15 @@ class SpilledColumn:
 
     def _read(self, start: int, count: int) -> np.ndarray:
         out = np.empty(count, dtype=self.dtype)
-        view, size = memoryview(out).cast("B"), self.dtype.itemsize
-        done, fd = 0, self._file.fileno()
-        while done < len(view):  # a read may return less than asked (a signal, a very large slice)
-            n = os.preadv(fd, [view[done:]], start * size + done)
-            if n <= 0:
-                raise EOFError(f"spilled column: {len(view) - done} bytes missing at row {start}")
-            done += n
+        view = memoryview(out).cast("B")
+        with self._lock:  # one position for reads and appends
+            self._file.seek(start * self.dtype.itemsize)
+            done = 0
+            while done < len(view):  # a read may return less than asked
+                n = self._file.readinto(view[done:])
+                if not n:
+                    raise EOFError(f"spilled column: {len(view) - done} bytes missing at row {start}")
+                done += n
         return out
 
     def __reduce__(self):  # pickled (sent to another process, deep-copied) as the array it reads as: a file is not
