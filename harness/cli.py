@@ -91,12 +91,14 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     """
     from .config.schema import load_config
     from .pipeline.assemble import check_before_retrieval, run_experiment
+    from .core.heap import return_large_frees
     from .core.interrupt import MESSAGE, Terminated, exit_code, ignore_further
     from .core.outdir import open_output
     from .render.outputs import write_outputs
 
     from .retrievers import BuildContext
 
+    return_large_frees()  # a run frees large per-batch arrays all along (core/heap.py; not eval: see there)
     log = (lambda m: None) if quiet else _err
     if quiet:
         quiet_libraries()
@@ -303,10 +305,7 @@ app.add_typer(goldset_app, name="goldset")
 
 
 def main() -> None:
-    from .core.heap import return_large_frees
-
     _install_signal_handlers()
-    return_large_frees()
     run_app(app)
 
 

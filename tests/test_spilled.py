@@ -142,8 +142,8 @@ def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff, ke
     assert all(a.equals(b) for a, b in zip(held[2], spilled_out[2]))
 
 
-def test_the_command_line_fixes_mallocs_mmap_threshold():
-    """cli.main sets glibc's mmap threshold (core/heap.py); a user's MALLOC_MMAP_THRESHOLD_ is left to glibc."""
+def test_mallocs_mmap_threshold_is_fixed_unless_the_user_set_it():
+    """`harness run` fixes glibc's mmap threshold (core/heap.py); a user's MALLOC_MMAP_THRESHOLD_ is left to glibc."""
     import os
     import platform
     import subprocess

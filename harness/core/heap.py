@@ -1,4 +1,4 @@
-"""How the C heap hands freed memory back: set once by the command line (``cli.main``), never by the library."""
+"""How the C heap hands freed memory back: set by ``harness run`` (``cli.run``) for its process, never by the library."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def return_large_frees() -> bool:
     per-batch arrays come from the heap, and the heap's top cannot shrink below a live object allocated after them:
     memory freed batch after batch stayed counted against the process. Measured on `harness run`, 20k chunks x 10k
     -> 40k queries: peak RSS 377 -> 501 MB with the moving threshold (4.1 KB a query), 372 -> 436 MB with it fixed
-    (2.1 KB a query), the same wall time; `harness eval` 100k x 100: 0.78 -> 0.70 GB. A user's
+    (2.1 KB a query), the same wall time. Not for `harness eval`: its 32 MB read blocks would each be mapped and
+    faulted in anew (0.76 -> 0.66 GB, but ~1 s more system time on 100k x 100, where the heap reused them). A user's
     ``MALLOC_MMAP_THRESHOLD_`` wins; off glibc (no ``mallopt``) nothing changes. True when set."""
     if "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
