@@ -120,12 +120,78 @@ def test_long_query_ids_and_gzip(tmp_path, small_blocks):
 
 # ---- what it declines ---------------------------------------------------------------------------------------------
 
-def test_a_run_whose_queries_are_not_together_is_declined(tmp_path, small_blocks):
+def test_a_query_met_again_far_from_its_rows(tmp_path, small_blocks, monkeypatch):
+    """q3 again after the other queries: the run is read again through buckets (not whole), with the same table."""
+    from harness.io import run_buckets
+
     rng = np.random.default_rng(5)
     lines = _run_lines(rng, [f"q{i}" for i in range(100)])
     lines = lines + [f"q3 Q0 late {1000} 0.01 run\n"]  # q3 again, far from its other rows
     qrels, run = _write(tmp_path, lines, _qrels_lines(rng, [f"q{i}" for i in range(100)]))
-    assert streamed.evaluate_files(qrels, run, METRICS) is None
+    spread = []
+    real = run_buckets.query_batches
+    monkeypatch.setattr(run_buckets, "query_batches", lambda *a: spread.append(a) or real(*a))
+    assert_same_table(streamed.evaluate_files(qrels, run, METRICS), _whole(qrels, run))
+    assert spread
+
+
+@pytest.fixture
+def small_buckets(monkeypatch):
+    """Buckets of ~8 KB of run text and batches of at most 50 rows: a run is spread over many files, and a bucket
+    read back in several batches (a query of more rows is one batch of its own)."""
+    from harness.io import run_buckets
+
+    monkeypatch.setattr(run_buckets, "BUCKET_BYTES", 8192)
+    monkeypatch.setattr(run_buckets, "BATCH_ROWS", 50)
+
+
+@pytest.mark.parametrize("options", [{}, {"order": "rank"}, {"trec_compat": True}, {"query_policy": "zero"}])
+@pytest.mark.parametrize("how", ["shuffled", "by rank", "long ids", "gzip"])
+def test_a_run_whose_queries_are_not_together(tmp_path, small_blocks, small_buckets, options, how):
+    """Rows in random order, or rank by rank (every query's first hit, then every second...), with ids that do not
+    pack, or gzip: scored through buckets, the same table as the whole run's (duplicates and ties included: a
+    query's rows keep their file order)."""
+    rng = np.random.default_rng(8)
+    queries = [f"q{i}" for i in range(120)] + ["a-query-id-of-many-bytes"]
+    lines = _run_lines(rng, queries, long_ids=how == "long ids")
+    lines += [f"q1 Q0 d1 {900 + i} 0.5 run\n" for i in range(70)]  # one query of more rows than BATCH_ROWS
+    if how == "by rank":
+        lines = sorted(lines, key=lambda line: int(line.split()[3]))
+    else:
+        lines = list(rng.permutation(lines))
+    qrels, run = _write(tmp_path, lines, _qrels_lines(rng, queries[::2] + ["absent"], long_ids=how == "long ids"),
+                        gz=how == "gzip")
+    got = streamed.evaluate_files(qrels, run, METRICS, **options)
+    assert_same_table(got, _whole(qrels, run, **options))
+
+
+def test_buckets_give_whole_queries_in_file_order(tmp_path, small_blocks, small_buckets):
+    from harness.io import run_buckets
+
+    rng = np.random.default_rng(9)
+    lines = list(rng.permutation(_run_lines(rng, [f"q{i}" for i in range(80)])))
+    _, run = _write(tmp_path, lines, [])
+    rows: dict[str, list] = {}
+    for line in lines:
+        q, _, doc, rank, score, _ = line.split()
+        rows.setdefault(q, []).append((doc, float(score), int(rank)))
+    got: dict[str, list] = {}
+    for packed in (True, False):
+        got.clear()
+        for batch in run_buckets.query_batches(run, packed):
+            assert len(batch.offsets) == len(batch.query_ids) + 1 and batch.offsets[-1] <= max(50, batch.offsets[1])
+            docs = packed_ids_unpacked(batch.docs) if packed else batch.docs.to_pylist()
+            for i, q in enumerate(batch.query_ids.to_pylist()):
+                assert q not in got  # each query in one batch, whole
+                lo, hi = batch.offsets[i], batch.offsets[i + 1]
+                got[q] = list(zip(docs[lo:hi], batch.scores[lo:hi].tolist(), batch.ranks[lo:hi].tolist()))
+        assert got == rows
+
+
+def packed_ids_unpacked(keys):
+    from harness.io import packed_ids
+
+    return packed_ids.unpack(keys).to_pylist()
 
 
 def test_an_unjudged_query_split_in_two_is_counted_once(tmp_path):

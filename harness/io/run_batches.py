@@ -3,8 +3,8 @@ run as it is read, in memory bounded by a block, not by the run (``metrics.strea
 
 A run lists each query's hits together (trec_eval's output and every system's we know do): a block's rows up to its
 last query are whole queries; the last one's rows are carried into the next batch, since they may go on there. A
-run whose queries are not together (a query's rows in two places) raises ``Interleaved``; the caller reads it whole,
-which groups them.
+run whose queries are not together (a query's rows in two places) raises ``Interleaved``; the caller then reads it
+through ``run_buckets``, which spreads its rows over temp files by query and groups each file.
 
 A batch's doc ids and the judged ones of its queries are coded together so that codes compare as the ids do
 (trec_eval's tie rule): packed ids (``io.packed_ids``) by sorting their keys, longer ids by hashing, with each
@@ -92,7 +92,8 @@ def _batch(pieces: list[_Rows]) -> Batch:
                  np.concatenate([p.ranks for p in pieces]).astype(np.int64, copy=False))
 
 
-def _blocks(path: Path, packed: bool) -> Iterator[_Rows]:
+def blocks(path: Path, packed: bool) -> Iterator[_Rows]:
+    """The run's rows a parsed block at a time (queries coded into each block's own vocabulary)."""
     for docs, _, queries, scores, ranks in parsed_blocks(path, packed, encode_docs=False, size=BATCH_BYTES):
         vocab = queries.dictionary
         check_ids(vocab, first_column=True)
@@ -103,7 +104,7 @@ def query_batches(path: Path, packed: bool) -> Iterator[Batch]:
     """The run's whole queries, a block at a time. ``Declined`` as the fast readers decline a file; ``LongIds``
     (``packed``) when an id does not pack; ``Interleaved`` as the module docstring says."""
     carried: list[_Rows] = []  # the rows of the last query seen, which may go on in the next block
-    for block in _blocks(path, packed):
+    for block in blocks(path, packed):
         if not len(block):
             continue
         codes = block.query_codes
@@ -155,4 +156,4 @@ def _coded_keys(docs: np.ndarray, judged: np.ndarray) -> Coded:
     return Coded(vocab, codes, judged_codes, None)
 
 
-__all__ = ["Batch", "Coded", "Declined", "Interleaved", "coded", "query_batches"]
+__all__ = ["Batch", "Coded", "Declined", "Interleaved", "blocks", "coded", "query_batches"]

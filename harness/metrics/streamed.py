@@ -3,8 +3,8 @@ its judgments and scored (``engine.evaluate_parts``), then dropped. Memory holds
 and a few blocks of the run, never the whole run: a 100M-line run takes about the memory of a 10M-line one.
 
 Same numbers as reading the run whole (``engine.evaluate``): the kernels work query by query, and a batch's doc
-codes compare as the ids do (``run_batches.Coded``). The whole read remains for what this path declines (see
-``evaluate_files``)."""
+codes compare as the ids do (``run_batches.Coded``). A run whose queries are not together is spread over temp files
+by query first (``io.run_buckets``). The whole read remains for what this path declines (see ``evaluate_files``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..core.runtable import ColumnarRun, Qrels
-from ..io import fast_trec, packed_ids, run_batches
+from ..io import fast_trec, packed_ids, run_batches, run_buckets
 from ..io.arrow_text import Declined, arrow
 from ..io.run_stream import LongIds
 from .engine import evaluate_parts
@@ -27,29 +27,45 @@ from .table import MetricTable
 def evaluate_files(qrels_path: Path, run_path: Path, metrics: Iterable[str | MetricSpec],
                    **options) -> MetricTable | None:
     """The table of TREC ``run_path`` against TREC qrels ``qrels_path`` (``options`` as ``engine.evaluate``'s);
-    None when a fast reader declines either file (the line readers then say what is wrong), when the qrels judge no
-    query, or when the run's queries are not together: the caller reads the files whole."""
+    None when a fast reader declines either file (the line readers then say what is wrong) or when the qrels judge
+    no query: the caller reads the files whole. A run whose queries are not together is read again through
+    ``io.run_buckets`` (spread over temp files by query, each grouped)."""
     if arrow() is None:
         return None
     try:
-        first, batches, both = _start(qrels_path, run_path)
+        first, batches, both, together = _start(qrels_path, run_path)
         if both is None or both[0].n_queries == 0:
             return None
         qrels, vocab, query_ids = both
-        if isinstance(vocab, np.ndarray) and batches is not None:
-            try:
-                return _evaluate(qrels, query_ids, vocab, itertools.chain(first, batches), True, metrics, options)
-            except LongIds:  # a run id further on does not pack: the run is read again as strings
-                pass
-        strings = packed_ids.unpack(vocab) if isinstance(vocab, np.ndarray) else vocab
-        return _evaluate(qrels, query_ids, strings, run_batches.query_batches(run_path, False), False, metrics,
-                         options)
+        try:
+            if not together:
+                raise run_batches.Interleaved
+            return _scored(qrels, query_ids, vocab, batches and (lambda: itertools.chain(first, batches)),
+                           lambda packed: run_batches.query_batches(run_path, packed), metrics, options)
+        except run_batches.Interleaved:
+            if batches is not None:
+                batches.close()  # its parse threads are stopped
+            return _scored(qrels, query_ids, vocab, lambda: run_buckets.query_batches(run_path, True),
+                           lambda packed: run_buckets.query_batches(run_path, packed), metrics, options)
     except (Declined, LongIds, run_batches.Interleaved):
         return None
 
 
-def _start(qrels_path: Path, run_path: Path) -> tuple[list, Iterator | None, tuple | None]:
-    """(the run's first batch, the rest of its batches, ``read_qrels_coded``'s answer): the run's first blocks are
+def _scored(qrels: Qrels, query_ids, vocab, packed_batches, read, metrics, options: dict) -> MetricTable:
+    """Scored from the packed batches when the judged ids pack and ``packed_batches`` is given, else (or when a run
+    id further on does not pack) from the run read again as strings (``read(False)``)."""
+    if isinstance(vocab, np.ndarray) and packed_batches is not None:
+        try:
+            return _evaluate(qrels, query_ids, vocab, packed_batches(), True, metrics, options)
+        except LongIds:
+            pass
+    strings = packed_ids.unpack(vocab) if isinstance(vocab, np.ndarray) else vocab
+    return _evaluate(qrels, query_ids, strings, read(False), False, metrics, options)
+
+
+def _start(qrels_path: Path, run_path: Path) -> tuple[list, Iterator | None, tuple | None, bool]:
+    """(the run's first batch, the rest of its batches, ``read_qrels_coded``'s answer, False when the first batch
+    already shows the run's queries are not together): the run's first blocks are
     parsed, packed, while the qrels are read (both in arrow, without the GIL; 0.5 s of 2.9 on 100k x 100 was the
     qrels alone). The batches are None when a run id does not pack, or the qrels' ids do not (read as strings)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -57,17 +73,20 @@ def _start(qrels_path: Path, run_path: Path) -> tuple[list, Iterator | None, tup
     batches = run_batches.query_batches(run_path, True)
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(fast_trec.read_qrels_coded, qrels_path)
+        together = True
         try:
             first = [next(batches, None)]
         except LongIds:
             first, batches = [], None
+        except run_batches.Interleaved:  # already in the first batch
+            first, batches, together = [], None, False
         finally:
             both = reading.result()
     first = [b for b in first if b is not None]
     if batches is not None and (both is None or not isinstance(both[1], np.ndarray)):
         batches.close()  # not needed (declined) or read again as strings: its parse threads are stopped
         batches = None
-    return first, batches, both
+    return first, batches, both, together
 
 
 def _evaluate(qrels: Qrels, query_ids, vocab, batches: Iterable, packed: bool, metrics, options: dict) -> MetricTable:
