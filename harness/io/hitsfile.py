@@ -1,10 +1,16 @@
 """hits.parquet (every hit of a run: one row per query x rank) and chunks.parquet (the texts of the chunks those
 hits name), written a batch of queries at a time as Parquet row groups, and read back one query at a time or as
 columns. ``RunHits`` is a run's hits in memory with their judgments; ``ParquetHits`` is the same read from files.
-Both give a ``core.result.Result`` the hits and texts it does not keep (``core.records.StoredHits``)."""
+Both give a ``core.result.Result`` the hits and texts it does not keep (``core.records.StoredHits``).
+
+hits.parquet's key-value metadata ``INDEX_KEY`` says where each batch of queries starts (its first query's position
+in results.json's record order and its first row: two numbers per ``BATCH_QUERIES`` queries), so one query's hits
+are read from the row group(s) of its batch, not found by a filter over the whole query_id column."""
 
 from __future__ import annotations
 
+import json
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -23,6 +29,8 @@ HITS_FILE = "hits.parquet"
 READ_ROWS = 65_536  # hits.parquet rows read at a time (arrow's default batch)
 CHUNKS_FILE = "chunks.parquet"
 BATCH_CHUNKS = 20_000  # chunks per row group of chunks.parquet
+
+INDEX_KEY = "harness.query_batches"  # hits.parquet metadata: {"queries": n, "first_query": [...], "first_row": [...]}
 
 HIT_COLUMNS = ("query_id", "rank", "chunk_id", "doc_id", "start", "end", "score", "relevant", "doc_relevant",
                "grade", "in_window")
@@ -107,6 +115,10 @@ class RunHits:
     def batches(self) -> Iterator:
         """hits.parquet's rows as record batches of ``BATCH_QUERIES`` queries (the columns ``records`` gives, built
         directly: a pydantic record per hit would be most of the writing time)."""
+        return (batch for _, batch in self.positioned_batches())
+
+    def positioned_batches(self) -> Iterator[tuple[int, object]]:
+        """(position of the batch's first query in ``lists``, its record batch) for each of ``batches``."""
         import pyarrow as pa
 
         schema = hit_schema()
@@ -131,7 +143,7 @@ class RunHits:
                 columns["doc_relevant"] += [doc_grades.get(h.doc_id, 0) >= 1 for h in hits]
                 columns["grade"] += [doc_grades.get(h.doc_id) for h in hits]
                 columns["in_window"] += [h.rank <= k for h in hits]
-            yield pa.record_batch([pa.array(columns[f.name], f.type) for f in schema], schema=schema)
+            yield start, pa.record_batch([pa.array(columns[f.name], f.type) for f in schema], schema=schema)
 
     def hit_chunk_ids(self) -> list[str]:
         """The chunks any hit names, in first-appearance order."""
@@ -160,18 +172,23 @@ def _columnar_batches(judged: JudgedTable, schema) -> Iterator:
                    "score": pa.array(b.score, pa.float64()), "relevant": pa.array(b.relevant),
                    "doc_relevant": pa.array(b.doc_relevant), "grade": pa.array(b.grade, pa.int32(), mask=~b.judged),
                    "in_window": pa.array(b.in_window)}
-        yield pa.record_batch([columns[f.name] for f in schema], schema=schema)
+        yield b.rows.start, pa.record_batch([columns[f.name] for f in schema], schema=schema)
 
 
 def write_hits(path: Path, source: RunHits) -> int:
-    """hits.parquet, one row group per batch of queries; returns the rows written."""
+    """hits.parquet, one row group per batch of queries, with where each batch starts (``INDEX_KEY``); returns the
+    rows written."""
     import pyarrow.parquet as pq
 
-    rows = 0
+    rows, first_query, first_row = 0, [], []
     with atomic_open(path, "wb") as fh, pq.ParquetWriter(fh, hit_schema()) as writer:
-        for batch in source.batches():
+        for start, batch in source.positioned_batches():
+            first_query.append(int(start))
+            first_row.append(rows)
             writer.write_batch(batch)
             rows += batch.num_rows
+        writer.add_key_value_metadata({INDEX_KEY: json.dumps(
+            {"queries": len(source.lists), "first_query": first_query, "first_row": first_row})})
     return rows
 
 
@@ -191,8 +208,13 @@ def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
 class ParquetHits:
     """The hits and chunk texts of a saved run, read from the Parquet files beside its results.json."""
 
-    def __init__(self, hits_path: Path, chunks_path: Path | None = None):
+    def __init__(self, hits_path: Path, chunks_path: Path | None = None, queries: Sequence | None = None):
+        """``queries``: the result's records in results.json order (a list or a ``core.querystore.QueryStore``),
+        which give a query's position; without them (or without ``INDEX_KEY`` in the file) a query's hits are
+        found by a filter over the whole file."""
         self.hits_path, self.chunks_path = Path(hits_path), chunks_path and Path(chunks_path)
+        self.queries = queries
+        self._positions: dict[str, int] = {}  # a list's ids, built at the first look-up
 
     def _file(self, path: Path | None, what: str) -> Path:
         if path is None or not path.is_file():
@@ -201,11 +223,84 @@ class ParquetHits:
         return path
 
     def hits(self, query_id: str) -> list[HitRecord]:
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(self._file(self.hits_path, "the hits"), filters=[("query_id", "==", query_id)])
+        path = self._file(self.hits_path, "the hits")
+        table = self._from_groups(path, query_id)
+        if table is None:
+            table = self._filtered(path, query_id)
         rows = sorted(table.drop(["query_id"]).to_pylist(), key=lambda r: r["rank"])
         return [HitRecord(**row) for row in rows]
+
+    def _filtered(self, path: Path, query_id: str):
+        """The query's rows found by a filter over the file (reads its whole query_id column): a file written
+        before ``INDEX_KEY``, a result without its records, or a query not found where the index points."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path, filters=[("query_id", "==", query_id)])
+
+    def _from_groups(self, path: Path, query_id: str):
+        """The query's rows read from the row group(s) that hold it, or None when they are not known or hold none
+        of its rows (then ``_filtered`` answers: a query with no hit, or a file and results.json that do not belong
+        together, reads the whole file as before, so the answer is always the filter's). The group is the one whose
+        query_id statistics (min and max, in the footer) admit the id when only one does (ids in sorted order),
+        else the group(s) of the query's batch found by its position (``INDEX_KEY``)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            file = pq.ParquetFile(path)
+        except (pa.ArrowException, OSError):
+            return None  # a bad file: the filter path raises as it always did
+        meta = file.metadata
+        if "query_id" not in meta.schema.names:
+            return None  # not a hits.parquet: the filter path raises as it always did
+        groups = _admitting(meta, query_id)
+        if not groups:  # no group can hold it (what the filter's own pruning finds): the query has no hit
+            return file.schema_arrow.empty_table()
+        if len(groups) > 1:
+            groups = self._batch_groups(meta, query_id)
+        if not groups:
+            return None
+        # One thread: a row group of ~100k rows decodes faster than a thread pool starts. The rows are found in
+        # Python: any arrow compute on a Python value (pc.equal, pa.scalar) first imports pandas, ~0.2 s.
+        try:
+            table = file.read_row_groups(groups, use_threads=False)
+        except (pa.ArrowException, OSError):
+            return None
+        rows = [i for i, q in enumerate(table.column("query_id").to_pylist()) if q == query_id]
+        if not rows:
+            return None
+        if rows[-1] - rows[0] + 1 == len(rows):  # a query's rows are written together
+            return table.slice(rows[0], len(rows))
+        return table.take(rows)
+
+    def _batch_groups(self, meta, query_id: str) -> list[int]:
+        """The row groups of the query's batch: its position in ``queries`` against ``INDEX_KEY``; [] when the
+        file has no index (written before it), the result's records are not known or the query is not one."""
+        index = None if self.queries is None else _batch_index(meta.metadata or {}, len(self.queries))
+        position = None if index is None else self._position(query_id)
+        if position is None:
+            return []
+        first_query, first_row = index
+        b = bisect_right(first_query, position) - 1
+        if b < 0:
+            return []
+        lo, hi = first_row[b], first_row[b + 1] if b + 1 < len(first_row) else meta.num_rows
+        groups, at = [], 0
+        for g in range(meta.num_row_groups):  # a batch is one row group unless the writer split a very long one
+            n = meta.row_group(g).num_rows
+            if at < hi and at + n > lo:
+                groups.append(g)
+            at += n
+        return groups
+
+    def _position(self, query_id: str) -> int | None:
+        """The query's position in results.json's record order."""
+        queries = self.queries
+        if hasattr(queries, "index_of"):  # a QueryStore: found by the records' bytes
+            return queries.index_of(query_id)
+        if not self._positions:
+            self._positions.update((q.id, i) for i, q in enumerate(queries))
+        return self._positions.get(query_id)
 
     def texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         import pyarrow.parquet as pq
@@ -258,6 +353,34 @@ class ParquetHits:
             carried = table.slice(tail)
         if carried is not None and carried.num_rows:
             yield _queries_of(carried)
+
+
+def _admitting(meta, query_id: str) -> list[int]:
+    """The row groups whose query_id statistics admit ``query_id`` (a group without them admits every id)."""
+    column = meta.schema.names.index("query_id")
+    groups = []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(column).statistics
+        if stats is None or not stats.has_min_max or stats.min <= query_id <= stats.max:
+            groups.append(g)
+    return groups
+
+
+def _batch_index(metadata: Mapping[bytes, bytes], n_queries: int) -> tuple[list[int], list[int]] | None:
+    """(first query position, first row) of each batch from hits.parquet's ``INDEX_KEY``, or None when the file
+    has none (written before it) or it does not fit a result of ``n_queries`` records."""
+    raw = metadata.get(INDEX_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+        first_query, first_row = data["first_query"], data["first_row"]
+        ok = (data["queries"] == n_queries and len(first_query) == len(first_row)
+              and all(type(v) is int for v in (*first_query, *first_row))
+              and first_query == sorted(first_query) and first_row == sorted(first_row))
+    except (ValueError, TypeError, KeyError):
+        return None
+    return (first_query, first_row) if ok else None
 
 
 def _changes(ids) -> np.ndarray:
