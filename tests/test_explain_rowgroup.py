@@ -16,8 +16,9 @@ import pytest
 from harness.core.hitjudge import BATCH_QUERIES
 from harness.core.hittable import HitTableBuilder
 from harness.core.types import Chunk, Hit
-from harness.io import hitsfile
-from harness.io.hitsfile import INDEX_KEY, ParquetHits, RunHits, write_hits
+from harness.io import hitsfile, hitsindex
+from harness.io.hitsfile import ParquetHits, RunHits, write_hits
+from harness.io.hitsindex import INDEX_KEY
 from harness.retrievers.ranking import rank_hits
 
 N_QUERIES = 3_500
@@ -167,7 +168,7 @@ def test_a_file_without_the_index_or_another_runs_falls_back_to_the_filter(tmp_p
     meta = pq.ParquetFile(path).metadata
     # queries with hits whose id more than one group's statistics admit (nearly all random ids)
     picked = [i for i in range(0, N_QUERIES, 113) if run.lists[i].hits
-              and len(hitsfile._admitting(meta, records[i].id)) > 1]
+              and len(hitsindex.admitting(meta, records[i].id)) > 1]
     assert len(picked) > 20
     for saved in (ParquetHits(old, queries=records), ParquetHits(path), ParquetHits(path, queries=records[:-1])):
         spy.filtered.clear()
@@ -223,3 +224,35 @@ def test_the_index_is_small(tmp_path):
     sizes = [b.num_rows for b in run.batches()]
     assert index["first_row"] == [sum(sizes[:i]) for i in range(len(sizes))]
     assert hitsfile.BATCH_QUERIES == BATCH_QUERIES
+
+
+def test_chunk_texts_read_a_row_group_at_a_time_equal_the_filter(tmp_path, monkeypatch):
+    """``ParquetHits.texts`` (explain's window snippets) reads chunks.parquet's ids a group at a time and the texts
+    of the groups holding a wanted id: the same dict as the filter, ids absent from the file left out."""
+    from harness.io.hitsfile import write_chunks
+
+    monkeypatch.setattr(hitsfile, "BATCH_CHUNKS", 7)
+    rng = random.Random(5)
+    chunks = [Chunk(f"d{d}#{c}", f"d{d}", c, c + 3, f"text of d{d} chunk {c} " + "é" * rng.randint(0, 3), "")
+              for d in range(12) for c in range(rng.randint(1, 4))]
+    rng.shuffle(chunks)
+    path = tmp_path / "chunks.parquet"
+    write_chunks(path, chunks)
+    assert pq.ParquetFile(path).metadata.num_row_groups > 3
+    saved = ParquetHits(tmp_path / "hits.parquet", path)
+    for wanted in ([chunks[0].chunk_id], [c.chunk_id for c in rng.sample(chunks, 9)] + ["nope"],
+                   [c.chunk_id for c in chunks], ["nope"]):
+        table = pq.read_table(path, columns=["chunk_id", "text"], filters=[("chunk_id", "in", wanted)])
+        expected = dict(zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist()))
+        got = saved.texts(wanted)
+        assert got == expected == {c.chunk_id: c.text for c in chunks if c.chunk_id in wanted}
+        assert list(got) == list(expected)
+    assert hitsindex.texts_by_group(path, {"nope"}) == {}  # the new path answered, not the fallback
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not a parquet file")
+    assert hitsindex.texts_by_group(bad, {"x"}) is None
+    with pytest.raises(Exception) as before:
+        pq.read_table(bad, columns=["chunk_id", "text"], filters=[("chunk_id", "in", ["x"])])
+    with pytest.raises(Exception) as now:
+        ParquetHits(tmp_path / "hits.parquet", bad).texts(["x"])
+    assert type(now.value) is type(before.value) and str(now.value) == str(before.value)

@@ -3,14 +3,11 @@ hits name), written a batch of queries at a time as Parquet row groups, and read
 columns. ``RunHits`` is a run's hits in memory with their judgments; ``ParquetHits`` is the same read from files.
 Both give a ``core.result.Result`` the hits and texts it does not keep (``core.records.StoredHits``).
 
-hits.parquet's key-value metadata ``INDEX_KEY`` says where each batch of queries starts (its first query's position
-in results.json's record order and its first row: two numbers per ``BATCH_QUERIES`` queries), so one query's hits
-are read from the row group(s) of its batch, not found by a filter over the whole query_id column."""
+hits.parquet's key-value metadata says where each batch of queries starts, so one query's hits are read from the row
+group(s) holding it (``hitsindex``), not found by a filter over the whole query_id column."""
 
 from __future__ import annotations
 
-import json
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -23,14 +20,13 @@ from ..core.hitjudge import BATCH_QUERIES, JudgedTable  # BATCH_QUERIES: queries
 from ..core.hittable import HitTable
 from ..core.records import HitRecord
 from ..core.types import Chunk, RankedList, best_hits
+from .hitsindex import index_metadata, query_rows, texts_by_group
 from .trec_blocks import numpy_of
 
 HITS_FILE = "hits.parquet"
 READ_ROWS = 65_536  # hits.parquet rows read at a time (arrow's default batch)
 CHUNKS_FILE = "chunks.parquet"
 BATCH_CHUNKS = 20_000  # chunks per row group of chunks.parquet
-
-INDEX_KEY = "harness.query_batches"  # hits.parquet metadata: {"queries": n, "first_query": [...], "first_row": [...]}
 
 HIT_COLUMNS = ("query_id", "rank", "chunk_id", "doc_id", "start", "end", "score", "relevant", "doc_relevant",
                "grade", "in_window")
@@ -187,8 +183,7 @@ def write_hits(path: Path, source: RunHits) -> int:
             first_row.append(rows)
             writer.write_batch(batch)
             rows += batch.num_rows
-        writer.add_key_value_metadata({INDEX_KEY: json.dumps(
-            {"queries": len(source.lists), "first_query": first_query, "first_row": first_row})})
+        writer.add_key_value_metadata(index_metadata(len(source.lists), first_query, first_row))
     return rows
 
 
@@ -210,8 +205,8 @@ class ParquetHits:
 
     def __init__(self, hits_path: Path, chunks_path: Path | None = None, queries: Sequence | None = None):
         """``queries``: the result's records in results.json order (a list or a ``core.querystore.QueryStore``),
-        which give a query's position; without them (or without ``INDEX_KEY`` in the file) a query's hits are
-        found by a filter over the whole file."""
+        which give a query's position; without them (or without ``hitsindex.INDEX_KEY`` in the file) a query's
+        hits are found by a filter over the whole file unless the query_id statistics find its row group."""
         self.hits_path, self.chunks_path = Path(hits_path), chunks_path and Path(chunks_path)
         self.queries = queries
         self._positions: dict[str, int] = {}  # a list's ids, built at the first look-up
@@ -224,74 +219,19 @@ class ParquetHits:
 
     def hits(self, query_id: str) -> list[HitRecord]:
         path = self._file(self.hits_path, "the hits")
-        table = self._from_groups(path, query_id)
+        table = query_rows(path, query_id, None if self.queries is None else len(self.queries),
+                           lambda: self._position(query_id))
         if table is None:
             table = self._filtered(path, query_id)
         rows = sorted(table.drop(["query_id"]).to_pylist(), key=lambda r: r["rank"])
         return [HitRecord(**row) for row in rows]
 
     def _filtered(self, path: Path, query_id: str):
-        """The query's rows found by a filter over the file (reads its whole query_id column): a file written
-        before ``INDEX_KEY``, a result without its records, or a query not found where the index points."""
+        """The query's rows found by a filter over the file (reads its whole query_id column) when
+        ``hitsindex.query_rows`` cannot tell where they are: see there."""
         import pyarrow.parquet as pq
 
         return pq.read_table(path, filters=[("query_id", "==", query_id)])
-
-    def _from_groups(self, path: Path, query_id: str):
-        """The query's rows read from the row group(s) that hold it, or None when they are not known or hold none
-        of its rows (then ``_filtered`` answers: a query with no hit, or a file and results.json that do not belong
-        together, reads the whole file as before, so the answer is always the filter's). The group is the one whose
-        query_id statistics (min and max, in the footer) admit the id when only one does (ids in sorted order),
-        else the group(s) of the query's batch found by its position (``INDEX_KEY``)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            file = pq.ParquetFile(path)
-        except (pa.ArrowException, OSError):
-            return None  # a bad file: the filter path raises as it always did
-        meta = file.metadata
-        if "query_id" not in meta.schema.names:
-            return None  # not a hits.parquet: the filter path raises as it always did
-        groups = _admitting(meta, query_id)
-        if not groups:  # no group can hold it (what the filter's own pruning finds): the query has no hit
-            return file.schema_arrow.empty_table()
-        if len(groups) > 1:
-            groups = self._batch_groups(meta, query_id)
-        if not groups:
-            return None
-        # One thread: a row group of ~100k rows decodes faster than a thread pool starts. The rows are found in
-        # Python: any arrow compute on a Python value (pc.equal, pa.scalar) first imports pandas, ~0.2 s.
-        try:
-            table = file.read_row_groups(groups, use_threads=False)
-        except (pa.ArrowException, OSError):
-            return None
-        rows = [i for i, q in enumerate(table.column("query_id").to_pylist()) if q == query_id]
-        if not rows:
-            return None
-        if rows[-1] - rows[0] + 1 == len(rows):  # a query's rows are written together
-            return table.slice(rows[0], len(rows))
-        return table.take(rows)
-
-    def _batch_groups(self, meta, query_id: str) -> list[int]:
-        """The row groups of the query's batch: its position in ``queries`` against ``INDEX_KEY``; [] when the
-        file has no index (written before it), the result's records are not known or the query is not one."""
-        index = None if self.queries is None else _batch_index(meta.metadata or {}, len(self.queries))
-        position = None if index is None else self._position(query_id)
-        if position is None:
-            return []
-        first_query, first_row = index
-        b = bisect_right(first_query, position) - 1
-        if b < 0:
-            return []
-        lo, hi = first_row[b], first_row[b + 1] if b + 1 < len(first_row) else meta.num_rows
-        groups, at = [], 0
-        for g in range(meta.num_row_groups):  # a batch is one row group unless the writer split a very long one
-            n = meta.row_group(g).num_rows
-            if at < hi and at + n > lo:
-                groups.append(g)
-            at += n
-        return groups
 
     def _position(self, query_id: str) -> int | None:
         """The query's position in results.json's record order."""
@@ -308,8 +248,11 @@ class ParquetHits:
         ids = list(chunk_ids)
         if not ids:
             return {}
-        table = pq.read_table(self._file(self.chunks_path, "the chunk texts"), columns=["chunk_id", "text"],
-                              filters=[("chunk_id", "in", ids)])
+        path = self._file(self.chunks_path, "the chunk texts")
+        found = texts_by_group(path, set(ids))
+        if found is not None:
+            return found
+        table = pq.read_table(path, columns=["chunk_id", "text"], filters=[("chunk_id", "in", ids)])
         return dict(zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist()))
 
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
@@ -353,34 +296,6 @@ class ParquetHits:
             carried = table.slice(tail)
         if carried is not None and carried.num_rows:
             yield _queries_of(carried)
-
-
-def _admitting(meta, query_id: str) -> list[int]:
-    """The row groups whose query_id statistics admit ``query_id`` (a group without them admits every id)."""
-    column = meta.schema.names.index("query_id")
-    groups = []
-    for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(column).statistics
-        if stats is None or not stats.has_min_max or stats.min <= query_id <= stats.max:
-            groups.append(g)
-    return groups
-
-
-def _batch_index(metadata: Mapping[bytes, bytes], n_queries: int) -> tuple[list[int], list[int]] | None:
-    """(first query position, first row) of each batch from hits.parquet's ``INDEX_KEY``, or None when the file
-    has none (written before it) or it does not fit a result of ``n_queries`` records."""
-    raw = metadata.get(INDEX_KEY.encode())
-    if raw is None:
-        return None
-    try:
-        data = json.loads(raw)
-        first_query, first_row = data["first_query"], data["first_row"]
-        ok = (data["queries"] == n_queries and len(first_query) == len(first_row)
-              and all(type(v) is int for v in (*first_query, *first_row))
-              and first_query == sorted(first_query) and first_row == sorted(first_row))
-    except (ValueError, TypeError, KeyError):
-        return None
-    return (first_query, first_row) if ok else None
 
 
 def _changes(ids) -> np.ndarray:
