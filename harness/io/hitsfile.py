@@ -172,8 +172,8 @@ def _columnar_batches(judged: JudgedTable, schema) -> Iterator:
 
 
 def write_hits(path: Path, source: RunHits) -> int:
-    """hits.parquet, one row group per batch of queries, with where each batch starts (``INDEX_KEY``); returns the
-    rows written."""
+    """hits.parquet, one row group per batch of queries, with where each batch starts (``hitsindex.INDEX_KEY``);
+    returns the rows written."""
     import pyarrow.parquet as pq
 
     rows, first_query, first_row = 0, [], []
