@@ -28,7 +28,8 @@ def load_result(path: Path) -> Result:
     if result.hits_kept == "selected" and result.hits_file:  # the hits not kept here are read from beside it
         from ..io.hitsfile import ParquetHits
         result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
-                                            path.parent / result.chunks_file if result.chunks_file else None))
+                                            path.parent / result.chunks_file if result.chunks_file else None,
+                                            result.queries))  # their order locates a query's row group
     return result
 
 

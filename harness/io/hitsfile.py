@@ -1,7 +1,10 @@
 """hits.parquet (every hit of a run: one row per query x rank) and chunks.parquet (the texts of the chunks those
 hits name), written a batch of queries at a time as Parquet row groups, and read back one query at a time or as
 columns. ``RunHits`` is a run's hits in memory with their judgments; ``ParquetHits`` is the same read from files.
-Both give a ``core.result.Result`` the hits and texts it does not keep (``core.records.StoredHits``)."""
+Both give a ``core.result.Result`` the hits and texts it does not keep (``core.records.StoredHits``).
+
+hits.parquet's key-value metadata says where each batch of queries starts, so one query's hits are read from the row
+group(s) holding it (``hitsindex``), not found by a filter over the whole query_id column."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from ..core.hitjudge import BATCH_QUERIES, JudgedTable  # BATCH_QUERIES: queries
 from ..core.hittable import HitTable
 from ..core.records import HitRecord
 from ..core.types import Chunk, RankedList, best_hits
+from .hitsindex import index_metadata, query_rows, texts_by_group
 from .trec_blocks import numpy_of
 
 HITS_FILE = "hits.parquet"
@@ -107,6 +111,10 @@ class RunHits:
     def batches(self) -> Iterator:
         """hits.parquet's rows as record batches of ``BATCH_QUERIES`` queries (the columns ``records`` gives, built
         directly: a pydantic record per hit would be most of the writing time)."""
+        return (batch for _, batch in self.positioned_batches())
+
+    def positioned_batches(self) -> Iterator[tuple[int, object]]:
+        """(position of the batch's first query in ``lists``, its record batch) for each of ``batches``."""
         import pyarrow as pa
 
         schema = hit_schema()
@@ -131,7 +139,7 @@ class RunHits:
                 columns["doc_relevant"] += [doc_grades.get(h.doc_id, 0) >= 1 for h in hits]
                 columns["grade"] += [doc_grades.get(h.doc_id) for h in hits]
                 columns["in_window"] += [h.rank <= k for h in hits]
-            yield pa.record_batch([pa.array(columns[f.name], f.type) for f in schema], schema=schema)
+            yield start, pa.record_batch([pa.array(columns[f.name], f.type) for f in schema], schema=schema)
 
     def hit_chunk_ids(self) -> list[str]:
         """The chunks any hit names, in first-appearance order."""
@@ -160,18 +168,22 @@ def _columnar_batches(judged: JudgedTable, schema) -> Iterator:
                    "score": pa.array(b.score, pa.float64()), "relevant": pa.array(b.relevant),
                    "doc_relevant": pa.array(b.doc_relevant), "grade": pa.array(b.grade, pa.int32(), mask=~b.judged),
                    "in_window": pa.array(b.in_window)}
-        yield pa.record_batch([columns[f.name] for f in schema], schema=schema)
+        yield b.rows.start, pa.record_batch([columns[f.name] for f in schema], schema=schema)
 
 
 def write_hits(path: Path, source: RunHits) -> int:
-    """hits.parquet, one row group per batch of queries; returns the rows written."""
+    """hits.parquet, one row group per batch of queries, with where each batch starts (``hitsindex.INDEX_KEY``);
+    returns the rows written."""
     import pyarrow.parquet as pq
 
-    rows = 0
+    rows, first_query, first_row = 0, [], []
     with atomic_open(path, "wb") as fh, pq.ParquetWriter(fh, hit_schema()) as writer:
-        for batch in source.batches():
+        for start, batch in source.positioned_batches():
+            first_query.append(int(start))
+            first_row.append(rows)
             writer.write_batch(batch)
             rows += batch.num_rows
+        writer.add_key_value_metadata(index_metadata(len(source.lists), first_query, first_row))
     return rows
 
 
@@ -191,8 +203,13 @@ def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
 class ParquetHits:
     """The hits and chunk texts of a saved run, read from the Parquet files beside its results.json."""
 
-    def __init__(self, hits_path: Path, chunks_path: Path | None = None):
+    def __init__(self, hits_path: Path, chunks_path: Path | None = None, queries: Sequence | None = None):
+        """``queries``: the result's records in results.json order (a list or a ``core.querystore.QueryStore``),
+        which give a query's position; without them (or without ``hitsindex.INDEX_KEY`` in the file) a query's
+        hits are found by a filter over the whole file unless the query_id statistics find its row group."""
         self.hits_path, self.chunks_path = Path(hits_path), chunks_path and Path(chunks_path)
+        self.queries = queries
+        self._positions: dict[str, int] = {}  # a list's ids, built at the first look-up
 
     def _file(self, path: Path | None, what: str) -> Path:
         if path is None or not path.is_file():
@@ -201,11 +218,29 @@ class ParquetHits:
         return path
 
     def hits(self, query_id: str) -> list[HitRecord]:
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(self._file(self.hits_path, "the hits"), filters=[("query_id", "==", query_id)])
+        path = self._file(self.hits_path, "the hits")
+        table = query_rows(path, query_id, None if self.queries is None else len(self.queries),
+                           lambda: self._position(query_id))
+        if table is None:
+            table = self._filtered(path, query_id)
         rows = sorted(table.drop(["query_id"]).to_pylist(), key=lambda r: r["rank"])
         return [HitRecord(**row) for row in rows]
+
+    def _filtered(self, path: Path, query_id: str):
+        """The query's rows found by a filter over the file (reads its whole query_id column) when
+        ``hitsindex.query_rows`` cannot tell where they are: see there."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path, filters=[("query_id", "==", query_id)])
+
+    def _position(self, query_id: str) -> int | None:
+        """The query's position in results.json's record order."""
+        queries = self.queries
+        if hasattr(queries, "index_of"):  # a QueryStore: found by the records' bytes
+            return queries.index_of(query_id)
+        if not self._positions:
+            self._positions.update((q.id, i) for i, q in enumerate(queries))
+        return self._positions.get(query_id)
 
     def texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         import pyarrow.parquet as pq
@@ -213,8 +248,11 @@ class ParquetHits:
         ids = list(chunk_ids)
         if not ids:
             return {}
-        table = pq.read_table(self._file(self.chunks_path, "the chunk texts"), columns=["chunk_id", "text"],
-                              filters=[("chunk_id", "in", ids)])
+        path = self._file(self.chunks_path, "the chunk texts")
+        found = texts_by_group(path, set(ids))
+        if found is not None:
+            return found
+        table = pq.read_table(path, columns=["chunk_id", "text"], filters=[("chunk_id", "in", ids)])
         return dict(zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist()))
 
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
