@@ -188,6 +188,20 @@ def test_buckets_give_whole_queries_in_file_order(tmp_path, small_blocks, small_
         assert got == rows
 
 
+def test_a_query_ids_bucket_does_not_depend_on_its_block():
+    """Blocks whose ids all pack are hashed as keys at once, others id by id: an id gets the same bucket either way."""
+    import pyarrow as pa
+
+    from harness.io import run_buckets
+
+    short = [f"q{i}" for i in range(500)] + ["é", "12345678", "x"]
+    for n in (1, 7, 64):
+        together = run_buckets.bucket_of(pa.array(short), n).tolist()
+        alone = run_buckets.bucket_of(pa.array(short + ["a-query-id-of-many-bytes"]), n).tolist()[:-1]
+        assert together == alone and all(0 <= b < n for b in together)
+        assert n == 1 or len(set(together)) == n  # spread over every bucket
+
+
 def packed_ids_unpacked(keys):
     from harness.io import packed_ids
 

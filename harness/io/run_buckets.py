@@ -1,7 +1,7 @@
 """A TREC run whose queries are not together (a query's rows in two places: a run written rank by rank, or
 concatenated from parts) read as batches of whole queries in bounded memory, for ``metrics.streamed``.
 
-Its rows are first spread over temp files by query (Arrow IPC streams; a CRC of the query id picks the file), a
+Its rows are first spread over temp files by query (Arrow IPC streams; a hash of the query id picks the file), a
 block at a time as ``run_batches`` parses them; then each file is read back whole, and its rows are grouped by query,
 in file order within a query (what reading the whole run gives). Memory holds one bucket (about ``BUCKET_BYTES`` of
 the run's text), not the run."""
@@ -15,12 +15,13 @@ from typing import Iterator
 
 import numpy as np
 
+from . import packed_ids
 from .arrow_text import arrow, dictionary_of, indices_of
 from .run_batches import Batch, blocks
-from .trec_blocks import numpy_of
+from .trec_blocks import numeric_array, numpy_of
 
 BUCKET_BYTES = 1 << 26  # run text a bucket holds, about: ~1.7M lines of a typical run
-MAX_BUCKETS = 512  # temp files open at once
+MAX_BUCKETS = 512  # temp files open at once (and bucket numbers fit 16 bits)
 BATCH_ROWS = 1 << 20  # rows of whole queries a batch from a bucket (about the engine's ``BATCH_HITS``)
 GZIP_RATIO = 4  # a gzip run's text, per byte of the file (a guess that only sets the number of buckets)
 
@@ -54,18 +55,17 @@ def _spread(path: Path, packed: bool, files: list) -> list[bool]:
     for block in blocks(path, packed):
         if not len(block):
             continue
-        names = block.query_vocab.to_pylist()
-        bucket_of = np.fromiter((zlib.crc32(q.encode()) % n for q in names), dtype=np.int64, count=len(names))
-        bucket = bucket_of[block.query_codes]
+        # uint16 (n <= MAX_BUCKETS): NumPy's stable sort of 16-bit integers is a radix sort, linear
+        bucket = bucket_of(block.query_vocab, n).astype(np.uint16)[block.query_codes]
         order = np.argsort(bucket, kind="stable")  # file order within a bucket
         edges = np.searchsorted(bucket[order], np.arange(n + 1))
-        queries = block.query_vocab.take(pa.array(block.query_codes))
+        queries = block.query_vocab.take(numeric_array(block.query_codes))
         for b in np.flatnonzero(np.diff(edges)).tolist():
             rows = order[edges[b]:edges[b + 1]]
-            take = pa.array(rows)
-            docs = pa.array(block.docs[rows]) if isinstance(block.docs, np.ndarray) else block.docs.take(take)
-            batch = pa.record_batch([queries.take(take), docs, pa.array(block.scores[rows]),
-                                     pa.array(block.ranks[rows])], names=["query", "doc", "score", "rank"])
+            take = numeric_array(rows)
+            docs = numeric_array(block.docs[rows]) if isinstance(block.docs, np.ndarray) else block.docs.take(take)
+            batch = pa.record_batch([queries.take(take), docs, numeric_array(block.scores[rows]),
+                                     numeric_array(block.ranks[rows])], names=["query", "doc", "score", "rank"])
             if writers[b] is None:
                 writers[b] = ipc.new_stream(files[b], batch.schema)
             writers[b].write_batch(batch)
@@ -73,6 +73,32 @@ def _spread(path: Path, packed: bool, files: list) -> list[bool]:
         if writer is not None:
             writer.close()  # ends the stream; the file stays open
     return [writer is not None for writer in writers]
+
+
+def bucket_of(names, n: int) -> np.ndarray:
+    """Each query id's bucket of ``n``, the same for an id in every block: an id that packs (``packed_ids``) by a
+    hash of its key (vectorised: a block of a run written rank by rank names every query), a longer one by a CRC of
+    its bytes."""
+    keys = packed_ids.pack(names)
+    if keys is None:  # some id longer than 8 bytes: each one on its own
+        return np.fromiter((_one_bucket(q, n) for q in names.to_pylist()), dtype=np.int64, count=len(names))
+    z = keys ^ (keys >> np.uint64(30))  # splitmix64's finaliser: every bit of the key moves the low bits
+    z = (z * np.uint64(0xBF58476D1CE4E5B9)) ^ ((z * np.uint64(0xBF58476D1CE4E5B9)) >> np.uint64(27))
+    z = z * np.uint64(0x94D049BB133111EB)
+    return ((z ^ (z >> np.uint64(31))) % np.uint64(n)).astype(np.int64)
+
+
+def _one_bucket(query_id: str, n: int) -> int:
+    raw = query_id.encode()
+    if len(raw) > packed_ids.MAX_BYTES or b"\0" in raw:
+        return zlib.crc32(raw) % n
+    z = int.from_bytes(raw.ljust(packed_ids.MAX_BYTES, b"\0"), "big")  # its key, as ``packed_ids.pack`` makes it
+    mask = (1 << 64) - 1
+    z ^= z >> 30
+    z = (z * 0xBF58476D1CE4E5B9) & mask
+    z ^= z >> 27
+    z = (z * 0x94D049BB133111EB) & mask
+    return (z ^ (z >> 31)) % n
 
 
 def _grouped(table) -> Iterator[Batch]:
@@ -98,8 +124,8 @@ def _grouped(table) -> Iterator[Batch]:
         lo, hi = int(starts[first]), int(ends[last - 1])
         rows = order[lo:hi]
         offsets = np.append(starts[first:last], hi) - lo
-        yield Batch(names.take(pa.array(grouped[starts[first:last]])), offsets.astype(np.int64),
-                    docs[rows] if packed else docs.take(pa.array(rows)), scores[rows].astype(np.float64),
+        yield Batch(names.take(numeric_array(grouped[starts[first:last]])), offsets.astype(np.int64),
+                    docs[rows] if packed else docs.take(numeric_array(rows)), scores[rows].astype(np.float64),
                     ranks[rows].astype(np.int64))
         first = last
 

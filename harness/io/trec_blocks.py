@@ -91,10 +91,15 @@ def numpy_of(array) -> np.ndarray:
 
 def uint64_array(values: np.ndarray):
     """A uint64 NumPy array as an arrow array, uncopied."""
+    return numeric_array(np.ascontiguousarray(values, dtype=np.uint64))
+
+
+def numeric_array(values: np.ndarray):
+    """A NumPy array of numbers as an arrow array, uncopied when contiguous (``pa.array`` would import pandas)."""
     import pyarrow as pa
 
-    values = np.ascontiguousarray(values, dtype=np.uint64)
-    return pa.Array.from_buffers(pa.uint64(), len(values), [None, pa.py_buffer(values)])
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
 def join_vocabularies(seed, dictionaries: list, local_codes: list) -> tuple:
