@@ -29,10 +29,10 @@ GZIP_RATIO = 4  # a gzip run's text, per byte of the file (a guess that only set
 def query_batches(path: Path, packed: bool) -> Iterator[Batch]:
     """``run_batches.query_batches`` for a run whose queries are not together: the same batches of whole queries
     (their order aside), each query's rows in file order. ``Declined``/``LongIds`` as ``run_batches`` raises them."""
-    size = path.stat().st_size * (GZIP_RATIO if path.suffix == ".gz" else 1)
-    n = int(min(MAX_BUCKETS, max(1, -(-size // BUCKET_BYTES))))
     import pyarrow.ipc as ipc
 
+    size = path.stat().st_size * (GZIP_RATIO if path.suffix == ".gz" else 1)
+    n = int(min(MAX_BUCKETS, max(1, -(-size // BUCKET_BYTES))))
     files = [tempfile.TemporaryFile(prefix="harness-run-") for _ in range(n)]
     try:
         written = _spread(path, packed, files)

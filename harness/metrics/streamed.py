@@ -37,16 +37,15 @@ def evaluate_files(qrels_path: Path, run_path: Path, metrics: Iterable[str | Met
         if both is None or both[0].n_queries == 0:
             return None
         qrels, vocab, query_ids = both
-        try:
-            if not together:
-                raise run_batches.Interleaved
-            return _scored(qrels, query_ids, vocab, batches and (lambda: itertools.chain(first, batches)),
-                           lambda packed: run_batches.query_batches(run_path, packed), metrics, options)
-        except run_batches.Interleaved:
-            if batches is not None:
-                batches.close()  # its parse threads are stopped
-            return _scored(qrels, query_ids, vocab, lambda: run_buckets.query_batches(run_path, True),
-                           lambda packed: run_buckets.query_batches(run_path, packed), metrics, options)
+        if together:
+            try:
+                return _scored(qrels, query_ids, vocab, batches and (lambda: itertools.chain(first, batches)),
+                               lambda packed: run_batches.query_batches(run_path, packed), metrics, options)
+            except run_batches.Interleaved:  # a query met again further on
+                if batches is not None:
+                    batches.close()  # its parse threads are stopped
+        return _scored(qrels, query_ids, vocab, lambda: run_buckets.query_batches(run_path, True),
+                       lambda packed: run_buckets.query_batches(run_path, packed), metrics, options)
     except (Declined, LongIds, run_batches.Interleaved):
         return None
 
