@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from typing import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,21 +24,21 @@ from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8
 
 
-@dataclass
+@dataclass(slots=True)
 class RawEvidence:
     start: int | None = None
     end: int | None = None
     quote: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class RawJudgment:
     doc_id: str
     grade: int
     evidence: list[RawEvidence] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)  # a golden set of 1M queries makes 2M of these at once
 class RawQuery:
     query_id: str
     text: str
@@ -97,12 +98,15 @@ def _yaml_queries(path: Path) -> list[tuple[str, object]]:
     return [(f"{path}:{item.start_mark.line + 1}", row) for item, row in zip(node.value, data)]
 
 
-def _native_rows(path: Path) -> list[tuple[str, object]]:
+def _native_rows(path: Path) -> Iterator[tuple[str, object]]:
+    """(file:line, parsed row) a line at a time: a large golden set is not held as parsed rows as well as queries.
+    The lines that are not JSON are raised together after the last row (the rows' own problems are then moot)."""
     if not path.is_file():
         raise GoldSetError(f"{path}: golden set file not found")
     if base_suffix(path) in (".yaml", ".yml"):
-        return _yaml_queries(path)
-    rows, problems = [], []
+        yield from _yaml_queries(path)
+        return
+    problems = []
     text = read_utf8(path, GoldSetError)
     from .tabular import looks_tabular
     kind = looks_tabular(path, text)
@@ -113,10 +117,9 @@ def _native_rows(path: Path) -> list[tuple[str, object]]:
     for lineno, row, bad in jsonl_rows(text):
         if bad:
             problems.append(f"{path}:{lineno}: {bad}")
-        else:
-            rows.append((f"{path}:{lineno}", row))
+        elif not problems:  # after a bad line only the bad lines are reported: no use reading rows on
+            yield f"{path}:{lineno}", row
     _fail(path, problems)
-    return rows
 
 
 JUDGMENT_KEYS = {"doc", "grade", "evidence"}
