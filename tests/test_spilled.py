@@ -156,3 +156,50 @@ def test_mallocs_mmap_threshold_is_fixed_unless_the_user_set_it():
     run = lambda extra: subprocess.run([sys.executable, "-c", code], env={**env, **extra}, capture_output=True,
                                        text=True, check=True).stdout.strip()
     assert run({}) == "True" and run({"MALLOC_MMAP_THRESHOLD_": "65536"}) == "False"
+
+
+class _FullDisk:
+    """A temp file on a full disk: every write fails as the kernel says."""
+
+    def seek(self, *args):
+        return 0
+
+    def write(self, data):
+        import errno
+
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    flush = write
+
+
+def test_a_full_disk_is_one_error_naming_the_folder(monkeypatch, tmp_path):
+    """Hits, per-query records and a run spread by query go to temp files: a full disk (or no temp folder) is one
+    error that names the folder and TMPDIR, not a traceback."""
+    import tempfile
+
+    from harness.core.errors import HarnessError
+    from harness.core.querystore import QueryStore
+    from harness.core.result import QueryMetrics
+
+    column = SpilledColumn(np.int32)
+    monkeypatch.setattr(column, "_file", _FullDisk())
+    with pytest.raises(HarnessError, match=r"cannot write the run's hits to a temporary file \(No space left on "
+                                           r"device\); set TMPDIR"):
+        column.append(np.arange(3))
+    store = QueryStore(QueryMetrics)
+    monkeypatch.setattr(store, "_file", _FullDisk())
+    with pytest.raises(HarnessError, match="cannot write the per-query records"):
+        store.append(QueryMetrics(doc={}, chunk={}))
+
+    def no_folder(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_folder)
+    with pytest.raises(HarnessError, match=f"^{tempfile.gettempdir()}: cannot write the run's hits"):
+        SpilledColumn(np.float64)
+    from harness.io import run_buckets
+
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 1 r\nq2 Q0 d1 1 1 r\nq1 Q0 d2 2 0.5 r\n")
+    with pytest.raises(HarnessError, match="cannot write the run, spread by query"):
+        list(run_buckets.query_batches(run, True))

@@ -56,3 +56,16 @@ def sync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextmanager
+def temp_space(what: str) -> Iterator[None]:
+    """An OSError while making or writing a temporary file (a full disk, mostly) as one error naming the folder,
+    not a traceback: large runs keep their hits and records in unlinked temp files under TMPDIR."""
+    try:
+        yield
+    except OSError as exc:
+        from .errors import HarnessError
+
+        raise HarnessError(f"{tempfile.gettempdir()}: cannot write {what} to a temporary file "
+                           f"({exc.strerror or exc}); set TMPDIR to a folder with more room") from exc

@@ -20,6 +20,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .files import temp_space
+
 # Runs with more queries than this spool their records; smaller runs keep them as a list (a few MB at most, and
 # renderers read them several times). Equal to ``selection.KEEP_ALL_HITS_UP_TO`` so a spooled record has no hits
 # unless it is one of the bounded set shown.
@@ -32,7 +34,8 @@ class QueryStore(Sequence):
 
     def __init__(self, model: Any, folder: str | os.PathLike | None = None):
         self._model = model
-        self._file = tempfile.TemporaryFile(prefix="harness-queries-", dir=folder)
+        with temp_space("the per-query records"):
+            self._file = tempfile.TemporaryFile(prefix="harness-queries-", dir=folder)
         self._close = weakref.finalize(self, self._file.close)
         self._ends: list[int] = []  # grows while writing; an array once read
         self._offsets: np.ndarray | None = None
@@ -44,7 +47,8 @@ class QueryStore(Sequence):
         if self._offsets is not None:
             raise RuntimeError("QueryStore: records are appended before the store is read")
         data = record.model_dump_json(warnings=False).encode("utf-8")
-        self._file.write(data)
+        with temp_space("the per-query records"):
+            self._file.write(data)
         self._size += len(data)
         self._ends.append(self._size)
 
@@ -57,7 +61,8 @@ class QueryStore(Sequence):
             return
         if self._offsets is not None:
             raise RuntimeError("QueryStore: records are appended before the store is read")
-        self._file.write(data)
+        with temp_space("the per-query records"):
+            self._file.write(data)
         self._size += len(data)
         self._ends.append(self._size)
 
@@ -68,7 +73,8 @@ class QueryStore(Sequence):
 
     def _sealed(self) -> np.ndarray:
         if self._offsets is None:
-            self._file.flush()
+            with temp_space("the per-query records"):
+                self._file.flush()
             self._offsets = np.concatenate([[0], np.asarray(self._ends, dtype=np.int64)]).astype(np.int64)
             self._ends = []
         return self._offsets

@@ -16,6 +16,8 @@ import threading
 
 import numpy as np
 
+from .files import temp_space
+
 
 class SpilledColumn:
     """A 1-D array of ``dtype`` on disk: ``append`` at the end, read with ``column[lo:hi]`` (a new, writable
@@ -25,15 +27,17 @@ class SpilledColumn:
 
     def __init__(self, dtype, folder: str | None = None):
         self.dtype = np.dtype(dtype)
-        self._file = tempfile.TemporaryFile(prefix="harness-hits-", dir=folder)
+        with temp_space("the run's hits"):
+            self._file = tempfile.TemporaryFile(prefix="harness-hits-", dir=folder)
         self._lock = threading.Lock()
         self._length = 0
 
     def append(self, values: np.ndarray) -> None:
         data = np.ascontiguousarray(values, dtype=self.dtype)
-        with self._lock:
+        with self._lock, temp_space("the run's hits"):
             self._file.seek(0, os.SEEK_END)
             self._file.write(memoryview(data).cast("B"))
+            self._file.flush()  # a full disk is found here, not at a later read
             self._length += len(data)
 
     def __len__(self) -> int:

@@ -15,6 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ..core.files import temp_space
 from . import packed_ids
 from .arrow_text import arrow, dictionary_of, indices_of
 from .run_batches import Batch, blocks
@@ -33,7 +34,8 @@ def query_batches(path: Path, packed: bool) -> Iterator[Batch]:
 
     size = path.stat().st_size * (GZIP_RATIO if path.suffix == ".gz" else 1)
     n = int(min(MAX_BUCKETS, max(1, -(-size // BUCKET_BYTES))))
-    files = [tempfile.TemporaryFile(prefix="harness-run-") for _ in range(n)]
+    with temp_space("the run, spread by query"):
+        files = [tempfile.TemporaryFile(prefix="harness-run-") for _ in range(n)]
     try:
         written = _spread(path, packed, files)
         for file, used in zip(files, written):
@@ -66,12 +68,14 @@ def _spread(path: Path, packed: bool, files: list) -> list[bool]:
             docs = numeric_array(block.docs[rows]) if isinstance(block.docs, np.ndarray) else block.docs.take(take)
             batch = pa.record_batch([queries.take(take), docs, numeric_array(block.scores[rows]),
                                      numeric_array(block.ranks[rows])], names=["query", "doc", "score", "rank"])
-            if writers[b] is None:
-                writers[b] = ipc.new_stream(files[b], batch.schema)
-            writers[b].write_batch(batch)
-    for writer in writers:
-        if writer is not None:
-            writer.close()  # ends the stream; the file stays open
+            with temp_space("the run, spread by query"):
+                if writers[b] is None:
+                    writers[b] = ipc.new_stream(files[b], batch.schema)
+                writers[b].write_batch(batch)
+    with temp_space("the run, spread by query"):
+        for writer in writers:
+            if writer is not None:
+                writer.close()  # ends the stream; the file stays open
     return [writer is not None for writer in writers]
 
 
