@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from typing import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
