@@ -84,25 +84,24 @@ def bucket_of(names, n: int) -> np.ndarray:
     hash of its key (vectorised: a block of a run written rank by rank names every query), a longer one by a CRC of
     its bytes."""
     keys = packed_ids.pack(names)
-    if keys is None:  # some id longer than 8 bytes: each one on its own
-        return np.fromiter((_one_bucket(q, n) for q in names.to_pylist()), dtype=np.int64, count=len(names))
-    z = keys ^ (keys >> np.uint64(30))  # splitmix64's finaliser: every bit of the key moves the low bits
-    z = (z * np.uint64(0xBF58476D1CE4E5B9)) ^ ((z * np.uint64(0xBF58476D1CE4E5B9)) >> np.uint64(27))
-    z = z * np.uint64(0x94D049BB133111EB)
+    if keys is not None:
+        return _hashed(keys, n)
+    # Some id is longer than 8 bytes: those by CRC, the others packed as a block of short ids would be.
+    buckets = np.fromiter((zlib.crc32(q.encode()) % n for q in names.to_pylist()), dtype=np.int64, count=len(names))
+    short = np.flatnonzero(numpy_of(arrow()[1].binary_length(names)) <= packed_ids.MAX_BYTES)
+    keys = packed_ids.pack(names.take(numeric_array(short)))
+    if keys is not None:  # None only for an id holding a NUL byte, which the readers refuse anyway
+        buckets[short] = _hashed(keys, n)
+    return buckets
+
+
+def _hashed(keys: np.ndarray, n: int) -> np.ndarray:
+    """splitmix64's finaliser of each key, mod ``n``: every bit of a key moves the low bits (a packed id's low bytes
+    are often zero padding)."""
+    z = keys ^ (keys >> np.uint64(30))
+    z = z * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return ((z ^ (z >> np.uint64(31))) % np.uint64(n)).astype(np.int64)
-
-
-def _one_bucket(query_id: str, n: int) -> int:
-    raw = query_id.encode()
-    if len(raw) > packed_ids.MAX_BYTES or b"\0" in raw:
-        return zlib.crc32(raw) % n
-    z = int.from_bytes(raw.ljust(packed_ids.MAX_BYTES, b"\0"), "big")  # its key, as ``packed_ids.pack`` makes it
-    mask = (1 << 64) - 1
-    z ^= z >> 30
-    z = (z * 0xBF58476D1CE4E5B9) & mask
-    z ^= z >> 27
-    z = (z * 0x94D049BB133111EB) & mask
-    return (z ^ (z >> 31)) % n
 
 
 def _grouped(table) -> Iterator[Batch]:
