@@ -41,8 +41,8 @@ def _lists(rng: random.Random, chunks: list[Chunk], n_queries: int, depth: int) 
     return out
 
 
-def _table(lists: list[RankedList], chunks: list[Chunk], batch: int = 3) -> HitTable:
-    builder = HitTableBuilder(chunks)
+def _table(lists: list[RankedList], chunks: list[Chunk], batch: int = 3, spill_hits: int | None = None) -> HitTable:
+    builder = HitTableBuilder(chunks, spill_hits=spill_hits)
     for i in range(0, len(lists), batch):
         builder.add(lists[i:i + batch])
     return builder.build(chunks)

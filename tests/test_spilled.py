@@ -11,9 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.core import hittable
-from harness.core.hittable import HitTableBuilder
 from harness.core.spilled import SpilledColumn
-from test_hittable import _chunks, _lists
+from test_hittable import _chunks, _lists, _table
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
@@ -62,13 +61,7 @@ def test_spilled_table_equals_the_table_in_memory(seed, spill_hits):
     rng = random.Random(seed)
     chunks = _chunks(rng, rng.randint(1, 12))
     lists = _lists(rng, chunks, rng.randint(1, 30), depth=rng.randint(1, 9))
-    tables = []
-    for limit in (1 << 40, spill_hits):
-        builder = HitTableBuilder(chunks, spill_hits=limit)
-        for i in range(0, len(lists), 4):
-            builder.add(lists[i:i + 4])
-        tables.append(builder.build(chunks))
-    memory, spilled = tables
+    memory, spilled = (_table(lists, chunks, batch=4, spill_hits=limit) for limit in (1 << 40, spill_hits))
     assert isinstance(memory.chunk, np.ndarray)
     assert isinstance(spilled.chunk, SpilledColumn) == (memory.n_hits > spill_hits)
     assert list(spilled) == list(memory) == lists and spilled[-1] == lists[-1] and spilled[1:3] == lists[1:3]
@@ -96,9 +89,7 @@ def test_chunks_in_order_of_first_appearance(seed, batch, monkeypatch):
     index = {c.chunk_id: i for i, c in enumerate(chunks)}
     expected = list(dict.fromkeys(index[h.chunk_id] for r in lists for h in r.hits))
     for limit in (1 << 40, 0):
-        builder = HitTableBuilder(chunks, spill_hits=limit)
-        builder.add(lists)
-        table = builder.build(chunks)
+        table = _table(lists, chunks, batch=max(len(lists), 1), spill_hits=limit)
         judged = hitjudge.JudgedTable(table, {}, {}, np.zeros(len(lists), dtype=np.int64))
         got = judged.chunk_indices()
         assert got.tolist() == expected and got.dtype == np.int32
