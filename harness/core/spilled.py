@@ -81,6 +81,3 @@ class SpilledColumn:
 
     def __reduce__(self):  # pickled (sent to another process, deep-copied) as the array it reads as: a file is not
         return np.asarray, (self._read(0, self._length),)
-
-    def close(self) -> None:
-        self._file.close()
