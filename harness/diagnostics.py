@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 from .core.result import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
+from .core.levelgrades import grades_at
 from .core.querystore import stored_mapping
 from .core.types import GoldSet, RankedList
 
@@ -35,12 +36,12 @@ def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "Diagno
     by_query = defaultdict(list)
     for p in problems:
         by_query[p.query_id].append(p)
-    judgments = gold.judgments_by_query()
     absent = set(absent)
-    made = ((q.query_id, _verdict(ranked, k, doc_qrels[q.query_id], chunk_qrels[q.query_id],
-                                  judgments.get(q.query_id, []), by_query.get(q.query_id, []), settings,
-                                  q.query_id in absent))
-            for q, ranked, k in zip(gold.queries, lists, window_k))
+    made = ((q.query_id, _verdict(ranked, k, grades_at(doc_qrels, i, q.query_id),
+                                  grades_at(chunk_qrels, i, q.query_id), judgments, by_query.get(q.query_id, []),
+                                  settings, q.query_id in absent))
+            for i, (q, judgments, ranked, k) in enumerate(zip(gold.queries, gold.judgments_per_query(), lists,
+                                                               window_k)))
     return stored_mapping(Verdict, made, len(gold.queries))
 
 

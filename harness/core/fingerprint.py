@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from itertools import islice
+from typing import Iterable
 
 
 def fingerprint(obj, *, ascii_only: bool = False) -> str:
@@ -12,6 +14,17 @@ def fingerprint(obj, *, ascii_only: bool = False) -> str:
     as config hashes always have (kept so hashes of existing results stay comparable)."""
     text = json.dumps(obj, sort_keys=True, ensure_ascii=ascii_only)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def fingerprint_of_items(items: Iterable, *, batch: int = 10_000) -> str:
+    """``fingerprint(list(items))``, hashed ``batch`` items at a time: a golden set of 1M queries is never one
+    JSON text (nor one list) in memory."""
+    digest, items, sep = hashlib.sha256(b"["), iter(items), b""
+    while part := list(islice(items, batch)):
+        digest.update(sep + json.dumps(part, sort_keys=True, ensure_ascii=False)[1:-1].encode())
+        sep = b", "
+    digest.update(b"]")
+    return digest.hexdigest()[:16]
 
 
 def document_fingerprint(text: str) -> str:

@@ -13,6 +13,8 @@ from typing import Iterator, Mapping
 import numpy as np
 
 from .hittable import HitTable
+from .levelgrades import LevelGrades, grades_at
+from .runtable import encode
 
 BATCH_QUERIES = 1_000  # queries judged at a time: memory is bounded by one batch's hits
 
@@ -55,21 +57,13 @@ class JudgedTable:
             n_chunks = max(len(t.chunks), 1)
             docs, _ = t.doc_index()
             n_docs = max(len(docs), 1)
-            chunk_code = {c: i for i, c in enumerate(t.chunk_ids().tolist())}
-            doc_code = {d: i for i, d in enumerate(docs.tolist())}
-            relevant, doc_keys, grades = [], [], []
-            for row, qid in enumerate(t.query_ids.tolist()):
-                base_c, base_d = row * n_chunks, row * n_docs
-                relevant += [base_c + chunk_code[c] for c, g in self.chunk_grades.get(qid, {}).items()
-                             if g >= 1 and c in chunk_code]
-                for d, g in self.doc_grades.get(qid, {}).items():
-                    if d in doc_code:
-                        doc_keys.append(base_d + doc_code[d])
-                        grades.append(g)
-            order = np.argsort(np.asarray(doc_keys, dtype=np.int64), kind="stable")
-            self._keys.update(relevant=np.sort(np.asarray(relevant, dtype=np.int64)),
-                              doc_keys=np.asarray(doc_keys, dtype=np.int64)[order],
-                              grades=np.asarray(grades, dtype=np.int64)[order], n_chunks=n_chunks, n_docs=n_docs)
+            rows, chunks, chunk_grades = _coded(self.chunk_grades, t, t.chunk_ids())
+            relevant = rows[chunk_grades >= 1] * n_chunks + chunks[chunk_grades >= 1]
+            rows, doc_codes, grades = _coded(self.doc_grades, t, docs)
+            doc_keys = rows * n_docs + doc_codes
+            order = np.argsort(doc_keys, kind="stable")
+            self._keys.update(relevant=np.sort(relevant), doc_keys=doc_keys[order], grades=grades[order],
+                              n_chunks=n_chunks, n_docs=n_docs)
         return self._keys
 
     def batch(self, start: int, stop: int) -> JudgedBatch:
@@ -134,3 +128,25 @@ def _lookup(values: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np
     position = np.searchsorted(sorted_keys, values)
     clipped = np.minimum(position, len(sorted_keys) - 1)
     return sorted_keys[clipped] == values, clipped
+
+
+def _coded(grades: Mapping[str, Mapping[str, int]], table: HitTable, vocab: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(table row, code in ``vocab``, grade) of every judgment of ``table``'s queries whose id is in ``vocab``. From
+    ``LevelGrades`` in the table's query order (every pipeline run's), by arrays alone; else a query at a time."""
+    q = grades.qrels if isinstance(grades, LevelGrades) else None
+    if q is not None and len(q.query_ids) == len(table) and np.array_equal(q.query_ids, table.query_ids):
+        rows = np.repeat(np.arange(len(table), dtype=np.int64), np.diff(q.offsets))
+        codes = encode(vocab, q.doc_ids.tolist())
+        known = codes >= 0
+        return rows[known], codes[known], q.grades[known]
+    code = {v: i for i, v in enumerate(vocab.tolist())}
+    rows, codes, values = [], [], []
+    for row, qid in enumerate(table.query_ids.tolist()):
+        for item, grade in grades_at(grades, row, qid).items():
+            if item in code:
+                rows.append(row)
+                codes.append(code[item])
+                values.append(grade)
+    return (np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64),
+            np.asarray(values, dtype=np.int64))

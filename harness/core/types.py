@@ -6,7 +6,7 @@ Character spans are half-open ``[start, end)`` offsets into a document's ``text`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Literal, Mapping
+from typing import Iterable, Iterator, Literal, Mapping, Sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +80,27 @@ class GoldSet:
         for j in self.judgments:
             grouped.setdefault(j.query_id, []).append(j)
         return grouped
+
+    def judgments_per_query(self) -> Iterator[Sequence[Judgment]]:
+        """Each query's judgments, in golden-set order. When the judgments come grouped in that order (a loaded
+        golden set's do) they are sliced off as the queries pass: no list per query is held for the whole set."""
+        if not self._grouped_in_order():
+            grouped = self.judgments_by_query()
+            yield from (grouped[q.query_id] for q in self.queries)
+            return
+        at, judgments = 0, self.judgments
+        for q in self.queries:
+            start = at
+            while at < len(judgments) and judgments[at].query_id == q.query_id:
+                at += 1
+            yield judgments[start:at]
+
+    def _grouped_in_order(self) -> bool:
+        at, judgments = 0, self.judgments
+        for q in self.queries:
+            while at < len(judgments) and judgments[at].query_id == q.query_id:
+                at += 1
+        return at == len(judgments)
 
     @property
     def has_evidence(self) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
+from ..core.levelgrades import LevelGrades
 from ..core.types import Chunk, Document, GoldSet, Judgment, Query, Span
 from .load import RawQuery
 
@@ -52,30 +53,55 @@ def resolve_goldset(raw: Sequence[RawQuery], docs: Mapping[str, Document], name:
                                                     f"outside document {rj.doc_id!r} ({len(doc.text)} chars)"))
                         continue
                     spans.append(Span(ev.start, ev.end))
-            judgments.append(Judgment(rq.query_id, rj.doc_id, rj.grade, tuple(spans)))
+            # the corpus's own id string: a golden set of 1M queries holds no second copy of each
+            judgments.append(Judgment(rq.query_id, doc.doc_id, rj.grade, tuple(spans)))
     return GoldSet(name, tuple(queries), tuple(judgments)), problems
 
 
-def chunk_qrels(gold: GoldSet, chunks: Sequence[Chunk]) -> dict[str, dict[str, int]]:
+# A judgment whose evidence was given but could not be placed: it must not make every chunk of its document
+# relevant (what a judgment without evidence means).
+BROKEN_EVIDENCE = ("quote_not_found", "span_out_of_range")
+
+
+def chunk_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldProblem] = ()) -> LevelGrades:
     """Chunk-level gold: a chunk is relevant when it overlaps an evidence span of a relevant document (the
-    document's grade); a judged document with no spans makes all its chunks carry its grade."""
+    document's grade); a judged document with no spans makes all its chunks carry its grade. A judgment whose
+    every evidence quote or span failed to resolve (``problems``) keeps its document's grade, but its chunks are
+    judged not relevant: without this, a missing quote would make every chunk of the document relevant (q45 of
+    the demo). Made a query at a time (``LevelGrades``)."""
     by_doc: dict[str, list[Chunk]] = defaultdict(list)
     for c in chunks:
         by_doc[c.doc_id].append(c)
-    out: dict[str, dict[str, int]] = {q.query_id: {} for q in gold.queries}
-    for j in gold.judgments:
-        for c in by_doc.get(j.doc_id, []):
-            if j.relevance > 0 and j.evidence:
-                # Chunks of a relevant document that miss every span are judged, and not relevant.
-                hit = any(s.overlaps(c.start, c.end) for s in j.evidence)
-                out[j.query_id][c.chunk_id] = max(out[j.query_id].get(c.chunk_id, 0), j.relevance if hit else 0)
-            else:
-                out[j.query_id][c.chunk_id] = j.relevance
-    return out
+    broken = {(p.query_id, p.doc_id) for p in problems if p.kind in BROKEN_EVIDENCE}
+    broken -= {(j.query_id, j.doc_id) for j in gold.judgments if j.evidence and (j.query_id, j.doc_id) in broken}
+    broken_docs: dict[str, list[str]] = defaultdict(list)
+    for qid, doc in sorted(broken):
+        broken_docs[qid].append(doc)
+
+    def row(query_id: str, judgments: Sequence[Judgment]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for j in judgments:
+            for c in by_doc.get(j.doc_id, []):
+                if j.relevance > 0 and j.evidence:
+                    # Chunks of a relevant document that miss every span are judged, and not relevant.
+                    hit = any(s.overlaps(c.start, c.end) for s in j.evidence)
+                    out[c.chunk_id] = max(out.get(c.chunk_id, 0), j.relevance if hit else 0)
+                else:
+                    out[c.chunk_id] = j.relevance
+        for doc in broken_docs.get(query_id, ()):
+            out.update((c.chunk_id, 0) for c in by_doc.get(doc, []))
+        return out
+
+    return LevelGrades.from_rows([q.query_id for q in gold.queries], _by_query(gold, row))
 
 
-def doc_qrels(gold: GoldSet) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {q.query_id: {} for q in gold.queries}
-    for j in gold.judgments:
-        out[j.query_id][j.doc_id] = j.relevance
-    return out
+def doc_qrels(gold: GoldSet) -> LevelGrades:
+    """Document-level gold: each judged document's grade (the last judgment of a document, if given twice)."""
+    return LevelGrades.from_rows([q.query_id for q in gold.queries],
+                                 _by_query(gold, lambda _, judgments: {j.doc_id: j.relevance for j in judgments}))
+
+
+def _by_query(gold: GoldSet, row) -> Iterator[dict[str, int]]:
+    """``row(query id, its judgments)`` for each query in golden-set order."""
+    for q, judgments in zip(gold.queries, gold.judgments_per_query()):
+        yield row(q.query_id, judgments)

@@ -18,6 +18,7 @@ from ..core.errors import InputError
 from ..core.files import atomic_open
 from ..core.hitjudge import BATCH_QUERIES, JudgedTable  # BATCH_QUERIES: queries per row group of hits.parquet
 from ..core.hittable import HitTable
+from ..core.levelgrades import grades_at
 from ..core.records import HitRecord
 from ..core.types import Chunk, RankedList, best_hits
 from .hitsindex import index_metadata, query_rows, texts_by_group
@@ -63,7 +64,8 @@ class RunHits:
     def records(self, i: int) -> list[HitRecord]:
         """The hit records of the ``i``-th query."""
         ranked, k = self.lists[i], self.window_k[i]
-        grades, doc_grades = self.chunk_grades.get(ranked.query_id, {}), self.doc_grades.get(ranked.query_id, {})
+        grades = grades_at(self.chunk_grades, i, ranked.query_id)
+        doc_grades = grades_at(self.doc_grades, i, ranked.query_id)
         return [HitRecord(rank=h.rank, chunk_id=h.chunk_id, doc_id=h.doc_id, start=h.start, end=h.end,
                           score=float(h.score), relevant=grades.get(h.chunk_id, 0) >= 1,
                           doc_relevant=doc_grades.get(h.doc_id, 0) >= 1, grade=doc_grades.get(h.doc_id),

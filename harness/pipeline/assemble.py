@@ -18,9 +18,10 @@ from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, ExecutorRecord, G
                            QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
+from ..core.levelgrades import grades_at
 from ..core.querystore import stored
 from ..core.selection import kept
-from ..core.fingerprint import document_fingerprint
+from ..core.fingerprint import document_fingerprint, fingerprint_of_items
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, flags_text, summarize_verdicts
 from ..io.hitsfile import CHUNKS_FILE, HITS_FILE, RunHits
@@ -111,25 +112,34 @@ def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, f
 
 
 class _Rows:
-    """One level's ``MetricTable`` read a query at a time by id: a query's metrics dict is made when its record is
-    (a dict per query for the whole run would grow with the query count)."""
+    """One level's ``MetricTable`` read a query at a time: a query's metrics dict is made when its record is (a dict
+    per query for the whole run would grow with the query count). Queries are found by position, the ``i``-th of
+    the golden set at row ``i`` (the table's order); by id (a dict made once) only when that row is another's."""
 
     def __init__(self, table):
         self.table, self.names = table, table.names
-        self.at = {q: i for i, q in enumerate(table.query_ids)}
         self.column = {name: j for j, name in enumerate(self.names)}
+        self._by_id: dict[str, int] = {}
 
-    def metrics(self, qid: str) -> dict[str, float]:
-        return dict(zip(self.names, self.table.values[self.at[qid]].tolist()))
+    def _row(self, i: int, qid: str) -> int:
+        ids = self.table.query_ids
+        if i < len(ids) and ids[i] == qid:
+            return i
+        if not self._by_id:
+            self._by_id.update((q, row) for row, q in enumerate(ids))
+        return self._by_id[qid]
 
-    def value(self, qid: str, name: str) -> float:
-        return float(self.table.values[self.at[qid], self.column[name]])
+    def metrics(self, i: int, qid: str) -> dict[str, float]:
+        return dict(zip(self.names, self.table.values[self._row(i, qid)].tolist()))
 
-    def n_relevant(self, qid: str) -> int:
-        return int(self.table.n_relevant[self.at[qid]])
+    def value(self, i: int, qid: str, name: str) -> float:
+        return float(self.table.values[self._row(i, qid), self.column[name]])
 
-    def counted(self, qid: str) -> bool:
-        return bool(self.table.included[self.at[qid]])
+    def n_relevant(self, i: int, qid: str) -> int:
+        return int(self.table.n_relevant[self._row(i, qid)])
+
+    def counted(self, i: int, qid: str) -> bool:
+        return bool(self.table.included[self._row(i, qid)])
 
 
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
@@ -151,29 +161,29 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent)
     per_query = {level: _Rows(levels.table(level)) for level in LEVELS}
 
-    by_query = gold.judgments_by_query()
     # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
     # of them go to hits.parquet from ``store``.
     store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
     kinds = [v.kind for v in verdicts.values()]  # golden-set order (diagnose's), read once
-    keep = kept([(q.query_id, kind, per_query["chunk"].value(q.query_id, "rr@window"))
-                 for q, kind in zip(gold.queries, kinds)])
+    keep = kept([(q.query_id, kind, per_query["chunk"].value(i, q.query_id, "rr@window"))
+                 for i, (q, kind) in enumerate(zip(gold.queries, kinds))])
     keep_set = set(range(len(gold.queries)) if keep is None else keep)
     doc_text = {d.doc_id: d.text for d in prepared.docs}
 
     def records():  # one at a time: a large run spools each as it is made (core.querystore)
-        for i, (q, k) in enumerate(zip(gold.queries, window_k)):
+        doc, chunk = per_query["doc"], per_query["chunk"]
+        for i, (q, judgments, k) in enumerate(zip(gold.queries, gold.judgments_per_query(), window_k)):
             qid = q.query_id
             yield QueryResult(
                 id=qid, text=q.text, tags=dict(q.tags),
-                metrics=QueryMetrics(doc=per_query["doc"].metrics(qid), chunk=per_query["chunk"].metrics(qid)),
-                n_relevant=LevelCounts(doc=per_query["doc"].n_relevant(qid), chunk=per_query["chunk"].n_relevant(qid)),
-                counted=LevelFlags(doc=per_query["doc"].counted(qid), chunk=per_query["chunk"].counted(qid)),
+                metrics=QueryMetrics(doc=doc.metrics(i, qid), chunk=chunk.metrics(i, qid)),
+                n_relevant=LevelCounts(doc=doc.n_relevant(i, qid), chunk=chunk.n_relevant(i, qid)),
+                counted=LevelFlags(doc=doc.counted(i, qid), chunk=chunk.counted(i, qid)),
                 effective_k=int(k),
                 gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance,
                                  evidence=[[sp.start, sp.end] for sp in j.evidence],
                                  evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
-                      for j in by_query.get(qid, [])],
+                      for j in judgments],
                 verdict=verdicts[qid],
                 hits=store.records(i) if i in keep_set else None,
             )
@@ -185,12 +195,12 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     window_chunks = {}
     for i in sorted(keep_set):
         hits_i = lists[i].hits
-        relevant = cq.get(gold.queries[i].query_id, {})
+        relevant = grades_at(cq, i, gold.queries[i].query_id)
         first = next((r for r, h in enumerate(hits_i, 1) if relevant.get(h.chunk_id, 0) >= 1), 0)
         shown = max(window_k[i], 1, min(first, window_k[i] + OUTRANKING_SHOWN))
         window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:shown])
         # and each relevant document's best-ranked chunk, wherever it ranked (a drill-down shows where it went)
-        gold_docs = {d for d, grade in dq.get(gold.queries[i].query_id, {}).items() if grade >= 1}
+        gold_docs = {d for d, grade in grades_at(dq, i, gold.queries[i].query_id).items() if grade >= 1}
         for h in hits_i:
             if h.doc_id in gold_docs:
                 gold_docs.discard(h.doc_id)
@@ -222,10 +232,10 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                 "mean_effective_k": sum(window_k) / len(window_k) if window_k else 0.0},
         corpus={"documents": len(prepared.docs), "chunks": len(chunks),
                 "chunking": config.chunking.model_dump(mode="json"),
-                "fingerprint": fingerprint([[c.chunk_id, len(c.text)] for c in chunks])},
+                "fingerprint": fingerprint_of_items([c.chunk_id, len(c.text)] for c in chunks)},
         goldset={"name": gold.name, "queries": len(gold.queries), "judgments": len(gold.judgments),
                  "has_evidence": gold.has_evidence, "fingerprint": goldset_fingerprint(gold),
-                 "query_ids_fingerprint": fingerprint(sorted(q.query_id for q in gold.queries)),
+                 "query_ids_fingerprint": fingerprint_of_items(sorted(q.query_id for q in gold.queries)),
                  "problems": [p.__dict__ for p in prepared.problems],
                  "judged_documents": _judged_documents(prepared.docs, gold)},
         hit_problems=(hits or HitReport()).to_dict(config.unplaceable()),

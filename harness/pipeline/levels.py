@@ -3,13 +3,13 @@ table per level, each with the ``counted`` mask of ``metrics.table.included``.""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import Callable, Collection, Iterator, Sequence
+from typing import Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from ..core.hittable import HitTable
+from ..core.levelgrades import LevelGrades, as_qrels
 from ..core.runtable import ColumnarRun, Qrels, _offsets
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
@@ -19,11 +19,6 @@ from ..metrics.spec import WINDOW_METRICS, MetricSpec, parse_metrics
 from ..metrics.table import MetricTable
 
 __all__ = ["WINDOW_METRICS", "Coverage", "Levels", "doc_lists", "chunk_lists", "level_qrels", "evaluate_levels"]
-
-# A judgment whose evidence was given but could not be placed: it must not make every chunk of its document
-# relevant (what a judgment without evidence means).
-_BROKEN_EVIDENCE = ("quote_not_found", "span_out_of_range")
-
 
 def doc_lists(lists: Sequence[RankedList], limits: Sequence[int] | None = None) -> dict[str, list[tuple[str, float]]]:
     """Collapse chunk hits to documents: each document at its best-ranked chunk, with that chunk's score."""
@@ -40,21 +35,10 @@ def chunk_lists(lists: Sequence[RankedList], limits: Sequence[int] | None = None
 
 
 def level_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldProblem]
-                ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-    """Document and chunk judgments. A judgment whose every evidence quote or span failed to resolve keeps its
-    document's grade, but its chunks are judged not relevant: without this, a missing quote would make every chunk of
-    the document relevant (q45 of the demo)."""
-    dq, cq = doc_qrels(gold), chunk_qrels(gold, chunks)
-    broken = {(p.query_id, p.doc_id) for p in problems if p.kind in _BROKEN_EVIDENCE}
-    if broken:
-        resolved = {(j.query_id, j.doc_id) for j in gold.judgments if j.evidence}
-        by_doc: dict[str, list[str]] = defaultdict(list)
-        for c in chunks:
-            by_doc[c.doc_id].append(c.chunk_id)
-        for qid, doc in broken - resolved:
-            for chunk_id in by_doc.get(doc, []):
-                cq[qid][chunk_id] = 0
-    return dq, cq
+                ) -> tuple[LevelGrades, LevelGrades]:
+    """Document and chunk judgments (``gold.resolve``: a judgment whose evidence failed to resolve judges its
+    document's chunks not relevant), as columns in golden-set order."""
+    return doc_qrels(gold), chunk_qrels(gold, chunks, problems)
 
 
 @dataclass(frozen=True)
@@ -95,21 +79,21 @@ def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -
     return ColumnarRun.from_lists(answered, ranks=ranks)
 
 
-def evaluate_levels(dq: dict[str, dict[str, int]], cq: dict[str, dict[str, int]], lists: Sequence[RankedList],
-                    window_k: Sequence[int], metrics: Sequence[MetricSpec | str], query_policy: str,
-                    gold_errors: Collection[str], coverage: Coverage = Coverage()) -> Levels:
+def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mapping[str, int]],
+                    lists: Sequence[RankedList], window_k: Sequence[int], metrics: Sequence[MetricSpec | str],
+                    query_policy: str, gold_errors: Collection[str], coverage: Coverage = Coverage()) -> Levels:
     """One table per level: the configured metrics, then the window metrics not among them."""
     specs = parse_metrics(list(metrics) + list(WINDOW_METRICS))
     if isinstance(lists, HitTable):
         tables = []
-        for level, qrels in (("doc", Qrels.from_dict(dq)), ("chunk", Qrels.from_dict(cq))):
+        for level, qrels in (("doc", as_qrels(dq)), ("chunk", as_qrels(cq))):
             parts, unjudged, window = _level_parts(lists, qrels, window_k, coverage, level)
             tables.append(engine.evaluate_parts(qrels, parts, specs, unjudged_run_queries=unjudged,
                                                 query_policy=query_policy, order="rank", gold_errors=gold_errors,
                                                 window=window))
         return Levels(*tables)
     doc_window, chunk_window = _window_cuts(lists, window_k)
-    tables = [evaluate(Qrels.from_dict(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
+    tables = [evaluate(as_qrels(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
                        order="rank", gold_errors=gold_errors, window=window)
               for qrels, ranked, window in ((dq, doc_lists(lists), doc_window), (cq, chunk_lists(lists), chunk_window))]
     return Levels(*tables)

@@ -7,12 +7,14 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Callable
 
 from ..chunking import chunk_documents
 from ..config.schema import ExperimentConfig
 from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assemble)
+from ..core.fingerprint import fingerprint_of_items
 from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError
 from ..core.types import Chunk, Document, GoldSet
 from ..gold.load import read_goldset
@@ -36,9 +38,9 @@ class Prepared:
 
 
 def goldset_fingerprint(gold: GoldSet) -> str:
-    return fingerprint([[q.query_id, q.text] for q in gold.queries] +
-                       [[j.query_id, j.doc_id, j.relevance, [[s.start, s.end] for s in j.evidence]]
-                        for j in gold.judgments])
+    return fingerprint_of_items(chain(([q.query_id, q.text] for q in gold.queries),
+                                      ([j.query_id, j.doc_id, j.relevance, [[s.start, s.end] for s in j.evidence]]
+                                       for j in gold.judgments)))
 
 
 def _attempt(step: Callable, errors: list[InputError]):

@@ -1,0 +1,85 @@
+"""One level's judgments of a run (query id -> document or chunk id -> grade) held as columns.
+
+As a dict per query, the two levels of a 1M-query run held ~420 bytes a query from scoring to the last output
+(issue 14); as columns they hold 8 bytes a query and 16 a judgment (the ids are the golden set's and the corpus's
+own strings). It reads as the Mapping it replaced, a query's grades made as a dict when asked for; ``at`` reads the
+i-th query's without a lookup, as every stage walks the queries in golden-set order."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .runtable import Qrels, _offsets
+
+
+class LevelGrades(Mapping[str, Mapping[str, int]]):
+    """``qrels``: the judgments in golden-set query order (every query listed, judged or not)."""
+
+    def __init__(self, qrels: Qrels):
+        self.qrels = qrels
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None  # (order, ids in that order), for lookups by id
+
+    @classmethod
+    def from_rows(cls, query_ids: Sequence[str], rows: Iterable[Mapping[str, int]]) -> "LevelGrades":
+        """From each query's ``{id: grade}``, in the order of ``query_ids``; each row is read once and let go."""
+        lengths, ids, grades = [], [], []
+        for row in rows:
+            lengths.append(len(row))
+            ids += row.keys()
+            grades += row.values()
+        if len(lengths) != len(query_ids):
+            raise ValueError(f"{len(lengths)} rows of grades for {len(query_ids)} queries")
+        qids = np.empty(len(query_ids), dtype=object)  # np.array would split ids that are tuples or lists
+        qids[:] = list(query_ids)
+        items = np.empty(len(ids), dtype=object)
+        items[:] = ids
+        return cls(Qrels(qids, _offsets(np.array(lengths, dtype=np.int64)), items,
+                         np.array(grades, dtype=np.int64)))
+
+    def row(self, i: int) -> dict[str, int]:
+        """The ``i``-th query's grades."""
+        lo, hi = int(self.qrels.offsets[i]), int(self.qrels.offsets[i + 1])
+        return dict(zip(self.qrels.doc_ids[lo:hi].tolist(), self.qrels.grades[lo:hi].tolist()))
+
+    def at(self, i: int, query_id: str) -> dict[str, int]:
+        """``query_id``'s grades, found at row ``i`` when it is there (no lookup), else by id; {} when unjudged."""
+        if 0 <= i < len(self.qrels.query_ids) and self.qrels.query_ids[i] == query_id:
+            return self.row(i)
+        found = self._find(query_id)
+        return {} if found is None else self.row(found)
+
+    def _find(self, query_id: str) -> int | None:
+        if self._sorted is None:
+            order = np.argsort(self.qrels.query_ids, kind="stable")
+            self._sorted = order, self.qrels.query_ids[order]
+        order, ids = self._sorted
+        at = int(np.searchsorted(ids, query_id)) if len(ids) else 0
+        return int(order[at]) if at < len(ids) and ids[at] == query_id else None
+
+    def __getitem__(self, query_id: str) -> dict[str, int]:
+        found = self._find(query_id)
+        if found is None:
+            raise KeyError(query_id)
+        return self.row(found)
+
+    def __contains__(self, query_id: object) -> bool:
+        return isinstance(query_id, str) and self._find(query_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.qrels.query_ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.qrels.query_ids)
+
+
+def grades_at(grades: Mapping[str, Mapping[str, int]], i: int, query_id: str) -> Mapping[str, int]:
+    """The grades of ``query_id``, the ``i``-th query: by position from ``LevelGrades``, else by id ({} if none)."""
+    if isinstance(grades, LevelGrades):
+        return grades.at(i, query_id)
+    return grades.get(query_id, {})
+
+
+def as_qrels(grades: Mapping[str, Mapping[str, int]]) -> Qrels:
+    return grades.qrels if isinstance(grades, LevelGrades) else Qrels.from_dict(grades)
