@@ -216,3 +216,20 @@ def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
     shutil.copy(out / "results.json", lone)
     with pytest.raises(InputError, match="hits.parquet: not found"):
         explain_saved(load_result(lone), q.id)
+
+
+def test_the_curves_are_the_same_whatever_order_the_hits_are_read_in(large, monkeypatch):
+    """The curves find each query's row by position while the hits come in the run's order; reversed, by id."""
+    from harness.render.plots import curves, ndcg_curve
+
+    result, _ = large
+    recall, precision, firsts = curves(result)
+    ndcg = ndcg_curve(result)
+    assert any(f is None for f in firsts) and any(f is not None for f in firsts)
+    cls = type(result)
+    relevance, doc_gains = cls.relevance, cls.doc_gains
+    monkeypatch.setattr(cls, "relevance", lambda self: reversed(list(relevance(self))))
+    monkeypatch.setattr(cls, "doc_gains", lambda self: reversed(list(doc_gains(self))))
+    got = curves(result)
+    assert got[0] == pytest.approx(recall, rel=1e-12) and got[1] == pytest.approx(precision, rel=1e-12)
+    assert got[2] == firsts and ndcg_curve(result) == pytest.approx(ndcg, rel=1e-12)

@@ -70,7 +70,9 @@ def test_levels_identical_on_both_paths(seed, batch_hits, monkeypatch):
     ids = [r.query_id for r in lists]
     coverage = Coverage(tuple(rng.sample(ids, rng.randint(0, 2))), ("unknown-a", "unknown-b")[:rng.randint(0, 2)])
     gold_errors = set(rng.sample(ids, rng.randint(0, 1)))
-    for policy in ("exclude", "zero"):
+    # The golden set's queries in the table's order (a pipeline run's), and in another order with one left out.
+    other = tuple({q: g[q] for q in list(g)[::-1][1:]} for g in (dq, cq))
+    for policy, (dq, cq) in (("exclude", (dq, cq)), ("zero", (dq, cq)), ("exclude", other), ("zero", other)):
         old = evaluate_levels(dq, cq, lists, window_k, METRICS, policy, gold_errors, coverage)
         new = evaluate_levels(dq, cq, table, window_k, METRICS, policy, gold_errors, coverage)
         for level in ("doc", "chunk"):

@@ -105,8 +105,10 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
     of queries at a time (``engine.BATCH_HITS`` hits), as ``engine.evaluate_parts`` reads them: a batch's level
     run is in memory, not the whole run's (~50 bytes a hit while a level is built). At doc level each document at
     its best-ranked chunk (as ``types.best_hits``), ranks given in list order; the queries the retriever had no
-    answer for left out (scored as absent), those the golden set lacks counted. The window's entries are filled
-    as each batch is made, before the engine reads them."""
+    answer for left out (scored as absent), those the golden set lacks counted. The window holds the entries of
+    the batch being read (the engine reads them with it; queries scored as absent need none), not a dict entry
+    per query of the run; the queries are judged rows by position when the table lists the golden set's queries
+    in its order, as every pipeline run does (no dict of every query's row)."""
     k = np.asarray(window_k, dtype=np.int64)
     ids = [str(q) for q in table.query_ids.tolist()]
     vocab, item_of_chunk = table.doc_index() if level == "doc" else (table.chunk_ids(), None)
@@ -115,8 +117,9 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
     doc_order = np.empty(len(vocab), dtype=np.int64)
     doc_order[np.argsort(vocab.astype(str)) if len(vocab) else np.zeros(0, np.int64)] = np.arange(len(vocab))
     coded = replace(qrels, doc_vocab=vocab, doc_codes=qrels.codes_for(vocab))  # looked up once, not per batch
-    row_of = {str(q): i for i, q in enumerate(qrels.query_ids.tolist())}
-    absent, answered = set(coverage.absent), set(ids)
+    aligned = len(qrels.query_ids) == len(ids) and np.array_equal(qrels.query_ids, table.query_ids)
+    row_of = {} if aligned else {str(q): i for i, q in enumerate(qrels.query_ids.tolist())}
+    absent = set(coverage.absent)
     window = Window({}, {})
     per_batch = max(1, engine.BATCH_HITS // max(int(table.lengths.max()) if len(table) else 1, 1))
 
@@ -133,18 +136,29 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
                 codes, scores, local = docs[keep], scores[keep], local[keep]
                 lengths = np.bincount(local, minlength=stop - start).astype(np.int64)
                 cut = np.bincount(local[in_window], minlength=stop - start)
+            window.cut.clear()
+            window.size.clear()
             window.cut.update(zip(ids[start:stop], cut.tolist()))
             window.size.update(zip(ids[start:stop], k[start:stop].tolist()))
             offsets = _offsets(lengths)
             rank_in_level = np.arange(1, len(codes) + 1, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
             run = ColumnarRun(table.query_ids[start:stop], offsets, vocab, codes,
                               np.ascontiguousarray(scores, dtype=np.float64), rank_in_level, doc_order)
-            found = np.array([-1 if q in absent else row_of.get(q, -1) for q in ids[start:stop]], dtype=np.int64)
+            if aligned:
+                found = np.arange(start, stop, dtype=np.int64)
+                if absent:
+                    found[np.array([q in absent for q in ids[start:stop]], dtype=bool)] = -1
+            else:
+                found = np.array([-1 if q in absent else row_of.get(q, -1) for q in ids[start:stop]], dtype=np.int64)
             present = np.flatnonzero(found >= 0)  # the judged queries the retriever answered, by batch row
             yield found[present], coded.select(found[present]), run, present
 
     def unjudged() -> int:  # what the run holds that the golden set does not judge
-        held = [q for q in ids if q not in absent] + [q for q in dict.fromkeys(coverage.unknown) if q not in answered]
+        answered = set(ids) if coverage.unknown or not aligned else set()
+        others = [q for q in dict.fromkeys(coverage.unknown) if q not in answered]
+        if aligned:  # every query the table holds is judged, and the golden set's are the ones it answered
+            return len(others)
+        held = [q for q in ids if q not in absent] + others
         return sum(1 for q in held if q not in row_of)
 
     return parts(), unjudged, window

@@ -30,12 +30,29 @@ ONE_PASS_DEPTH = 10_000
 BATCH_VALUES = 1_000_000  # queries x depth values per NumPy block of the curves
 
 
-def _blocks(stream, wanted, depth: int):
-    """``stream`` ((query id, values)) cut into lists of the ``wanted`` queries, about BATCH_VALUES values each."""
-    size, block = max(1, BATCH_VALUES // max(depth, 1)), []
+def _rows(stream, ids: list[str]):
+    """``(row in ids, values)`` of ``stream`` ((query id, values)); row -1 for a query not in ``ids``. By position
+    while the stream lists the queries in the order of ``ids`` (a run's hits do), by a dict of every id only when
+    it does not: a large run's curves hold no dict a query."""
+    by_id, at = None, 0
     for qid, values in stream:
-        if qid in wanted:
-            block.append((qid, values))
+        if at < len(ids) and ids[at] == qid:
+            row = at
+        else:
+            if by_id is None:
+                by_id = {q: i for i, q in enumerate(ids)}
+            row = by_id.get(qid, -1)
+        at = row + 1 if row >= 0 else at
+        yield row, values
+
+
+def _blocks(stream, ids: list[str], wanted, depth: int):
+    """``stream`` ((query id, values)) cut into lists of (row in ``ids``, values) of the ``wanted`` rows (a bool
+    mask over ``ids``), about BATCH_VALUES values each."""
+    size, block = max(1, BATCH_VALUES // max(depth, 1)), []
+    for row, values in _rows(stream, ids):
+        if row >= 0 and wanted[row]:
+            block.append((row, values))
             if len(block) == size:
                 yield block
                 block = []
@@ -62,31 +79,32 @@ def curves(result: Result):
     from ..core import querycolumns
 
     columns = querycolumns.of(result)  # not the records: a large run's are spooled
-    at = np.flatnonzero(columns.counted["chunk"]).tolist()
-    counted = dict(zip((columns.ids[i] for i in at), columns.n_relevant["chunk"][at].tolist()))
+    counted, n_relevant_of = columns.counted["chunk"], columns.n_relevant["chunk"]
     # As deep as the hits go (not the configured depth, which may be 10^8): past them the curves carry nothing.
     upper = result.cutoff.depth
     if upper > ONE_PASS_DEPTH:
-        upper = min(upper, max([len(f) for qid, f in result.relevance() if qid in counted] + [1]))
+        upper = min(upper, max((len(f) for row, f in _rows(result.relevance(), columns.ids)
+                                if row >= 0 and counted[row]), default=1))
     ks = np.arange(1, upper + 1)
-    recall, precision, first, longest = np.zeros(upper), np.zeros(upper), {}, 1
-    for block in _blocks(result.relevance(), counted, upper):
+    recall, precision, longest = np.zeros(upper), np.zeros(upper), 1
+    first = np.zeros(len(columns), dtype=np.int64)  # by row; 0: no relevant chunk in the hits (or no hits)
+    for block in _blocks(result.relevance(), columns.ids, counted, upper):
         longest = max(longest, max(len(rel) for _, rel in block))
         found = np.cumsum(_matrix(block, upper, np.int64), axis=1)
-        n_relevant = np.array([counted[qid] for qid, _ in block], dtype=np.int64)
+        n_relevant = n_relevant_of[[row for row, _ in block]].astype(np.int64)
         shares, per_k = found / np.maximum(n_relevant, 1)[:, None], found / ks
-        for j, (qid, rel) in enumerate(block):  # summed query by query, in stream order
+        for j, (row, rel) in enumerate(block):  # summed query by query, in stream order
             if n_relevant[j]:  # query_policy zero: a query with nothing relevant adds 0
                 recall += shares[j]
             precision += per_k[j]
             where = np.flatnonzero(rel[:upper])
-            first[qid] = int(where[0]) + 1 if len(where) else None
+            first[row] = int(where[0]) + 1 if len(where) else 0
     depth = min(upper, longest)
     recall, precision = recall[:depth], precision[:depth]
-    n = len(counted)
+    n = int(np.count_nonzero(counted))
     if n:
         recall, precision = recall / n, precision / n
-    return recall.tolist(), precision.tolist(), [first.get(qid) for qid in counted]
+    return recall.tolist(), precision.tolist(), [f or None for f in first[counted].tolist()]
 
 
 def _doc_ndcg(gains, ideal, depth: int):
@@ -109,30 +127,33 @@ def ndcg_curve(result: Result) -> list[float]:
     from ..core import querycolumns
 
     columns = querycolumns.of(result)  # not the records: a large run's are spooled
-    rows = {columns.ids[i]: i for i in np.flatnonzero(columns.counted["doc"]).tolist()}
+    counted = columns.counted["doc"]
     upper = result.cutoff.depth
     if upper > ONE_PASS_DEPTH:
         upper = None
     else:  # one pass, unless a query has more documents than the configured depth (not from harness run)
-        total, longest = _ndcg_sums(result, columns, rows, upper)
+        total, longest = _ndcg_sums(result, columns, counted, upper)
         if longest > upper:
             upper = None
     if upper is None:
-        upper = max([len(g) for qid, g in result.doc_gains() if qid in rows] + [1])
-        total, longest = _ndcg_sums(result, columns, rows, upper)
+        upper = max((len(g) for row, g in _rows(result.doc_gains(), columns.ids) if row >= 0 and counted[row]),
+                    default=1)
+        total, longest = _ndcg_sums(result, columns, counted, upper)
     total = total[:longest]
     # A counted query with no hits at all scores 0 at every k (it adds nothing to the totals).
-    return (total / len(rows) if rows else total).tolist()
+    n = int(np.count_nonzero(counted))
+    return (total / n if n else total).tolist()
 
 
-def _ndcg_sums(result: Result, columns, rows: dict[str, int], depth: int):
-    """(the sum over the counted queries of nDCG@k for k = 1..depth, the most documents a counted query has)."""
+def _ndcg_sums(result: Result, columns, counted, depth: int):
+    """(the sum over the ``counted`` queries (a mask over ``columns``) of nDCG@k for k = 1..depth, the most
+    documents a counted query has)."""
     import numpy as np
 
     total, longest = np.zeros(depth), 1
-    for block in _blocks(result.doc_gains(), rows, depth):
+    for block in _blocks(result.doc_gains(), columns.ids, counted, depth):
         longest = max(longest, max(len(gains) for _, gains in block))
-        ideal = [(qid, columns.ideal(rows[qid])) for qid, _ in block]
+        ideal = [(row, columns.ideal(row)) for row, _ in block]
         for row in _doc_ndcg(_matrix(block, depth, float), _matrix(ideal, depth, float), depth):
             total += row  # query by query, in stream order
     return total, longest
