@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel
 
-from .fingerprint import fingerprint
+from .fingerprint import fingerprint_of_items
 from .querycolumns import QueryColumns, builder_for
 
 # The checks read a ``result.Result`` (which imports this module): typed as ``Any`` here so the two modules import
@@ -109,7 +109,17 @@ def shown(where: str, problems: list[str]) -> list[str]:
 
 
 def _ids_fingerprint(ids: list[str]) -> str:
-    return fingerprint(sorted(ids))  # what assemble writes as goldset.query_ids_fingerprint
+    return fingerprint_of_items(sorted(ids))  # what assemble writes as goldset.query_ids_fingerprint
+
+
+def _duplicate_problems(ids: list[str]) -> list[str]:
+    """A line for each query id seen before, naming where it was first. A set of the ids says whether there is
+    any (a dict of every id's position is made only then)."""
+    if len(set(ids)) == len(ids):
+        return []
+    first: dict[str, int] = {}
+    return [f"queries.{i}.id: duplicate query id {q!r} (first at queries.{first[q]})"
+            for i, q in enumerate(ids) if first.setdefault(q, i) != i]
 
 
 def consistency_problems(result: Any) -> list[str]:
@@ -133,17 +143,12 @@ class ConsistencyScan:
         self.builder = builder_for(summary)
         self.columns: QueryColumns | None = None
         self.count = 0
-        self.seen: dict[str, int] = {}
-        self.duplicates: list[str] = []
         self.name_problems: dict[str, list[str]] = {level: [] for level in self.names}
-        self.missing_hits: list[int] = []
+        self.missing_hits: tuple[int, int] = (-1, 0)  # (the first query without hits, how many)
 
     def add(self, q: Any) -> None:
         i = self.count
         self.count += 1
-        first = self.seen.setdefault(q.id, i)
-        if first != i:
-            self.duplicates.append(f"queries.{i}.id: duplicate query id {q.id!r} (first at queries.{first})")
         for level, names in self.names.items():
             metrics = getattr(q.metrics, level)
             if metrics.keys() != names:
@@ -154,17 +159,18 @@ class ConsistencyScan:
                     + (f"; missing {', '.join(missing)}" if missing else "")
                     + (f"; not in the summary: {', '.join(extra)}" if extra else ""))
         if q.hits is None:
-            self.missing_hits.append(i)
+            first, n = self.missing_hits
+            self.missing_hits = (i if n == 0 else first, n + 1)
         self.builder.add(q)
 
     def problems(self, result: Any) -> list[str]:
         """The problems of ``result`` (whose records were all added), in the order the checks list them."""
         self.columns = columns = self.builder.build(result.queries)
-        problems = list(self.duplicates)
+        problems = _duplicate_problems(columns.ids)
         if result.goldset.queries != self.count:
             problems.append(f"goldset.queries: says {result.goldset.queries} queries, but 'queries' has "
                             f"{self.count}")
-        elif not problems and result.goldset.query_ids_fingerprint != _ids_fingerprint(list(self.seen)):
+        elif not problems and result.goldset.query_ids_fingerprint != _ids_fingerprint(columns.ids):
             problems.append("goldset.query_ids_fingerprint: does not match the ids in 'queries' (edited by hand?)")
         for level in ("doc", "chunk"):
             problems += self.name_problems[level]
@@ -185,11 +191,13 @@ class ConsistencyScan:
         return problems + _hits_problems(result, self.missing_hits)
 
 
-def _hits_problems(result: Any, missing: list[int]) -> list[str]:
-    """A query without hits must say where they are: ``hits_kept`` "selected" and a ``hits_file``."""
+def _hits_problems(result: Any, missing: tuple[int, int]) -> list[str]:
+    """A query without hits must say where they are: ``hits_kept`` "selected" and a ``hits_file``. ``missing``:
+    (the first query without hits, how many)."""
     if result.hits_kept == "selected":
         return [] if result.hits_file else ["hits_file: required when hits_kept is 'selected'"]
-    return [f"queries.{missing[0]}.hits: null, but hits_kept is 'all' ({len(missing)} such queries)"] if missing else []
+    first, n = missing
+    return [f"queries.{first}.hits: null, but hits_kept is 'all' ({n} such queries)"] if n else []
 
 
 def _mean_problems(result: Any, level: str, names: set[str], counted: dict[str, np.ndarray]) -> list[str]:
