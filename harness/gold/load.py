@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import yaml
 
@@ -48,14 +48,22 @@ class RawQuery:
 
 
 def read_goldset(cfg: GoldsetConfig) -> list[RawQuery]:
+    return list(iter_goldset(cfg))
+
+
+def iter_goldset(cfg: GoldsetConfig) -> Iterator[RawQuery]:
+    """The golden set's queries as they are read; every problem is raised in one GoldSetError after the last one
+    (a native file's queries are made a line at a time: ``harness run`` resolves each as it comes, so no list of
+    every raw query, and no memory its objects leave behind, outlives the loading)."""
     if cfg.format == "beir":
-        return _read_beir(cfg)
-    if cfg.format == "trec":
-        return _read_trec(cfg)
-    if cfg.format in ("csv", "tsv", "parquet"):
+        yield from _read_beir(cfg)
+    elif cfg.format == "trec":
+        yield from _read_trec(cfg)
+    elif cfg.format in ("csv", "tsv", "parquet"):
         from .tabular import tabular_rows
-        return _read_native(cfg.path, tabular_rows(cfg))
-    return _read_native(cfg.path)
+        yield from _native_queries(cfg.path, tabular_rows(cfg))
+    else:
+        yield from _native_queries(cfg.path)
 
 
 def _fail(path: Path, problems: list[str]) -> None:
@@ -207,7 +215,12 @@ def query_of(row: dict, where: str, seen: dict[str, str]) -> tuple[str, str] | s
 
 def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> list[RawQuery]:
     """A native golden set (JSONL or YAML), or ``rows`` already in its form (a table's, ``gold.tabular``)."""
-    queries, problems = [], []
+    return list(_native_queries(path, rows))
+
+
+def _native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None) -> Iterator[RawQuery]:
+    """``_read_native``'s queries one at a time; the problems raised together after the last row."""
+    problems = []
     seen: dict[str, str] = {}
     for where, row in (_native_rows(path) if rows is None else rows):
         if not isinstance(row, dict):
@@ -227,9 +240,8 @@ def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> li
             problems.append(f"{where}: query {qid!r}: 'tags' must be a mapping")
             tags = {}
         relevant = _read_judgments(where, qid, row.get("relevant"), problems)
-        queries.append(RawQuery(qid, text, {str(k): str(v) for k, v in tags.items()}, relevant, where))
+        yield RawQuery(qid, text, {str(k): str(v) for k, v in tags.items()}, relevant, where)
     _fail(path, problems)
-    return queries
 
 
 QRELS_HEADER = ("query-id", "query_id", "qid")

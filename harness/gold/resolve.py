@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..core.levelgrades import LevelGrades
 from ..core.types import Chunk, Document, GoldSet, Judgment, Query, Span
@@ -21,7 +21,7 @@ class GoldProblem:
     message: str
 
 
-def resolve_goldset(raw: Sequence[RawQuery], docs: Mapping[str, Document], name: str
+def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name: str
                     ) -> tuple[GoldSet, list[GoldProblem]]:
     """Turn quotes into spans and check every judgment against the corpus."""
     queries, judgments, problems = [], [], []

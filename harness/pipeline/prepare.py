@@ -17,7 +17,7 @@ from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assem
 from ..core.fingerprint import fingerprint_of_items
 from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError
 from ..core.types import Chunk, Document, GoldSet
-from ..gold.load import read_goldset
+from ..gold.load import iter_goldset, read_goldset
 from ..gold.resolve import GoldProblem, resolve_goldset
 from ..io.documents import load_corpus
 from ..metrics.spec import WINDOW_METRICS, parse_metrics
@@ -77,11 +77,18 @@ def prepare(config: ExperimentConfig, *, log=None, source: str = "config") -> Pr
     tokenizer_ok = chunking.strategy != "tokens" or chunking.unit != "tokenizer" or _attempt(
         lambda: TokenCounter(str(chunking.tokenizer), where=f"{source}: chunking.tokenizer"), errors) is not None
     chunks = _attempt(lambda: chunk_documents(docs, chunking), errors) if docs is not None and tokenizer_ok else None
-    raw = _attempt(lambda: read_goldset(config.goldset), errors)
+    if errors:  # the golden set's own problems are listed with the corpus's
+        _attempt(lambda: read_goldset(config.goldset), errors)
+        raise merge_errors(errors, source)
+    # Each query is resolved as it is read: the loader's objects of one line are let go before the next line's are
+    # made, so the golden set is not held twice while loading, nor scattered among the holes they would leave.
+    by_id = {d.doc_id: d for d in docs}
+    resolved = _attempt(lambda: resolve_goldset(iter_goldset(config.goldset), by_id,
+                                                config.goldset.path.stem or config.name), errors)
     if errors:
         raise merge_errors(errors, source)
+    gold, problems = resolved
     log(f"corpus: {len(docs)} documents -> {len(chunks)} chunks ({config.chunking.strategy})")
-    gold, problems = resolve_goldset(raw, {d.doc_id: d for d in docs}, config.goldset.path.stem or config.name)
     log(f"golden set: {len(gold.queries)} queries, {len(gold.judgments)} judgments, "
         f"{len(problems)} problem(s) against the corpus")
     if problems and config.diagnostics.on_gold_error == "fail":
