@@ -1,7 +1,7 @@
 """One level's judgments of a run (query id -> document or chunk id -> grade) held as columns.
 
 As a dict per query, the two levels of a 1M-query run held ~420 bytes a query from scoring to the last output
-(issue 14); as columns they hold 8 bytes a query and 16 a judgment (the ids are the golden set's and the corpus's
+(issue 14); as columns they hold 16 bytes a query and 16 a judgment (the ids are the golden set's and the corpus's
 own strings). It reads as the Mapping it replaced, a query's grades made as a dict when asked for; ``at`` reads the
 i-th query's without a lookup, as every stage walks the queries in golden-set order."""
 
