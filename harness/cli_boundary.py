@@ -97,4 +97,8 @@ def run_app(app: typer.Typer) -> NoReturn:
             sys.exit(2)
         if isinstance(exc, aborts):
             sys.exit(130)
+        from .core.interrupt import received
+        if received() is not None:  # the signal's exception turned into another on the way (a library's import)
+            print(INTERRUPTED, file=sys.stderr)
+            sys.exit(128 + received())
         raise

@@ -357,3 +357,34 @@ def test_write_outputs_into_a_foreign_folder_is_refused_as_a_library_call(tmp_pa
         with open_output(tmp_path, run="t"):
             pass
     assert os.listdir(tmp_path) == ["mine.txt"]
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_a_library_swallowed_still_stops_the_publish(tmp_path: Path, signum: int, code: int) -> None:
+    """A signal whose exception library code swallows (seen: inside pyarrow's lazy import of pandas) is acted on
+    before the outputs are moved in: the previous run's files stay, nothing is staged, the exit is the signal's."""
+    script = f"""
+import os, signal, sys
+from pathlib import Path
+from harness.core.interrupt import install
+from harness.core.outdir import open_output
+install()
+with open_output(Path({str(tmp_path / "d")!r}), run="t") as folder:
+    with folder.publish() as stage:
+        (stage / "results.json").write_text("second")
+        try:
+            os.kill(os.getpid(), {int(signum)})
+            import time; time.sleep(0.2)
+        except BaseException:
+            pass  # what a library that catches everything does
+        print("swallowed", flush=True)
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    first = subprocess.run([sys.executable, "-c", script.replace('os.kill(os.getpid(), ', 'print(').replace(
+        "import time; time.sleep(0.2)", "pass")], env=env, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    before = snapshot(tmp_path / "d")
+    got = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert got.stdout == "swallowed\n"
+    assert -got.returncode == signum or got.returncode == code, got.stderr
+    assert snapshot(tmp_path / "d") == before and not leftovers(tmp_path / "d")

@@ -21,13 +21,40 @@ class Terminated(SystemExit):
         super().__init__(128 + signal.SIGTERM)
 
 
+# The signals the CLI's handlers have raised for, process-wide as the handlers are. Library code can swallow the
+# exception a handler raises: a Ctrl-C or SIGTERM that lands inside pyarrow's lazy import of pandas was seen turned
+# into an AttributeError, or lost with the run going on to publish. ``raise_if_received`` acts on it again.
+_RECEIVED: list[int] = []
+
+
 def _raise_terminated(signum, frame) -> None:
+    _RECEIVED.append(signum)
     raise Terminated()
 
 
+def _raise_interrupt(signum, frame) -> None:
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
 def install() -> None:
-    """Make SIGTERM raise ``Terminated`` (the CLI calls this once; a library user keeps their own handling)."""
+    """Make SIGTERM raise ``Terminated`` and Ctrl-C ``KeyboardInterrupt``, each remembered (the CLI calls this once;
+    a library user keeps their own handling)."""
     signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGINT, _raise_interrupt)
+
+
+def received() -> int | None:
+    """The first signal the CLI's handlers raised for, or None."""
+    return _RECEIVED[0] if _RECEIVED else None
+
+
+def raise_if_received() -> None:
+    """Raise again for a signal whose exception was swallowed on the way (see ``_RECEIVED``): called before
+    anything is published, so an interrupted run never replaces the previous outputs."""
+    first = received()
+    if first is not None:
+        raise Terminated() if first == signal.SIGTERM else KeyboardInterrupt()
 
 
 def exit_code(exc: BaseException) -> int:

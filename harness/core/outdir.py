@@ -30,7 +30,7 @@ from typing import Iterator
 
 from .files import sync_dir, write_text
 from .errors import InputError
-from .interrupt import deferred
+from .interrupt import deferred, raise_if_received
 
 MARKER = ".harness-output"
 LOCK = ".harness-lock"
@@ -213,6 +213,7 @@ class OutputFolder:
             files = stage / "files"
             files.mkdir()
             yield files
+            raise_if_received()  # a signal whose exception a library swallowed still stops the run before it publishes
             with deferred():  # a few renames: an interruption waits for them, so no mix of two runs is left
                 self._commit(stage, files)
         finally:
