@@ -11,6 +11,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .positions import Positions
 from .runtable import Qrels, _offsets
 
 
@@ -19,7 +20,7 @@ class LevelGrades(Mapping[str, Mapping[str, int]]):
 
     def __init__(self, qrels: Qrels):
         self.qrels = qrels
-        self._sorted: tuple[np.ndarray, np.ndarray] | None = None  # (order, ids in that order), for lookups by id
+        self._positions = Positions(qrels.query_ids)
 
     @classmethod
     def from_rows(cls, query_ids: Sequence[str], rows: Iterable[Mapping[str, int]]) -> "LevelGrades":
@@ -45,27 +46,17 @@ class LevelGrades(Mapping[str, Mapping[str, int]]):
 
     def at(self, i: int, query_id: str) -> dict[str, int]:
         """``query_id``'s grades, found at row ``i`` when it is there (no lookup), else by id; {} when unjudged."""
-        if 0 <= i < len(self.qrels.query_ids) and self.qrels.query_ids[i] == query_id:
-            return self.row(i)
-        found = self._find(query_id)
-        return {} if found is None else self.row(found)
-
-    def _find(self, query_id: str) -> int | None:
-        if self._sorted is None:
-            order = np.argsort(self.qrels.query_ids, kind="stable")
-            self._sorted = order, self.qrels.query_ids[order]
-        order, ids = self._sorted
-        at = int(np.searchsorted(ids, query_id)) if len(ids) else 0
-        return int(order[at]) if at < len(ids) and ids[at] == query_id else None
+        found = self._positions.find(query_id, i)
+        return {} if found < 0 else self.row(found)
 
     def __getitem__(self, query_id: str) -> dict[str, int]:
-        found = self._find(query_id)
-        if found is None:
+        found = self._positions.find(query_id)
+        if found < 0:
             raise KeyError(query_id)
         return self.row(found)
 
     def __contains__(self, query_id: object) -> bool:
-        return isinstance(query_id, str) and self._find(query_id) is not None
+        return isinstance(query_id, str) and self._positions.find(query_id) >= 0
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.qrels.query_ids.tolist())

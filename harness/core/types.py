@@ -84,23 +84,20 @@ class GoldSet:
     def judgments_per_query(self) -> Iterator[Sequence[Judgment]]:
         """Each query's judgments, in golden-set order. When the judgments come grouped in that order (a loaded
         golden set's do) they are sliced off as the queries pass: no list per query is held for the whole set."""
-        if not self._grouped_in_order():
+        if max((stop for _, stop in self._spans_in_order()), default=0) != len(self.judgments):
             grouped = self.judgments_by_query()
             yield from (grouped[q.query_id] for q in self.queries)
             return
+        yield from (self.judgments[start:stop] for start, stop in self._spans_in_order())
+
+    def _spans_in_order(self) -> Iterator[tuple[int, int]]:
+        """Each query's run ``[start, stop)`` of the judgments, taken in order as far as they follow the queries."""
         at, judgments = 0, self.judgments
         for q in self.queries:
             start = at
             while at < len(judgments) and judgments[at].query_id == q.query_id:
                 at += 1
-            yield judgments[start:at]
-
-    def _grouped_in_order(self) -> bool:
-        at, judgments = 0, self.judgments
-        for q in self.queries:
-            while at < len(judgments) and judgments[at].query_id == q.query_id:
-                at += 1
-        return at == len(judgments)
+            yield start, at
 
     @property
     def has_evidence(self) -> bool:

@@ -61,9 +61,9 @@ def iter_goldset(cfg: GoldsetConfig) -> Iterator[RawQuery]:
         yield from _read_trec(cfg)
     elif cfg.format in ("csv", "tsv", "parquet"):
         from .tabular import tabular_rows
-        yield from _native_queries(cfg.path, tabular_rows(cfg))
+        yield from native_queries(cfg.path, tabular_rows(cfg))
     else:
-        yield from _native_queries(cfg.path)
+        yield from native_queries(cfg.path)
 
 
 def _fail(path: Path, problems: list[str]) -> None:
@@ -213,13 +213,9 @@ def query_of(row: dict, where: str, seen: dict[str, str]) -> tuple[str, str] | s
     return qid, text
 
 
-def _read_native(path: Path, rows: list[tuple[str, object]] | None = None) -> list[RawQuery]:
-    """A native golden set (JSONL or YAML), or ``rows`` already in its form (a table's, ``gold.tabular``)."""
-    return list(_native_queries(path, rows))
-
-
-def _native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None) -> Iterator[RawQuery]:
-    """``_read_native``'s queries one at a time; the problems raised together after the last row."""
+def native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None) -> Iterator[RawQuery]:
+    """A native golden set's queries (JSONL or YAML, or ``rows`` already in its form: a table's, ``gold.tabular``),
+    one at a time; the problems raised together after the last row."""
     problems = []
     seen: dict[str, str] = {}
     for where, row in (_native_rows(path) if rows is None else rows):

@@ -234,11 +234,11 @@ def _run_from_frame(frame: Any, name: str) -> ColumnarRun:
 def read_qrels(path: Path) -> Qrels:
     """TREC qrels, BEIR qrels TSV, or a native golden set (its judgments), as ``harness eval`` reads them."""
     from ..core.textfile import base_suffix
-    from ..gold.load import _read_native, read_qrels_file
+    from ..gold.load import native_queries, read_qrels_file
     from . import fast_trec
 
     if base_suffix(path) in NATIVE_GOLD:
-        raw = _read_native(path)
+        raw = native_queries(path)
         return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
     if path.is_file():
         fast = fast_trec.read_qrels(path)

@@ -19,6 +19,7 @@ from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, ExecutorRecord, G
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
 from ..core.levelgrades import grades_at
+from ..core.positions import Positions
 from ..core.querystore import stored
 from ..core.selection import kept
 from ..core.fingerprint import document_fingerprint, fingerprint_of_items
@@ -119,15 +120,13 @@ class _Rows:
     def __init__(self, table):
         self.table, self.names = table, table.names
         self.column = {name: j for j, name in enumerate(self.names)}
-        self._by_id: dict[str, int] = {}
+        self._positions = Positions(table.query_ids)
 
     def _row(self, i: int, qid: str) -> int:
-        ids = self.table.query_ids
-        if i < len(ids) and ids[i] == qid:
-            return i
-        if not self._by_id:
-            self._by_id.update((q, row) for row, q in enumerate(ids))
-        return self._by_id[qid]
+        row = self._positions.find(qid, i)
+        if row < 0:
+            raise KeyError(qid)
+        return row
 
     def metrics(self, i: int, qid: str) -> dict[str, float]:
         return dict(zip(self.names, self.table.values[self._row(i, qid)].tolist()))

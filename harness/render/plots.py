@@ -34,14 +34,11 @@ def _rows(stream, ids: list[str]):
     """``(row in ids, values)`` of ``stream`` ((query id, values)); row -1 for a query not in ``ids``. By position
     while the stream lists the queries in the order of ``ids`` (a run's hits do), by a dict of every id only when
     it does not: a large run's curves hold no dict a query."""
-    by_id, at = None, 0
+    from ..core.positions import Positions
+
+    positions, at = Positions(ids), 0
     for qid, values in stream:
-        if at < len(ids) and ids[at] == qid:
-            row = at
-        else:
-            if by_id is None:
-                by_id = {q: i for i, q in enumerate(ids)}
-            row = by_id.get(qid, -1)
+        row = positions.find(qid, at)
         at = row + 1 if row >= 0 else at
         yield row, values
 
