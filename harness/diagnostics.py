@@ -37,11 +37,10 @@ def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "Diagno
     for p in problems:
         by_query[p.query_id].append(p)
     absent = set(absent)
-    made = ((q.query_id, _verdict(ranked, k, grades_at(doc_qrels, i, q.query_id),
-                                  grades_at(chunk_qrels, i, q.query_id), judgments, by_query.get(q.query_id, []),
-                                  settings, q.query_id in absent))
-            for i, (q, judgments, ranked, k) in enumerate(zip(gold.queries, gold.judgments_per_query(), lists,
-                                                               window_k)))
+    made = ((qid, _verdict(ranked, k, grades_at(doc_qrels, i, qid), grades_at(chunk_qrels, i, qid), judgments,
+                           by_query.get(qid, []), settings, qid in absent))
+            for i, (qid, judgments, ranked, k) in enumerate(zip(gold.query_ids(), gold.judgments_per_query(), lists,
+                                                                 window_k)))
     return stored_mapping(Verdict, made, len(gold.queries))
 
 
@@ -177,26 +176,27 @@ class _Tally:
         self.distances: list = []  # wrong_chunk's distance_chars, where known
         self.middle = 0  # buried_evidence in the middle of the window
         kind_of: dict[str, int] = {}
-        tags_of = {q.query_id: q.tags for q in gold.queries}
+        tags_of = gold.tags_by_query()  # only the queries that have tags: no dict of every query
         for qid, v in verdicts.items():
             self.total += 1
             self.counts[v.kind] += 1
             self.flags.update(v.flags)
-            kind_of[qid] = KINDS.index(v.kind)
+            if qid in tags_of:
+                kind_of[qid] = KINDS.index(v.kind)
             if v.kind == "missing_document":
                 self.where[v.detail["where"]] += 1
                 if v.detail.get("near"):
                     self.near_ranks.append(v.detail["first_rank"])
                 if v.detail["where"] == "not_retrieved":
-                    self.never_tags.update(f"{t}={val}" for t, val in tags_of[qid].items())
+                    self.never_tags.update(f"{t}={val}" for t, val in tags_of.get(qid, {}).items())
             elif v.kind == "wrong_chunk" and v.detail.get("distance_chars") is not None:
                 self.distances.append(v.detail["distance_chars"])
             elif v.kind == "buried_evidence" and v.detail.get("position") == "middle":
                 self.middle += 1
         self.by_slice: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-        for q in gold.queries:
-            for tag, value in q.tags.items():
-                self.by_slice[tag][value][KINDS[kind_of[q.query_id]]] += 1
+        for qid, tags in tags_of.items():
+            for tag, value in tags.items():
+                self.by_slice[tag][value][KINDS[kind_of[qid]]] += 1
 
 
 def summarize_verdicts(verdicts: Mapping[str, Verdict], gold: GoldSet,

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from .errors import HarnessError
-from .result_check import consistency_problems, located, shown
+from .result_check import ConsistencyScan, located, shown
 
 STREAMED = ("chunks", "queries")  # the fields written record by record; everything else is bounded in size
 
@@ -47,13 +47,18 @@ def write_json(result: Any, fh: TextIO) -> None:
     fh.write('  "queries": [')
     # A small run's records are laid out for reading; a large run's take one line each (a third of the bytes).
     indent = 2 if result.hits_kept == "all" else None
+    # The consistency checks read each record as it is written: a large run's records are spooled, and a second
+    # pass would decode them all again. The per-query columns it gathers are kept on the result for the reports.
+    scan = ConsistencyScan(result.summary)
     for i, q in enumerate(result.queries):
         record = q.model_dump_json(indent=indent, warnings=False)
         problems += _check(type(q), record, f"queries.{i}.")
+        scan.add(q)
         fh.write(("," if i else "") + "\n    " + _nested(record, "    "))
     fh.write("\n  ]\n}" if result.queries else "]\n}")
     if not problems:
-        problems = consistency_problems(result)
+        problems = scan.problems(result)
+        result._columns.columns = scan.columns  # querycolumns.of(result) gives these: built from the same records
     if problems:
         raise HarnessError(f"internal error: the result of run {result.name!r} does not match the results.json "
                            "schema (please report this)\n" + "\n".join(shown("results.json", problems)))

@@ -71,37 +71,54 @@ class Judgment:
 
 @dataclass(frozen=True, slots=True)
 class GoldSet:
+    """``queries`` and ``judgments``: tuples of objects, or (a loaded golden set) ``core.goldcolumns`` columns that
+    read as the same sequences; the methods below take a column's short cut when there is one."""
+
     name: str
-    queries: tuple[Query, ...]
-    judgments: tuple[Judgment, ...]
+    queries: Sequence[Query]
+    judgments: Sequence[Judgment]
+
+    def query_ids(self) -> Sequence[str]:
+        ids = getattr(self.queries, "ids", None)  # a QueryColumn's own, without making its Query objects
+        return ids if ids is not None else [q.query_id for q in self.queries]
+
+    def tags_by_query(self) -> dict[str, Mapping[str, str]]:
+        """The tags of each query that has some, in golden-set order."""
+        tagged = getattr(self.queries, "tagged", None)  # a QueryColumn keeps tags for these queries only
+        return dict(tagged()) if tagged is not None else {q.query_id: q.tags for q in self.queries if q.tags}
 
     def judgments_by_query(self) -> dict[str, list[Judgment]]:
-        grouped: dict[str, list[Judgment]] = {q.query_id: [] for q in self.queries}
+        grouped: dict[str, list[Judgment]] = {q: [] for q in self.query_ids()}
         for j in self.judgments:
             grouped.setdefault(j.query_id, []).append(j)
         return grouped
 
     def judgments_per_query(self) -> Iterator[Sequence[Judgment]]:
         """Each query's judgments, in golden-set order. When the judgments come grouped in that order (a loaded
-        golden set's do) they are sliced off as the queries pass: no list per query is held for the whole set."""
+        golden set's are) they are sliced off as the queries pass: no list per query is held for the whole set."""
+        of_query = getattr(self.judgments, "of_query", None)  # a JudgmentColumn knows each query's rows
+        if of_query is not None:
+            yield from map(of_query, range(len(self.queries)))
+            return
         if max((stop for _, stop in self._spans_in_order()), default=0) != len(self.judgments):
             grouped = self.judgments_by_query()
-            yield from (grouped[q.query_id] for q in self.queries)
+            yield from (grouped[q] for q in self.query_ids())
             return
         yield from (self.judgments[start:stop] for start, stop in self._spans_in_order())
 
     def _spans_in_order(self) -> Iterator[tuple[int, int]]:
         """Each query's run ``[start, stop)`` of the judgments, taken in order as far as they follow the queries."""
         at, judgments = 0, self.judgments
-        for q in self.queries:
+        for q in self.query_ids():
             start = at
-            while at < len(judgments) and judgments[at].query_id == q.query_id:
+            while at < len(judgments) and judgments[at].query_id == q:
                 at += 1
             yield start, at
 
     @property
     def has_evidence(self) -> bool:
-        return any(j.evidence for j in self.judgments)
+        known = getattr(self.judgments, "has_evidence", None)
+        return known if known is not None else any(j.evidence for j in self.judgments)
 
 
 @dataclass(frozen=True, slots=True)

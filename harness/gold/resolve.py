@@ -8,8 +8,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from ..core.goldcolumns import GoldColumnsBuilder
 from ..core.levelgrades import LevelGrades
-from ..core.types import Chunk, Document, GoldSet, Judgment, Query, Span
+from ..core.types import Chunk, Document, GoldSet, Judgment, Span
 from .load import RawQuery
 
 
@@ -23,16 +24,17 @@ class GoldProblem:
 
 def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name: str
                     ) -> tuple[GoldSet, list[GoldProblem]]:
-    """Turn quotes into spans and check every judgment against the corpus."""
-    queries, judgments, problems = [], [], []
+    """Turn quotes into spans and check every judgment against the corpus. The golden set is held as columns
+    (``core.goldcolumns``)."""
+    columns, problems = GoldColumnsBuilder(), []
     for rq in raw:
-        queries.append(Query(rq.query_id, rq.text, dict(rq.tags)))
+        columns.add_query(rq.query_id, rq.text, rq.tags)
         for rj in rq.relevant:
             doc = docs.get(rj.doc_id)
             if doc is None:
                 problems.append(GoldProblem(rq.query_id, rj.doc_id, "unknown_document",
                                             f"query {rq.query_id!r}: relevant document {rj.doc_id!r} is not in the corpus"))
-                judgments.append(Judgment(rq.query_id, rj.doc_id, rj.grade, ()))
+                columns.add_judgment(rj.doc_id, rj.grade, ())
                 continue
             spans = []
             for ev in rj.evidence:
@@ -54,8 +56,8 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
                         continue
                     spans.append(Span(ev.start, ev.end))
             # the corpus's own id string: a golden set of 1M queries holds no second copy of each
-            judgments.append(Judgment(rq.query_id, doc.doc_id, rj.grade, tuple(spans)))
-    return GoldSet(name, tuple(queries), tuple(judgments)), problems
+            columns.add_judgment(doc.doc_id, rj.grade, spans)
+    return GoldSet(name, *columns.build()), problems
 
 
 # A judgment whose evidence was given but could not be placed: it must not make every chunk of its document
@@ -73,7 +75,8 @@ def chunk_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldP
     for c in chunks:
         by_doc[c.doc_id].append(c)
     broken = {(p.query_id, p.doc_id) for p in problems if p.kind in BROKEN_EVIDENCE}
-    broken -= {(j.query_id, j.doc_id) for j in gold.judgments if j.evidence and (j.query_id, j.doc_id) in broken}
+    if broken:  # (a pass over every judgment only when some evidence failed)
+        broken -= {(j.query_id, j.doc_id) for j in gold.judgments if j.evidence and (j.query_id, j.doc_id) in broken}
     broken_docs: dict[str, list[str]] = defaultdict(list)
     for qid, doc in sorted(broken):
         broken_docs[qid].append(doc)
@@ -92,16 +95,16 @@ def chunk_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldP
             out.update((c.chunk_id, 0) for c in by_doc.get(doc, []))
         return out
 
-    return LevelGrades.from_rows([q.query_id for q in gold.queries], _by_query(gold, row))
+    return LevelGrades.from_rows(gold.query_ids(), _by_query(gold, row))
 
 
 def doc_qrels(gold: GoldSet) -> LevelGrades:
     """Document-level gold: each judged document's grade (the last judgment of a document, if given twice)."""
-    return LevelGrades.from_rows([q.query_id for q in gold.queries],
+    return LevelGrades.from_rows(gold.query_ids(),
                                  _by_query(gold, lambda _, judgments: {j.doc_id: j.relevance for j in judgments}))
 
 
 def _by_query(gold: GoldSet, row) -> Iterator[dict[str, int]]:
     """``row(query id, its judgments)`` for each query in golden-set order."""
-    for q, judgments in zip(gold.queries, gold.judgments_per_query()):
-        yield row(q.query_id, judgments)
+    for query_id, judgments in zip(gold.query_ids(), gold.judgments_per_query()):
+        yield row(query_id, judgments)

@@ -164,8 +164,9 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     # of them go to hits.parquet from ``store``.
     store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
     kinds = [v.kind for v in verdicts.values()]  # golden-set order (diagnose's), read once
-    keep = kept([(q.query_id, kind, per_query["chunk"].value(i, q.query_id, "rr@window"))
-                 for i, (q, kind) in enumerate(zip(gold.queries, kinds))])
+    query_ids = gold.query_ids()
+    keep = kept([(qid, kind, per_query["chunk"].value(i, qid, "rr@window"))
+                 for i, (qid, kind) in enumerate(zip(query_ids, kinds))])
     keep_set = set(range(len(gold.queries)) if keep is None else keep)
     doc_text = {d.doc_id: d.text for d in prepared.docs}
 
@@ -194,12 +195,12 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     window_chunks = {}
     for i in sorted(keep_set):
         hits_i = lists[i].hits
-        relevant = grades_at(cq, i, gold.queries[i].query_id)
+        relevant = grades_at(cq, i, query_ids[i])
         first = next((r for r, h in enumerate(hits_i, 1) if relevant.get(h.chunk_id, 0) >= 1), 0)
         shown = max(window_k[i], 1, min(first, window_k[i] + OUTRANKING_SHOWN))
         window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:shown])
         # and each relevant document's best-ranked chunk, wherever it ranked (a drill-down shows where it went)
-        gold_docs = {d for d, grade in grades_at(dq, i, gold.queries[i].query_id).items() if grade >= 1}
+        gold_docs = {d for d, grade in grades_at(dq, i, query_ids[i]).items() if grade >= 1}
         for h in hits_i:
             if h.doc_id in gold_docs:
                 gold_docs.discard(h.doc_id)
@@ -234,7 +235,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                 "fingerprint": fingerprint_of_items([c.chunk_id, len(c.text)] for c in chunks)},
         goldset={"name": gold.name, "queries": len(gold.queries), "judgments": len(gold.judgments),
                  "has_evidence": gold.has_evidence, "fingerprint": goldset_fingerprint(gold),
-                 "query_ids_fingerprint": fingerprint_of_items(sorted(q.query_id for q in gold.queries)),
+                 "query_ids_fingerprint": fingerprint_of_items(sorted(query_ids)),
                  "problems": [p.__dict__ for p in prepared.problems],
                  "judged_documents": _judged_documents(prepared.docs, gold)},
         hit_problems=(hits or HitReport()).to_dict(config.unplaceable()),

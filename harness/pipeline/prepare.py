@@ -189,8 +189,8 @@ def check_rules(path: Path, config: ExperimentConfig, source: str, gold: GoldSet
     rules, problems = read_rules(path)
     computed = {spec.name for spec in parse_metrics(config.metrics)} | set(WINDOW_METRICS)
     tags: dict[str, set[str]] = {}
-    for q in (gold.queries if gold else ()):
-        for key, value in q.tags.items():
+    for query_tags in (gold.tags_by_query().values() if gold else ()):
+        for key, value in query_tags.items():
             tags.setdefault(key, set()).add(str(value))
     for rule in rules:
         where = rule.where or repr(rule.name)
