@@ -11,6 +11,7 @@ import random
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from clihelp import harness
@@ -35,6 +36,44 @@ def test_selection_keeps_all_small_runs_and_the_worst_of_each_kind_of_large_ones
         mine = sorted((r[2], r[0], i) for i, r in enumerate(rows) if r[1] == kind)
         assert {i for _, _, i in mine[:25]} <= set(picked), kind
     assert sum(rows[i][1] in FAILING for i in picked) >= 200 - SAMPLE  # and a fixed sample of the rest
+
+
+def _select_by_tuples(rows, cap):
+    """The selection as it was written before it took columns: a sort of Python tuples (issue 14's reference)."""
+    import hashlib
+
+    from harness.core.selection import FAILING, SAMPLE
+
+    if len(rows) <= cap:
+        return list(range(len(rows)))
+    ranked = []
+    for order, kind in enumerate(FAILING):
+        mine = sorted((i for i, r in enumerate(rows) if r[1] == kind), key=lambda i: (rows[i][2], rows[i][0]))
+        ranked += [(position, order, i) for position, i in enumerate(mine)]
+    ranked.sort()
+    picked = {i for _, _, i in ranked[: max(cap - SAMPLE, 0)]}
+    rest = sorted((i for i in range(len(rows)) if i not in picked),
+                  key=lambda i: hashlib.blake2b(rows[i][0].encode("utf-8"), digest_size=8).digest())
+    picked.update(rest[: min(SAMPLE, cap - len(picked))])
+    return sorted(picked)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_selection_by_columns_picks_what_the_tuples_did(seed):
+    """Rows as columns (what a run and the HTML pass) and as tuples pick the same queries as the reference, with
+    many ties in rr@window, ids that sort unlike their positions, kinds missing, and caps below the sample."""
+    from harness.core.selection import FAILING, Rows, select
+
+    rng = random.Random(seed)
+    kinds = ["ok", "no_gold"] + list(FAILING) * rng.randint(0, 2)
+    n = rng.choice([0, 1, 40, 300, 2500])
+    ids = [f"q{rng.randrange(10**9)}-{i}" for i in range(n)]
+    rows = [(q, rng.choice(kinds), rng.choice([0.0, 0.1, 1 / 3, 0.5, 1.0])) for q in ids]
+    for cap in (0, 10, 49, 51, 120, 500):
+        want = _select_by_tuples(rows, cap)
+        assert select(rows, cap) == want, cap
+        columns = Rows(ids, [r[1] for r in rows], np.array([r[2] for r in rows]))
+        assert select(columns, cap) == want, cap
 
 
 # ---- a small run: everything kept, texts carried -----------------------------------------------------------------

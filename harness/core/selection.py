@@ -6,7 +6,10 @@ One rule, read from what results.json holds (ids, verdict kinds, chunk ``rr@wind
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Sequence
+
+import numpy as np
 
 # results.json keeps every query's hits up to this many queries (small runs stay one readable file); above it, the
 # hits of the shown queries only, and every hit is in hits.parquet beside it.
@@ -22,24 +25,50 @@ FAILING = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "burie
 Row = tuple[str, str, float]  # (query id, verdict kind, chunk rr@window)
 
 
+@dataclass(frozen=True)
+class Rows:
+    """The selection's inputs as columns, in run order: each query's id, verdict kind and chunk rr@window (a tuple
+    a query would hold ~110 bytes a query for a 1M-query run while the selection is made)."""
+
+    ids: Sequence[str]
+    kinds: Sequence[str]
+    rr: Sequence[float]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 def rows_of(queries) -> list[Row]:
     """The selection's inputs of ``QueryResult``s."""
     return [(q.id, q.verdict.kind, q.metrics.chunk.get("rr@window", 0.0)) for q in queries]
 
 
-def select(rows: Sequence[Row], cap: int = SHOWN_QUERIES) -> list[int]:
+def select(rows: Sequence[Row] | Rows, cap: int = SHOWN_QUERIES) -> list[int]:
     """Indexes (in ``rows`` order) of at most ``cap`` queries: all when there are no more; else the worst of each
     failing kind (lowest rr@window, then id, as report.md lists them), one kind after the other, then the sample."""
     if len(rows) <= cap:
         return list(range(len(rows)))
+    if not isinstance(rows, Rows):
+        rows = Rows(*zip(*rows))
+    ids = np.empty(len(rows), dtype=object)  # np.asarray would split ids that are tuples or lists
+    ids[:] = list(rows.ids)
+    rr = np.asarray(rows.rr, dtype=np.float64)
+    order_of = {kind: order for order, kind in enumerate(FAILING)}
+    kind = np.fromiter((order_of.get(k, -1) for k in rows.kinds), dtype=np.int8, count=len(ids))
+    wanted = max(cap - SAMPLE, 0)
     ranked = []
-    for order, kind in enumerate(FAILING):
-        mine = sorted((i for i, r in enumerate(rows) if r[1] == kind), key=lambda i: (rows[i][2], rows[i][0]))
-        ranked += [(position, order, i) for position, i in enumerate(mine)]
+    for order in range(len(FAILING)):
+        mine = np.flatnonzero(kind == order)
+        mine = mine[np.argsort(ids[mine], kind="stable")]  # by id, then (stable) by rr@window: worst first
+        mine = mine[np.argsort(rr[mine], kind="stable")][:wanted]  # no more than this many can be picked
+        ranked += [(position, order, i) for position, i in enumerate(mine.tolist())]
     ranked.sort()
-    picked = {i for _, _, i in ranked[: max(cap - SAMPLE, 0)]}
-    rest = sorted((i for i in range(len(rows)) if i not in picked), key=lambda i: _hash(rows[i][0]))
-    picked.update(rest[: min(SAMPLE, cap - len(picked))])
+    picked = {i for _, _, i in ranked[:wanted]}
+    rest = np.ones(len(ids), dtype=bool)
+    rest[list(picked)] = False
+    rest = np.flatnonzero(rest)
+    by_hash = np.argsort(np.fromiter(map(_hash, ids[rest]), dtype=np.uint64, count=len(rest)), kind="stable")
+    picked.update(rest[by_hash[: min(SAMPLE, cap - len(picked))]].tolist())
     return sorted(picked)
 
 
@@ -48,5 +77,7 @@ def kept(rows: Sequence[Row]) -> list[int] | None:
     return None if len(rows) <= KEEP_ALL_HITS_UP_TO else select(rows)
 
 
-def _hash(query_id: str) -> bytes:
-    return hashlib.blake2b(query_id.encode("utf-8"), digest_size=8).digest()
+def _hash(query_id: str) -> int:
+    """A query's place in the fixed sample: its id's 8-byte BLAKE2b digest, read big-endian (so the numbers order
+    as the digests do)."""
+    return int.from_bytes(hashlib.blake2b(query_id.encode("utf-8"), digest_size=8).digest(), "big")

@@ -21,7 +21,7 @@ from ..core.hittable import HitTable
 from ..core.levelgrades import grades_at
 from ..core.positions import Positions
 from ..core.querystore import stored
-from ..core.selection import kept
+from ..core.selection import Rows, kept
 from ..core.fingerprint import document_fingerprint, fingerprint_of_items
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, flags_text, summarize_verdicts
@@ -165,8 +165,9 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
     kinds = [v.kind for v in verdicts.values()]  # golden-set order (diagnose's), read once
     query_ids = gold.query_ids()
-    keep = kept([(qid, kind, per_query["chunk"].value(i, qid, "rr@window"))
-                 for i, (qid, kind) in enumerate(zip(query_ids, kinds))])
+    chunk_rows = per_query["chunk"]
+    keep = kept(Rows(query_ids, kinds, np.fromiter((chunk_rows.value(i, qid, "rr@window")
+                                                    for i, qid in enumerate(query_ids)), float, len(query_ids))))
     keep_set = set(range(len(gold.queries)) if keep is None else keep)
     doc_text = {d.doc_id: d.text for d in prepared.docs}
 

@@ -185,16 +185,18 @@ def shown_queries(result: Result) -> list:
     return [result.queries[i] for i in select(_selection_rows(result))]
 
 
-def _selection_rows(result: Result) -> list:
-    """``selection.rows_of`` the queries, read from the run's columns (a large run's records are spooled)."""
+def _selection_rows(result: Result):
+    """The selection's inputs (``selection.Rows``), read from the run's columns (a large run's records are
+    spooled)."""
     import numpy as np
 
     from ..core import querycolumns
+    from ..core.selection import Rows
 
     columns = querycolumns.of(result)
-    rr = (np.where(columns.has("chunk", "rr@window"), columns.value("chunk", "rr@window"), 0.0).tolist()
-          if "rr@window" in columns.values["chunk"] else [0.0] * len(columns))
-    return list(zip(columns.ids, columns.kind_of(), rr))
+    rr = (np.where(columns.has("chunk", "rr@window"), columns.value("chunk", "rr@window"), 0.0)
+          if "rr@window" in columns.values["chunk"] else np.zeros(len(columns)))
+    return Rows(columns.ids, columns.kind_of(), rr)
 
 
 def _query_rows(result: Result, texts: Texts) -> str:
