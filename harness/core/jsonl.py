@@ -4,6 +4,7 @@ golden sets, answers, judging sheets and runs. What a row must hold is each read
 from __future__ import annotations
 
 import json
+import re
 from typing import Iterator
 
 
@@ -15,14 +16,58 @@ def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
             yield lineno, line
 
 
+# A JSON escape of a UTF-16 surrogate (after an odd run of backslashes: "\\\\ud800" is a backslash and text).
+# A high one followed by a low one is one character; either alone is no character at all, which json.loads and
+# pydantic accept and no UTF-8 file, output or hash can hold.
+_SURROGATE = re.compile(rb"(\\+)u[dD]([89a-fA-F])[0-9a-fA-F]{2}")
+_LOW = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(text: bytes) -> tuple[int, str] | None:
+    """(the byte offset, the escape) of the first escape of half a surrogate pair without its other half in the
+    JSON ``text``, or None."""
+    paired_low_at = -1
+    for m in _SURROGATE.finditer(text):
+        if len(m.group(1)) % 2 == 0:
+            continue
+        at = m.end(1) - 1  # the escape's backslash
+        if m.group(2) in b"89abAB":  # high: the next escape must be a low one
+            if _LOW.match(text, m.end()):
+                paired_low_at = m.end()
+                continue
+        elif at == paired_low_at:  # low: right after its high one
+            continue
+        return at, text[at:m.end()].decode("ascii")
+    return None
+
+
+def lone_surrogate_problem(escape: str) -> str:
+    return (f"holds {escape}, half of a UTF-16 surrogate pair without its other half: not a character (write the "
+            "character itself, or both halves)")
+
+
+def lone_surrogate_at(text: bytes, first_line: int = 1) -> tuple[int, str] | None:
+    """(its line, the problem) of the first lone surrogate escape of ``text``, whose first line is ``first_line``;
+    None when there is none (cheap then: most JSON text holds no ``\\u`` at all)."""
+    found = lone_surrogate(text) if b"\\u" in text else None
+    if found is None:
+        return None
+    return first_line + text.count(b"\n", 0, found[0]), lone_surrogate_problem(found[1])
+
+
 def parse_line(line: str) -> tuple[object, str | None]:
     """One line's value and ``None``, or ``None`` and why it is not JSON (to be put after ``file:line: ``)."""
     try:
-        return json.loads(line), None
+        value = json.loads(line)
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg})"
     except RecursionError:  # json.loads recurses once per nesting level
         return None, "nested too deeply"
+    if "\\u" in line:
+        found = lone_surrogate(line.encode("utf-8"))
+        if found:
+            return None, lone_surrogate_problem(found[1])
+    return value, None
 
 
 def jsonl_rows(text: str) -> Iterator[tuple[int, object, str | None]]:

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import InputError
+from .jsonl import lone_surrogate_at
 from .result import QueryResult, Result
 from .result_check import consistency_problems
 from .result_stream import read
@@ -34,10 +35,15 @@ def load_result(path: Path) -> Result:
 
 
 def _whole(path: Path) -> Result:
+    raw = path.read_bytes()
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start}): a results.json written by harness run?") from None
+    surrogate = lone_surrogate_at(raw)  # JSON readers accept one; the first output of its text would crash
+    if surrogate:
+        raise InputError(f"{path}:{surrogate[0]}: {surrogate[1]}")
+    del raw
     result = _parsed(text)
     if result is None:  # not valid as it is: read again the slow way, which locates every problem
         result = Result.from_dict(_json(text, path), str(path))

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from . import querystore
 from .errors import InputError
+from .jsonl import lone_surrogate_at
 from .result_check import ConsistencyScan, located, shown
 
 QUERIES_LINE = b'  "queries": [\n'
@@ -54,8 +55,12 @@ def _read(fh, where: str, result_model: Any, query_model: Any) -> Any:
         head.append(line)
     else:
         raise _NotThisLayout
-    head_model, problems = _head(b"".join(head) + b'  "queries": []\n}', result_model)
-    del head
+    head_text = b"".join(head)
+    surrogate = lone_surrogate_at(head_text)
+    head_model, problems = _head(head_text + b'  "queries": []\n}', result_model)
+    if surrogate:
+        problems.insert(0, f"line {surrogate[0]}: {surrogate[1]}")
+    del head, head_text
     scan = ConsistencyScan(head_model.summary) if head_model is not None else None
     kept: list[tuple[bytes, Any]] = []  # the first SPOOL_ABOVE records; a store once there are more
     store = None
@@ -76,6 +81,11 @@ def _read(fh, where: str, result_model: Any, query_model: Any) -> Any:
             last = True
         else:
             raise _NotThisLayout  # cut short
+        surrogate = lone_surrogate_at(data, lineno)
+        if surrogate:
+            problems.append(f"queries.{index} (line {lineno}): {surrogate[1]}")
+            index += 1
+            continue
         try:
             q = query_model.model_validate_json(data)
         except ValidationError as exc:

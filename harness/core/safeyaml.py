@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from .jsonl import lone_surrogate_problem
+
 # Extra nodes that aliases may add beyond the nodes written in the file. A plain file never hits it (its size is
 # bounded by its length); real configs reuse an anchor a few times; a billion-laughs file needs 10^9.
 MAX_ALIAS_NODES = 100_000
@@ -59,7 +61,13 @@ class CheckedLoader(yaml.SafeLoader):
 
     def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
-            return super().construct_object(node, deep)
+            value = super().construct_object(node, deep)
+            if isinstance(value, str) and not value.isascii():
+                value.encode("utf-8")  # "\ud800" in double quotes is half of a surrogate pair: no character
+            return value
+        except UnicodeEncodeError as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, lone_surrogate_problem(f"\\u{ord(exc.object[exc.start]):04x}"), node.start_mark) from None
         except yaml.YAMLError:
             raise
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError, IndexError) as exc:
