@@ -131,7 +131,8 @@ class ColumnsBuilder:
         n = len(self._ids)
         values = {}
         for level, names in self._names.items():
-            table = np.array(self._flat[level], dtype=np.float64).reshape(n, len(names)) if names else None
+            # a view of the collected values (not a copy of them): only each metric's column is made
+            table = np.frombuffer(self._flat[level], dtype=np.float64).reshape(n, len(names)) if names else None
             values[level] = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(names)}
         missing = {}
         for key, at in self._missing.items():
