@@ -72,9 +72,17 @@ def _click_exceptions() -> tuple[tuple, tuple, tuple]:
 
 def run_app(app: typer.Typer) -> NoReturn:
     """Run the command line and exit with what the user should see."""
+    devnull_at_start = _stdout_is_devnull()
     try:
         # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
-        code = app(prog_name="harness", standalone_mode=False)
+        try:
+            code = app(prog_name="harness", standalone_mode=False)
+        except SystemExit as exc:
+            # rich's closed pipe outside any command's body (`harness --help | head -1`): stdout was pointed at
+            # devnull on the way, which a redirect made by the user would have done before we started.
+            if exc.code == 1 and not devnull_at_start and _stdout_is_devnull():
+                raise _PipeClosed() from None
+            raise
         sys.stdout.flush()  # inside the boundary: a closed pipe found by the interpreter's exit flush is noisy
         if code == 130:  # typer turns Ctrl-C into exit code 130 itself
             print(INTERRUPTED, file=sys.stderr)

@@ -56,6 +56,10 @@ class StoredHits:
             return q.hits
         return self._source(f"the hits of query {q.id!r}").hits(q.id)
 
+    def with_hits(self, q: Any) -> Any:
+        """``q`` itself when results.json keeps its hits, else a copy holding them (``hits_of``)."""
+        return q if q.hits is not None else q.model_copy(update={"hits": self.hits_of(q)})
+
     def texts_of(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         """Chunk id -> text, for the ids known: the run in memory, the results.json ``chunks`` table, else
         chunks.parquet beside it. Unknown ids are left out (a renderer shows "text not loaded")."""

@@ -12,7 +12,7 @@ is refused with one located line per problem instead of reaching a renderer. The
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
@@ -386,3 +386,12 @@ def _validated(data: Any) -> tuple[Result | None, list[str]]:
 def as_result(value: Result | dict, where: str = "results.json") -> Result:
     """A Result as it is; a plain dict (a results.json parsed by the caller) validated into one."""
     return value if isinstance(value, Result) else Result.from_dict(value, where)
+
+
+def distinct_names(runs: Sequence[Result]) -> list[Result]:
+    """The runs, each named ``name#i`` (its place) when two share a name: a comparison names its runs, and the
+    same results.json given twice, or two runs of one config, must stay apart. The one rule for compare and its
+    report."""
+    if len({r.name for r in runs}) == len(runs):
+        return list(runs)
+    return [r.model_copy(update={"name": f"{r.name}#{i + 1}"}) for i, r in enumerate(runs)]

@@ -30,7 +30,9 @@ def read_utf8(path: Path, error: type[InputError]) -> str:
     except (gzip.BadGzipFile, EOFError) as exc:
         raise error(f"{path}: not a complete gzip file ({exc})") from None
     try:
-        return data.decode("utf-8")
+        # A leading byte-order mark (Excel's "CSV UTF-8", Notepad) says the encoding; it is not the first
+        # column's name nor part of the first JSON line.
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise error(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None

@@ -235,6 +235,13 @@ def native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None)
         if not isinstance(tags, dict):
             problems.append(f"{where}: query {qid!r}: 'tags' must be a mapping")
             tags = {}
+        # A slice is named by text; a number reads as its text, but null, true or a list would become 'None',
+        # 'True', '[1, 2]': not guessed.
+        odd = [k for k, v in tags.items() if isinstance(v, bool) or not isinstance(v, (str, int, float))]
+        if odd:
+            problems.append(f"{where}: query {qid!r}: tags {', '.join(map(repr, odd))}: a tag's value must be text "
+                            f"or a number, got {', '.join(_short(tags[k]) for k in odd)}")
+            tags = {k: v for k, v in tags.items() if k not in odd}
         relevant = _read_judgments(where, qid, row.get("relevant"), problems)
         yield RawQuery(qid, text, {str(k): str(v) for k, v in tags.items()}, relevant, where)
     _fail(path, problems)

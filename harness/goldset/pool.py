@@ -54,7 +54,7 @@ def pool(results: Sequence[Result], docs: dict[str, Document], depth: int) -> li
     rows: dict[tuple[str, str], PoolRow] = {}
     for result in results:
         for q in result.queries:
-            for hit in q.hits:
+            for hit in result.hits_of(q):  # hits.parquet's for the queries results.json keeps none of
                 if hit.rank > depth or hit.grade is not None:
                     continue
                 key = (q.id, hit.chunk_id)
@@ -78,7 +78,7 @@ def pool(results: Sequence[Result], docs: dict[str, Document], depth: int) -> li
 def window_gaps(results: Sequence[Result]) -> list[WindowGap]:
     out = []
     for result in results:
-        hits = [(q.id, h) for q in result.queries for h in q.hits if h.in_window]
+        hits = [(q.id, h) for q in result.queries for h in result.hits_of(q) if h.in_window]
         unjudged = [(qid, h) for qid, h in hits if h.grade is None]
         out.append(WindowGap(result.name, len(hits), len(unjudged), len({qid for qid, _ in unjudged})))
     return out
@@ -86,7 +86,7 @@ def window_gaps(results: Sequence[Result]) -> list[WindowGap]:
 
 def missing_documents(results: Sequence[Result], docs: dict[str, Document], depth: int) -> list[str]:
     """Pooled documents the corpus lacks: their text cannot be shown, so the corpus given is the wrong one."""
-    return sorted({h.doc_id for r in results for q in r.queries for h in q.hits
+    return sorted({h.doc_id for r in results for q in r.queries for h in r.hits_of(q)
                    if h.rank <= depth and h.grade is None and h.doc_id not in docs})
 
 

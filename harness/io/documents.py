@@ -1,4 +1,4 @@
-"""Load documents: JSONL (``id``/``_id``, ``text``, optional ``title``, ``metadata``), a folder of documents (id =
+"""Load documents: JSONL (``id``/``_id``, ``text``, optional ``title``, ``metadata``; ``.jsonl.gz`` too), a folder of documents (id =
 relative path; text, Markdown, HTML, PDF and DOCX files, through ``extract``), or a BEIR folder/``corpus.jsonl``. Every problem is reported with its location.
 
 A folder corpus reads only files inside the folder: a link pointing outside it is skipped with a warning (a link
@@ -6,8 +6,10 @@ to /etc/passwd would otherwise put that file into the reports)."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import sys
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -15,6 +17,7 @@ from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from ..core.jsonl import parse_line
+from ..core.textfile import open_binary
 from ..core.types import Document
 
 from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
@@ -40,49 +43,58 @@ def _load_jsonl(path: Path) -> list[Document]:
     docs: list[Document] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:  # decoded line by line: every line that is not UTF-8 is named, with the other problems
-                row, bad = parse_line(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                problems.append(f"{path}:{lineno}: not UTF-8 text")
-                continue
-            if bad:
-                problems.append(f"{path}:{lineno}: {bad}")
-                continue
-            if not isinstance(row, dict):
-                problems.append(f"{path}:{lineno}: expected a JSON object")
-                continue
-            doc_id, bad_id = read_id(row.get("id", row.get("_id")), "document id", "missing 'id' (or '_id')")
-            if bad_id:
-                problems.append(f"{path}:{lineno}: {bad_id}")
-                continue
-            text = row.get("text")
-            if not isinstance(text, str) or not text.strip():
-                problems.append(f"{path}:{lineno}: document {doc_id!r} has an empty or missing 'text'")
-                continue
-            if doc_id in first_line:
-                problems.append(f"{path}:{lineno}: duplicate document id {doc_id!r} (first on line {first_line[doc_id]})")
-                continue
-            first_line[doc_id] = lineno
-            title, metadata = row.get("title"), row.get("metadata")
-            if title is not None and not isinstance(title, str):
-                problems.append(f"{path}:{lineno}: document {doc_id!r}: 'title' must be text, got "
-                                f"{type(title).__name__}")
-                continue
-            if metadata is not None and not isinstance(metadata, dict):
-                problems.append(f"{path}:{lineno}: document {doc_id!r}: 'metadata' must be a mapping, got "
-                                f"{type(metadata).__name__}")
-                continue
-            docs.append(Document(doc_id, text, title or "", dict(metadata or {})))
+    try:
+        with open_binary(path) as fh:  # corpus.jsonl.gz is read through gzip
+            for lineno, raw in enumerate(fh, start=1):
+                _read_line(path, lineno, raw, docs, problems, first_line)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise CorpusError(f"{path}: not a complete gzip file ({exc})") from None
     if problems:
         raise CorpusError(f"{path}: {len(problems)} problem(s) in the corpus", problems[:50] + (
             [f"... and {len(problems) - 50} more"] if len(problems) > 50 else []))
     if not docs:
         raise CorpusError(f"{path}: the corpus has no documents")
     return docs
+
+
+def _read_line(path: Path, lineno: int, raw: bytes, docs: list[Document], problems: list[str],
+               first_line: dict[str, int]) -> None:
+    """One corpus line: its document appended to ``docs``, or its problem to ``problems``."""
+    if not raw.strip():
+        return
+    where = f"{path}:{lineno}"
+    try:  # decoded line by line: every line that is not UTF-8 is named, with the other problems
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append(f"{where}: not UTF-8 text")
+        return
+    row, bad = parse_line(line.removeprefix("\ufeff") if lineno == 1 else line)  # (a byte-order mark)
+    if bad:
+        problems.append(f"{where}: {bad}")
+        return
+    if not isinstance(row, dict):
+        problems.append(f"{where}: expected a JSON object")
+        return
+    doc_id, bad_id = read_id(row.get("id", row.get("_id")), "document id", "missing 'id' (or '_id')")
+    if bad_id:
+        problems.append(f"{where}: {bad_id}")
+        return
+    text = row.get("text")
+    if not isinstance(text, str) or not text.strip():
+        problems.append(f"{where}: document {doc_id!r} has an empty or missing 'text'")
+        return
+    if doc_id in first_line:
+        problems.append(f"{where}: duplicate document id {doc_id!r} (first on line {first_line[doc_id]})")
+        return
+    first_line[doc_id] = lineno
+    title, metadata = row.get("title"), row.get("metadata")
+    if title is not None and not isinstance(title, str):
+        problems.append(f"{where}: document {doc_id!r}: 'title' must be text, got {type(title).__name__}")
+        return
+    if metadata is not None and not isinstance(metadata, dict):
+        problems.append(f"{where}: document {doc_id!r}: 'metadata' must be a mapping, got {type(metadata).__name__}")
+        return
+    docs.append(Document(doc_id, text, title or "", dict(metadata or {})))
 
 
 def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:

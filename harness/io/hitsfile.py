@@ -8,6 +8,7 @@ group(s) holding it (``hitsindex``), not found by a filter over the whole query_
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -212,20 +213,36 @@ class ParquetHits:
         self.hits_path, self.chunks_path = Path(hits_path), chunks_path and Path(chunks_path)
         self.queries = queries
         self._positions: dict[str, int] = {}  # a list's ids, built at the first look-up
+        self._checked: set[Path] = set()  # the files whose schema was read
 
     def _file(self, path: Path | None, what: str) -> Path:
+        """``path``, once it is known to be a Parquet file with the columns harness writes there (its schema
+        is read once): a damaged or foreign file is an InputError naming it, not an Arrow error later."""
         if path is None or not path.is_file():
             raise InputError(f"{path or CHUNKS_FILE}: not found; results.json keeps {what} of a bounded set of "
                              "queries only, and the rest are read from this file beside it")
+        if path not in self._checked:
+            import pyarrow.parquet as pq
+
+            with _reading(path):
+                schema = pq.read_schema(path)
+            expected = hit_schema() if path == self.hits_path else chunk_schema()
+            lacking = [f.name for f in expected if schema.get_field_index(f.name) < 0
+                       or not schema.field(f.name).type.equals(f.type)]
+            if lacking:
+                raise InputError(f"{path}: not {what} as harness run writes them (no column {', '.join(lacking)} of "
+                                 f"the expected type); was the file replaced?")
+            self._checked.add(path)
         return path
 
     def hits(self, query_id: str) -> list[HitRecord]:
         path = self._file(self.hits_path, "the hits")
-        table = query_rows(path, query_id, None if self.queries is None else len(self.queries),
-                           lambda: self._position(query_id))
-        if table is None:
-            table = self._filtered(path, query_id)
-        rows = sorted(table.drop(["query_id"]).to_pylist(), key=lambda r: r["rank"])
+        with _reading(path):
+            table = query_rows(path, query_id, None if self.queries is None else len(self.queries),
+                               lambda: self._position(query_id))
+            if table is None:
+                table = self._filtered(path, query_id)
+            rows = sorted(table.select(list(HIT_COLUMNS[1:])).to_pylist(), key=lambda r: r["rank"])
         return [HitRecord(**row) for row in rows]
 
     def _filtered(self, path: Path, query_id: str):
@@ -251,11 +268,12 @@ class ParquetHits:
         if not ids:
             return {}
         path = self._file(self.chunks_path, "the chunk texts")
-        found = texts_by_group(path, set(ids))
-        if found is not None:
-            return found
-        table = pq.read_table(path, columns=["chunk_id", "text"], filters=[("chunk_id", "in", ids)])
-        return dict(zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist()))
+        with _reading(path):
+            found = texts_by_group(path, set(ids))
+            if found is not None:
+                return found
+            table = pq.read_table(path, columns=["chunk_id", "text"], filters=[("chunk_id", "in", ids)])
+            return dict(zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist()))
 
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
         """(query id, relevant flags in rank order) per query, streamed over the row groups."""
@@ -287,17 +305,30 @@ class ParquetHits:
         import pyarrow.parquet as pq
 
         carried = None
-        for batch in pq.ParquetFile(self._file(self.hits_path, "the hits")).iter_batches(
-                batch_size=READ_ROWS, columns=["query_id", *columns]):
-            table = pa.Table.from_batches([batch])
-            table = table if carried is None else pa.concat_tables([carried, table])
-            changes = np.flatnonzero(_changes(table.column(0).combine_chunks())) + 1
-            tail = int(changes[-1]) if len(changes) else 0  # where the batch's last query starts
-            if tail:
-                yield _queries_of(table.slice(0, tail))
-            carried = table.slice(tail)
-        if carried is not None and carried.num_rows:
-            yield _queries_of(carried)
+        path = self._file(self.hits_path, "the hits")
+        with _reading(path):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=READ_ROWS, columns=["query_id", *columns]):
+                table = pa.Table.from_batches([batch])
+                table = table if carried is None else pa.concat_tables([carried, table])
+                changes = np.flatnonzero(_changes(table.column(0).combine_chunks())) + 1
+                tail = int(changes[-1]) if len(changes) else 0  # where the batch's last query starts
+                if tail:
+                    yield _queries_of(table.slice(0, tail))
+                carried = table.slice(tail)
+            if carried is not None and carried.num_rows:
+                yield _queries_of(carried)
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Arrow's errors reading ``path`` (a damaged file: no footer, a page cut short) as an InputError naming it."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).strip().split("\n", 1)[0]
+        raise InputError(f"{path}: cannot be read as the Parquet file harness run writes ({first})") from None
 
 
 def _changes(ids) -> np.ndarray:

@@ -138,7 +138,8 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     if any(cfg.executor.kind == "ray" for cfg in configs):
         from ..executors.ray import import_ray  # the optional extra, named before any work rather than after it
         _attempt(import_ray, errors)
-    if any(_uses_cache(cfg.retriever) for cfg in configs):
+    # A --cache-dir given is checked whatever the retriever: a path typed by mistake is said, not ignored.
+    if cache_dir is not None or any(_uses_cache(cfg.retriever) for cfg in configs):
         from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
         _attempt(lambda: check_cache_folder(cache_dir or BuildContext().cache_dir), errors)
     prepared: dict[str, Prepared] = {}

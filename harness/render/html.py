@@ -182,7 +182,8 @@ def shown_queries(result: Result) -> list:
     and a fixed sample (``core.selection``), so the page's size does not grow with the run's."""
     from ..core.selection import select
 
-    return [result.queries[i] for i in select(_selection_rows(result))]
+    # (their hits kept in results.json by the writer; read from hits.parquet for a file edited otherwise)
+    return [result.with_hits(result.queries[i]) for i in select(_selection_rows(result))]
 
 
 def _selection_rows(result: Result):
@@ -290,8 +291,10 @@ def _p(value) -> str:
 
 
 def _comparison_section(comparison: Comparison, results: list[Result], texts: list[Texts]) -> str:
+    from ..core.result import distinct_names
     from .compare_html import html_tables, side_by_side
 
+    results = distinct_names(results)  # the names the comparison gave them
     tables_html = html_tables(comparison)
     sbs_html = side_by_side(results, texts, comparison.baseline)
     return tables_html + "<h2>Plots</h2>" + plots(results) + sbs_html

@@ -173,10 +173,8 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
             continue
         order = "by first relevant rank, not retrieved last" if kind == "missing_document" else "worst first"
         out += [f"### {md(kind)} ({total}, {order})", ""]
-        for q in rows:
-            if q.hits is None:  # a large run keeps a selection of hits here: the others are in hits.parquet
-                q = q.model_copy(update={"hits": result.hits_of(q)})
-            out += _drill_md(q, texts) + [""]
+        for q in rows:  # a large run keeps a selection of hits here: the others are in hits.parquet
+            out += _drill_md(result.with_hits(q), texts) + [""]
     out += ["## Conventions", ""] + [f"- **{md(k)}**: {md(val)}" for k, val in result.conventions.items()]
     out += ["", f"Config hash {md_code(result.config_hash)}, harness {md(result.harness_version)}, "
                 f"created {md(result.created_at)}."]

@@ -16,7 +16,7 @@ import numpy as np
 from ..core import querycolumns
 from ..core.errors import InputError
 from ..core.outcomes import Comparison, ComparisonRow
-from ..core.result import Result, as_result
+from ..core.result import Result, as_result, distinct_names
 from ..metrics.spec import parse_metric
 from .choices import CORRECTIONS, TESTS
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
@@ -173,11 +173,8 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
         raise InputError(f"unknown test {test!r}; choose from {', '.join(TESTS)}")
     if correction not in CORRECTIONS:
         raise InputError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
-    runs = [as_result(r) for r in runs]
+    runs = distinct_names([as_result(r) for r in runs])
     names = [r.name for r in runs]
-    if len(set(names)) != len(names):
-        runs = [r.model_copy(update={"name": f"{r.name}#{i + 1}"}) for i, r in enumerate(runs)]
-        names = [r.name for r in runs]
     base_name = baseline or names[0]
     if base_name not in names:
         raise InputError(f"baseline {base_name!r} is not one of the runs: {', '.join(names)}")

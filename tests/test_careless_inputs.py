@@ -1,0 +1,154 @@
+"""What a newcomer's session found (a helper walking the CLI as a careless user, 2026-12-04): each of these printed
+a traceback or read a file wrong. Each case runs the command as a user does and checks the exit code, the located
+message, and that the output is what the same input without the oddity gives."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from clihelp import DEMO, ROOT, assert_input_error, harness
+
+
+def _config(tmp, name="cfg", corpus=DEMO / "corpus.jsonl", goldset=f"{{path: {DEMO / 'goldset.jsonl'}}}",
+            retriever="{kind: bm25, backend: fast}"):
+    path = tmp / f"{name}.yaml"
+    path.write_text(f"name: t\ncorpus: {{path: {corpus}}}\nchunking: {{strategy: sentences, size: 2}}\n"
+                    f"goldset: {goldset}\nretriever: {retriever}\ncutoff: {{k: 5}}\n")
+    return path
+
+
+def _run(tmp, name, monkeypatch=None, selected=False, **config):
+    """``harness run`` on the demo; ``selected``: laid out as a run over KEEP_ALL_HITS_UP_TO queries is (results.json
+    keeps a selection's hits, the rest are in hits.parquet)."""
+    if selected:
+        from harness.core import selection
+
+        monkeypatch.setattr(selection, "KEEP_ALL_HITS_UP_TO", 10)
+        monkeypatch.setattr(selection.select, "__defaults__", (12,))  # its cap (SHOWN_QUERIES), bound at import
+        monkeypatch.setattr(selection, "SAMPLE", 3)
+    out = tmp / name
+    proc = harness("run", _config(tmp, name, **config), "--out", out, "-q")
+    assert proc.returncode == 0, proc.stderr
+    return out / "results.json"
+
+
+# ---- a run whose results.json keeps a selection of hits ----------------------------------------------------------
+
+def test_pool_reads_the_hits_results_json_does_not_keep(tmp_path, monkeypatch):
+    whole = _run(tmp_path, "all")
+    selected = _run(tmp_path, "sel", monkeypatch, selected=True)
+    assert sum(q["hits"] is None for q in json.loads(selected.read_text())["queries"]) > 0
+    for results, sheet in ((whole, tmp_path / "all.csv"), (selected, tmp_path / "sel.csv")):
+        proc = harness("goldset", "pool", results, "-o", sheet)
+        assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "sel.csv").read_text() == (tmp_path / "all.csv").read_text()
+    assert len((tmp_path / "all.csv").read_text().splitlines()) > 40
+
+
+def test_report_and_markdown_read_a_shown_querys_hits_from_the_parquet_file(tmp_path):
+    results = _run(tmp_path, "run")
+    data = json.loads(results.read_text())
+    data["hits_kept"], data["hits_file"] = "selected", "hits.parquet"  # as if edited: a shown query without hits
+    data["queries"][0]["hits"] = None
+    results.write_text(json.dumps(data, indent=2))
+    proc = harness("report", results, "-o", tmp_path / "r.html")
+    assert proc.returncode == 0, proc.stderr
+    assert data["queries"][0]["id"] in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "four bytes", "chunks file in its place"])
+def test_a_damaged_hits_file_is_named_not_a_traceback(tmp_path, monkeypatch, damage):
+    results = _run(tmp_path, "sel", monkeypatch, selected=True)
+    hits = results.parent / "hits.parquet"
+    if damage == "truncated":
+        hits.write_bytes(hits.read_bytes()[:2000])
+    elif damage == "four bytes":
+        hits.write_bytes(b"PAR1")
+    else:
+        shutil.copy(results.parent / "chunks.parquet", hits)
+    unkept = next(q["id"] for q in json.loads(results.read_text())["queries"] if q["hits"] is None)
+    for args in (("explain", results, unkept), ("report", results, "-o", tmp_path / "r.html")):
+        proc = harness(*args)
+        assert_input_error(proc, str(hits))
+        assert ("cannot be read as the Parquet file" in proc.stderr) == (damage != "chunks file in its place")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_compares_two_runs_with_one_name(tmp_path):
+    """compare names them name#1 and name#2; the report's side-by-side did not find its baseline (StopIteration)."""
+    a = _run(tmp_path, "a")
+    b = _run(tmp_path, "b", retriever="{kind: bm25, backend: fast, k1: 0.9}")
+    for pair in ((a, b), (a, a)):
+        proc = harness("report", *pair, "-o", tmp_path / "cmp.html")
+        assert proc.returncode == 0, proc.stderr
+        page = (tmp_path / "cmp.html").read_text()
+        assert "t#1" in page and "t#2" in page
+
+
+# ---- inputs as editors and tools write them ---------------------------------------------------------------------
+
+def _same_run(tmp_path, name, **config):
+    results = json.loads(_run(tmp_path, name, **config).read_text())
+    return [(q["id"], q["metrics"], q["verdict"]["kind"]) for q in results["queries"]]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_line_or_column(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    bom = b"\xef\xbb\xbf"
+    (data / "gold.jsonl").write_bytes(bom + (DEMO / "goldset.jsonl").read_bytes())
+    (data / "corpus.jsonl").write_bytes(bom + (DEMO / "corpus.jsonl").read_bytes())
+    rows = [json.loads(line) for line in (DEMO / "goldset.jsonl").read_text().splitlines() if line.strip()]
+    with open(data / "gold.csv", "w", newline="", encoding="utf-8-sig") as fh:  # Excel's "CSV UTF-8"
+        writer = csv.writer(fh)
+        writer.writerow(["query_id", "query", "doc_id", "grade"])
+        for row in rows:
+            for rel in row["relevant"]:
+                writer.writerow([row["id"], row["query"], rel["doc"], rel.get("grade", 1)])
+    plain = _same_run(tmp_path, "plain")
+    assert _same_run(tmp_path, "bom", goldset=f"{{path: {data / 'gold.jsonl'}}}") == plain
+    assert _same_run(tmp_path, "bomc", corpus=data / "corpus.jsonl") == plain
+    proc = harness("validate", _config(tmp_path, "csv", goldset=f"{{path: {data / 'gold.csv'}, format: csv}}"))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_gzipped_corpus_reads_as_the_plain_one(tmp_path):
+    gz = tmp_path / "corpus.jsonl.gz"
+    gz.write_bytes(gzip.compress((DEMO / "corpus.jsonl").read_bytes()))
+    assert _same_run(tmp_path, "gz", corpus=gz) == _same_run(tmp_path, "plain")
+    gz.write_bytes(gz.read_bytes()[:300])
+    assert_input_error(harness("validate", _config(tmp_path, "cut", corpus=gz)),
+                       f"{gz}: not a complete gzip file")
+
+
+def test_a_tag_value_must_be_text_or_a_number(tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "q1", "query": "install", "relevant": ["install-desktop"], '
+                    '"tags": {"n": 3, "f": 1.5, "s": "x"}}\n'
+                    '{"id": "q2", "query": "install", "relevant": ["install-desktop"], '
+                    '"tags": {"topic": null, "b": true, "l": [1, 2], "s": "y"}}\n')
+    proc = harness("validate", _config(tmp_path, goldset=f"{{path: {gold}}}"))
+    assert_input_error(proc, f"{gold}:2: query 'q2': tags 'topic', 'b', 'l'", "None, True, [1, 2]")
+    assert f"{gold}:1" not in proc.stderr
+
+
+def test_a_cache_dir_given_must_be_a_folder_whatever_the_retriever(tmp_path):
+    proc = harness("run", _config(tmp_path), "--cache-dir", DEMO / "corpus.jsonl", "--out", tmp_path / "out")
+    assert_input_error(proc, "cannot be used as the cache folder: it is a file")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"]])
+def test_help_into_a_closed_pipe_exits_quietly(args):
+    """``harness --help | head -1``: rich meets the closed pipe while click prints the help, before any command."""
+    proc = subprocess.run(f"{sys.executable} -m harness.cli {' '.join(args)} | head -c 10; exit ${{PIPESTATUS[0]}}",
+                          shell=True, executable="/bin/bash", cwd=ROOT, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "80"})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
