@@ -56,6 +56,22 @@ class StoredHits:
             return q.hits
         return self._source(f"the hits of query {q.id!r}").hits(q.id)
 
+    def each_with_hits(self, max_rank: int | None = None) -> Iterator[tuple[Any, list[HitRecord]]]:
+        """Every query with its hits (down to ``max_rank``), in order: those results.json does not keep read in one
+        pass over the hits file, not looked up a query at a time (~2.5 ms each)."""
+        stream = getattr(self._hits, "all_hits", None) if self.hits_kept == "selected" else None
+        if stream is None:
+            for q in self.queries:
+                yield q, [h for h in self.hits_of(q) if max_rank is None or h.rank <= max_rank]
+            return
+        rows = stream(max_rank)
+        pending = next(rows, None)
+        for q in self.queries:
+            hits: list[HitRecord] = []
+            if pending is not None and pending[0] == q.id:  # a query without hits has no rows in the file
+                hits, pending = pending[1], next(rows, None)
+            yield q, hits
+
     def with_hits(self, q: Any) -> Any:
         """``q`` itself when results.json keeps its hits, else a copy holding them (``hits_of``)."""
         return q if q.hits is not None else q.model_copy(update={"hits": self.hits_of(q)})

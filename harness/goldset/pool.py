@@ -53,9 +53,9 @@ def pool(results: Sequence[Result], docs: dict[str, Document], depth: int) -> li
     query (golden-set order of the first run), then best rank."""
     rows: dict[tuple[str, str], PoolRow] = {}
     for result in results:
-        for q in result.queries:
-            for hit in result.hits_of(q):  # hits.parquet's for the queries results.json keeps none of
-                if hit.rank > depth or hit.grade is not None:
+        for q, hits in result.each_with_hits(depth):  # from hits.parquet for those results.json keeps none of
+            for hit in hits:
+                if hit.grade is not None:
                     continue
                 key = (q.id, hit.chunk_id)
                 row = rows.get(key)
@@ -78,7 +78,7 @@ def pool(results: Sequence[Result], docs: dict[str, Document], depth: int) -> li
 def window_gaps(results: Sequence[Result]) -> list[WindowGap]:
     out = []
     for result in results:
-        hits = [(q.id, h) for q in result.queries for h in result.hits_of(q) if h.in_window]
+        hits = [(q.id, h) for q, mine in result.each_with_hits() for h in mine if h.in_window]
         unjudged = [(qid, h) for qid, h in hits if h.grade is None]
         out.append(WindowGap(result.name, len(hits), len(unjudged), len({qid for qid, _ in unjudged})))
     return out
@@ -86,8 +86,8 @@ def window_gaps(results: Sequence[Result]) -> list[WindowGap]:
 
 def missing_documents(results: Sequence[Result], docs: dict[str, Document], depth: int) -> list[str]:
     """Pooled documents the corpus lacks: their text cannot be shown, so the corpus given is the wrong one."""
-    return sorted({h.doc_id for r in results for q in r.queries for h in r.hits_of(q)
-                   if h.rank <= depth and h.grade is None and h.doc_id not in docs})
+    return sorted({h.doc_id for r in results for _, hits in r.each_with_hits(depth) for h in hits
+                   if h.grade is None and h.doc_id not in docs})
 
 
 def sheet_text(path: Path, rows: Sequence[PoolRow]) -> str:

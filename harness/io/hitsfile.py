@@ -275,6 +275,18 @@ class ParquetHits:
             table = pq.read_table(path, columns=["chunk_id", "text"], filters=[("chunk_id", "in", ids)])
             return dict(zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist()))
 
+    def all_hits(self, max_rank: int | None = None) -> Iterator[tuple[str, list[HitRecord]]]:
+        """(query id, its hits down to ``max_rank``) per query with hits, in the file's order (results.json's),
+        streamed over the row groups."""
+        names = list(HIT_COLUMNS[1:])
+        for ids, lengths, columns in self._whole_queries(names):
+            rows = [dict(zip(names, values)) for values in zip(*(c.to_pylist() for c in columns))]
+            at = 0
+            for query_id, n in zip(ids, lengths.tolist()):
+                yield query_id, [HitRecord(**row) for row in rows[at:at + n]
+                                 if max_rank is None or row["rank"] <= max_rank]
+                at += n
+
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
         """(query id, relevant flags in rank order) per query, streamed over the row groups."""
         for ids, lengths, (relevant,) in self._whole_queries(["relevant"]):
