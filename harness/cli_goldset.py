@@ -213,8 +213,11 @@ def merge(gold: Path = typer.Argument(..., help="the golden set"),
     write_gold(out, rows, [gold, sheet])
     for line in report.conflicts:
         _err(f"conflict: {line}")
-    _err(f"{out}: {report.added} judgment(s) added, {report.evidence_added} evidence quote(s) added, "
-         f"{report.unjudged_rows} row(s) not judged yet, {len(report.conflicts)} conflict(s)")
+    _err(f"{out}: {report.added} judgment(s) added (with {report.new_quotes} evidence quote(s)), "
+         f"{report.evidence_added} evidence quote(s) added to judgments it had, {report.unjudged_rows} row(s) not "
+         f"judged yet, {len(report.conflicts)} conflict(s)")
+    if report.new_quotes or report.evidence_added:  # merge has no corpus: where the quotes are is not checked here
+        _err(f"check the quotes against the corpus: harness goldset check {out} --corpus CORPUS")
     if report.conflicts:
         raise typer.Exit(1)
 

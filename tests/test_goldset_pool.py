@@ -63,7 +63,8 @@ def test_pool_merge_round_trip(first):
     gold2 = tmp / "gold2.jsonl"
     proc = harness("goldset", "merge", GOLD, sheet, "-o", gold2)
     assert proc.returncode == 0, proc.stderr
-    assert f"{len(judged)} judgment(s) added" in proc.stderr
+    assert f"{len(judged)} judgment(s) added (with 1 evidence quote(s))" in proc.stderr  # one row was given a quote
+    assert f"harness goldset check {gold2} --corpus" in proc.stderr  # merge has no corpus to check it against
     merged = {json.loads(line)["id"]: json.loads(line) for line in gold2.read_text().splitlines()}
     original = {json.loads(line)["id"]: json.loads(line) for line in GOLD.read_text().splitlines()}
     for (qid, doc), grade in judged.items():
@@ -104,7 +105,8 @@ def test_conflicts_are_reported_and_not_merged(tmp_path):
     assert proc.returncode == 1
     assert "conflict: query 'q01', document 'install-desktop': the sheet grades it 1, the golden set 2" in proc.stderr
     assert f"conflict: {sheet}:3: chunk 'install-linux#0-9' of query 'q02' graded 0 here and 1" in proc.stderr
-    assert "0 judgment(s) added, 0 evidence quote(s) added, 1 row(s) not judged yet, 2 conflict(s)" in proc.stderr
+    assert ("0 judgment(s) added (with 0 evidence quote(s)), 0 evidence quote(s) added to judgments it had, 1 row(s) "
+            "not judged yet, 2 conflict(s)") in proc.stderr
     assert out.read_text().splitlines() == [json.dumps(json.loads(line), ensure_ascii=False)
                                            for line in GOLD.read_text().splitlines()]
 

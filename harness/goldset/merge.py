@@ -36,6 +36,7 @@ class SheetJudgment:
 class MergeReport:
     added: int = 0  # new (query, document) judgments
     evidence_added: int = 0  # quotes added to judgments that already had the same grade
+    new_quotes: int = 0  # the quotes the new judgments came with
     unjudged_rows: int = 0
     conflicts: list[str] = field(default_factory=list)
 
@@ -132,6 +133,7 @@ def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0
             if qid == q.query_id:
                 relevant.append(judgment_row(doc, grade, [{"quote": t} for t in quotes]))
                 report.added += 1
+                report.new_quotes += len(quotes)
                 del decided[(qid, doc)]
         rows.append(query_row(q, relevant))
     return rows, report
