@@ -152,3 +152,15 @@ def test_help_into_a_closed_pipe_exits_quietly(args):
                           shell=True, executable="/bin/bash", cwd=ROOT, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "80"})
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_pool_refuses_a_hits_file_in_another_order_than_the_records(tmp_path, monkeypatch):
+    """The hits not kept in results.json are read in one pass, matched to the records in order: a file whose
+    queries come in another order (hand-edited records, files of two runs) is an error, not hits read as none."""
+    results = _run(tmp_path, "sel", monkeypatch, selected=True)
+    data = json.loads(results.read_text())
+    data["queries"].reverse()
+    results.write_text(json.dumps(data, indent=2))
+    proc = harness("goldset", "pool", results, "-o", tmp_path / "pool.csv")
+    assert_input_error(proc, "hits.parquet: query", "not where results.json's order puts them")
+    assert not (tmp_path / "pool.csv").exists()

@@ -71,6 +71,9 @@ class StoredHits:
             if pending is not None and pending[0] == q.id:  # a query without hits has no rows in the file
                 hits, pending = pending[1], next(rows, None)
             yield q, hits
+        if pending is not None:  # rows left: the file is not in the records' order, so some were read as none
+            raise InputError(f"{self.hits_file or 'hits.parquet'}: query {pending[0]!r}'s hits are not where "
+                             "results.json's order puts them (files from two runs?)")
 
     def with_hits(self, q: Any) -> Any:
         """``q`` itself when results.json keeps its hits, else a copy holding them (``hits_of``)."""
