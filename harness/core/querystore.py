@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .files import temp_space
+from .positions import Positions
 
 # Runs with more queries than this spool their records; smaller runs keep them as a list (a few MB at most, and
 # renderers read them several times). Equal to ``selection.KEEP_ALL_HITS_UP_TO`` so a spooled record has no hits
@@ -168,32 +169,48 @@ def stored(model: Any, records: Iterable[Any], expected: int, spool_above: int |
 
 
 class SpooledMapping(Mapping):
-    """Records by key (a run's verdicts by query id) in a ``QueryStore``: the keys and their positions stay in
-    memory, a value is decoded when it is read; iteration is in insertion order, as a dict's."""
+    """Records by key (a run's verdicts by query id) in a ``QueryStore``: the keys stay in memory (a list of the
+    caller's own strings), a value is decoded when it is read; iteration is in insertion order, as a dict's. Keys
+    are found by position: a read is guessed to follow the last one (every stage walks the queries in order), and a
+    dict of every key (~100 bytes a query on a 1M-query run) is made only on the first wrong guess."""
 
     def __init__(self, model: Any, items: Iterable[tuple[str, Any]]):
         self._store = QueryStore(model)
-        self._at: dict[str, int] = {}
+        self._keys: list[str] = []
         for key, record in items:
-            if key in self._at:
-                raise ValueError(f"SpooledMapping: duplicate key {key!r}")
-            self._at[key] = len(self._store)
+            self._keys.append(key)
             self._store.append(record)
+        ordered = sorted(self._keys)  # (a list of references: a set of every key would hold more)
+        twice = next((a for a, b in zip(ordered, ordered[1:]) if a == b), None)
+        if twice is not None:
+            raise ValueError(f"SpooledMapping: duplicate key {twice!r}")
+        self._positions = Positions(self._keys)
+        self._next = 0  # the position after the last key read
+
+    def _find(self, key: object) -> int:
+        return self._positions.find(key, self._next) if isinstance(key, str) else -1
 
     def __getitem__(self, key: str) -> Any:
-        return self._store[self._at[key]]
+        at = self._find(key)
+        if at < 0:
+            raise KeyError(key)
+        self._next = at + 1
+        return self._store[at]
+
+    def __contains__(self, key: object) -> bool:  # (Mapping's would decode the record)
+        return self._find(key) >= 0
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._at)
+        return iter(self._keys)
 
     def __len__(self) -> int:
-        return len(self._at)
+        return len(self._keys)
 
     def values(self):  # read in batches, not a lookup per key
         return iter(self._store)
 
     def items(self):
-        return zip(self._at, self._store)
+        return zip(self._keys, self._store)
 
 
 def stored_mapping(model: Any, items: Iterable[tuple[str, Any]], expected: int,
