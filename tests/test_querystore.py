@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import random
 import tempfile
 
 import pytest
@@ -146,3 +147,12 @@ def test_spooled_verdicts_read_as_the_dict_they_replace(tmp_path, monkeypatch):
         spooled["q9999"]
     with pytest.raises(ValueError):
         SpooledMapping(Verdict, [items[0], items[0]])
+    with pytest.raises(ValueError):  # a duplicate far from its first
+        SpooledMapping(Verdict, items[:600] + [items[3]] + items[600:700])
+    # read by key in order (found by the guess), backwards and shuffled (found by the dict made on the first miss)
+    fresh = stored_mapping(Verdict, iter(items), 1_234, 0)
+    keys = [k for k, _ in items]
+    assert [fresh[k] for k in keys] == [plain[k] for k in keys] and fresh._positions._by_id is None
+    for order in (keys[::-1], random.Random(4).sample(keys, len(keys))):
+        assert [spooled[k] for k in order] == [plain[k] for k in order]
+    assert ("q1" in fresh) and (1 not in fresh) and (None not in fresh)
