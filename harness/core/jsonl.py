@@ -63,11 +63,8 @@ def parse_line(line: str) -> tuple[object, str | None]:
         return None, f"not valid JSON ({exc.msg})"
     except RecursionError:  # json.loads recurses once per nesting level
         return None, "nested too deeply"
-    if "\\u" in line:
-        found = lone_surrogate(line.encode("utf-8"))
-        if found:
-            return None, lone_surrogate_problem(found[1])
-    return value, None
+    surrogate = lone_surrogate_at(line.encode("utf-8")) if "\\u" in line else None
+    return (None, surrogate[1]) if surrogate else (value, None)
 
 
 def jsonl_rows(text: str) -> Iterator[tuple[int, object, str | None]]:
