@@ -164,3 +164,20 @@ def test_pool_refuses_a_hits_file_in_another_order_than_the_records(tmp_path, mo
     proc = harness("goldset", "pool", results, "-o", tmp_path / "pool.csv")
     assert_input_error(proc, "hits.parquet: query", "not where results.json's order puts them")
     assert not (tmp_path / "pool.csv").exists()
+
+
+def test_corrupt_compressed_data_in_any_gzipped_input_is_named(tmp_path):
+    """A .gz whose header is fine but whose data is damaged raises zlib's own error (not an OSError): the golden set
+    reader let it through as a traceback. Every reader of .gz files names the file (core.textfile.GZIP_ERRORS)."""
+    data = bytearray(gzip.compress((DEMO / "goldset.jsonl").read_bytes()))
+    data[30] ^= 0xFF
+    data[40] ^= 0xFF
+    bad = {name: tmp_path / name for name in ("gold.jsonl.gz", "corpus.jsonl.gz", "qrels.gz", "run.gz")}
+    for path in bad.values():
+        path.write_bytes(bytes(data))
+    cases = [("validate", _config(tmp_path, "g", goldset=f"{{path: {bad['gold.jsonl.gz']}}}"), bad["gold.jsonl.gz"]),
+             ("validate", _config(tmp_path, "c", corpus=bad["corpus.jsonl.gz"]), bad["corpus.jsonl.gz"])]
+    run = _run(tmp_path, "run").parent / "run.trec"
+    cases += [("eval", bad["qrels.gz"], run, bad["qrels.gz"]), ("eval", DEMO / "goldset.jsonl", bad["run.gz"], bad["run.gz"])]
+    for *args, path in cases:
+        assert_input_error(harness(*args), f"{path}: not a complete gzip file")

@@ -4,10 +4,15 @@ A name ending in ``.gz`` is read through gzip (TREC runs and qrels are often shi
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 from typing import BinaryIO
 
 from .errors import InputError
+
+# What a damaged .gz raises while it is read: a bad header (an OSError), a stream cut short, corrupt compressed
+# data (zlib's own error, not an OSError).
+GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 
 
 def is_gzip(path: Path) -> bool:
@@ -27,7 +32,7 @@ def read_utf8(path: Path, error: type[InputError]) -> str:
     try:
         with open_binary(path) as fh:
             data = fh.read()
-    except (gzip.BadGzipFile, EOFError) as exc:
+    except GZIP_ERRORS as exc:
         raise error(f"{path}: not a complete gzip file ({exc})") from None
     try:
         # A leading byte-order mark (Excel's "CSV UTF-8", Notepad) says the encoding; it is not the first

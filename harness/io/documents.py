@@ -6,10 +6,8 @@ to /etc/passwd would otherwise put that file into the reports)."""
 
 from __future__ import annotations
 
-import gzip
 import os
 import sys
-import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -17,7 +15,7 @@ from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from ..core.jsonl import parse_line
-from ..core.textfile import open_binary
+from ..core.textfile import GZIP_ERRORS, open_binary
 from ..core.types import Document
 
 from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
@@ -47,7 +45,7 @@ def _load_jsonl(path: Path) -> list[Document]:
         with open_binary(path) as fh:  # corpus.jsonl.gz is read through gzip
             for lineno, raw in enumerate(fh, start=1):
                 _read_line(path, lineno, raw, docs, problems, first_line)
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+    except GZIP_ERRORS as exc:
         raise CorpusError(f"{path}: not a complete gzip file ({exc})") from None
     if problems:
         raise CorpusError(f"{path}: {len(problems)} problem(s) in the corpus", problems[:50] + (

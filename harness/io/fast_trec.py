@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.ids import GRADE_LIMIT
 from ..core.runtable import ColumnarRun, Qrels, _offsets
-from ..core.textfile import open_binary
+from ..core.textfile import GZIP_ERRORS, open_binary
 from . import packed_ids
 from .arrow_text import (Declined, arrow, arrow_source, check_ids, csv_options, delimiter_of, dictionary_of,
                          filler_type, has_empty, indices_of, sorted_positions)
@@ -46,7 +46,7 @@ def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
 def _scan(path: Path, delimiter: bytes) -> bool:
     try:
         return _only_delimiter_separates(path, delimiter)
-    except (OSError, EOFError):
+    except (OSError, *GZIP_ERRORS):
         return False
 
 

@@ -11,6 +11,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ..core.textfile import GZIP_ERRORS
 from . import packed_ids
 from .arrow_text import (Declined, arrow, arrow_source, check_ids, csv_options, delimiter_of, dictionary_of,
                          filler_type, has_empty, indices_of)
@@ -106,7 +107,7 @@ def parsed_blocks(path: Path, packed: bool, encode_docs: bool = True, size: int 
                                 block.end - block.start))
             while parsing:
                 yield parsing.popleft()[0].result()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError):
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, *GZIP_ERRORS):
             raise Declined from None
         finally:
             for future, _ in parsing:
