@@ -48,8 +48,13 @@ def id_problem(value: object, what: str) -> str | None:
     return None
 
 
+def is_whole(value: object) -> bool:
+    """An int, and not a bool (which Python counts as one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def grade_problem(value: object) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_whole(value):
         return f"'grade' must be a whole number, got {value!r}"
     if not -GRADE_LIMIT < value < GRADE_LIMIT:
         return f"grade {value} is out of range (|grade| < 2**31)"

@@ -1,0 +1,28 @@
+"""A golden set as read from its files, before it meets the corpus (``resolve``): what every format's reader makes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class RawEvidence:
+    start: int | None = None
+    end: int | None = None
+    quote: str | None = None
+
+
+@dataclass(slots=True)
+class RawJudgment:
+    doc_id: str
+    grade: int
+    evidence: list[RawEvidence] = field(default_factory=list)
+
+
+@dataclass(slots=True)  # a golden set of 1M queries makes 2M of these at once
+class RawQuery:
+    query_id: str
+    text: str
+    tags: dict[str, str]
+    relevant: list[RawJudgment]
+    where: str
