@@ -61,22 +61,34 @@ def run(config: Any, *, out: str | os.PathLike | None = None, force: bool = Fals
     flags are Python warnings; ``log`` receives the progress lines the CLI prints on stderr."""
     from .pipeline.assemble import check_before_retrieval, run_experiment
 
+    problems = [f"{name}: expected True or False, got {value!r}"[:300]
+                for name, value in (("force", force), ("progress", progress)) if not isinstance(value, bool)]
+    if out is not None and not isinstance(out, (str, os.PathLike)) or isinstance(out, str) and not out.strip():
+        problems.append(f"out: expected a folder path (str or Path), got {out!r}"[:300])
+    if log is not None and not callable(log):
+        problems.append(f"log: expected a function taking one line of text, got {_describe(log)}")
+    if problems:
+        raise InputError("run: invalid arguments", problems)
     cfg, source = _as_config(config)
     if cfg.sweep:
         raise ConfigError(f"{source}: sweep: harness.run runs one experiment; run the sweep with "
                           f"`harness run {source}` (it writes the leaderboard)")
     quiet = log or (lambda message: None)
+
+    def warn(message: str) -> None:  # a run's warnings (skipped hits, failed requests...) as Python warnings
+        warnings.warn(message.removeprefix("warning: "), stacklevel=3)
+
     checked = check_before_retrieval(cfg, source=source, log=quiet)
     for warning in checked.warnings:
         warnings.warn(warning, stacklevel=2)
     if out is None:
-        return run_experiment(cfg, progress=progress, log=quiet, prepared=checked.prepared)
+        return run_experiment(cfg, progress=progress, log=quiet, warn=warn, prepared=checked.prepared)
     from .core.outdir import open_output
     from .render.outputs import write_outputs
 
     # Opened before the run, as the CLI does: a folder harness may not write is refused before the work.
     with open_output(Path(out), run=cfg.name, force=force, origin="out=") as folder:
-        result = run_experiment(cfg, progress=progress, log=quiet, prepared=checked.prepared)
+        result = run_experiment(cfg, progress=progress, log=quiet, warn=warn, prepared=checked.prepared)
         write_outputs(result, folder)
     return result
 
@@ -108,6 +120,8 @@ def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "
     ``metrics``: names such as ``"ndcg@10"`` or ``["P@5", "map"]`` (default: the CLI's default set).
     ``query_policy="zero"`` counts queries without relevant documents as 0; ``trec_compat`` reproduces
     ``trec_eval -c`` (float32 score ties, every judged query in the means); ``order="rank"`` trusts given ranks."""
+    from dataclasses import replace
+
     from .io.inputs import as_qrels, as_run
     from .metrics.engine import evaluate as evaluate_table
     from .metrics.spec import DEFAULT_METRICS
@@ -116,7 +130,21 @@ def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "
     if not isinstance(trec_compat, bool):
         raise InputError(f"trec_compat: expected True or False, got {trec_compat!r}")
     judged, ranked = as_qrels(qrels, "qrels"), as_run(run, "run")
-    return evaluate_table(judged, ranked, names, query_policy=query_policy, order=order, trec_compat=trec_compat)
+    if judged.n_queries == 0:  # as `harness eval`: every mean would be None, and a broken input would pass
+        raise InputError("qrels: no judgments; nothing to evaluate against")
+    table = evaluate_table(judged, ranked, names, query_policy=query_policy, order=order, trec_compat=trec_compat)
+    return replace(table, judgments=_judgments_fingerprint(judged))
+
+
+def _judgments_fingerprint(qrels: "Qrels") -> str:
+    """The judgments as a set of (query, document, grade), whatever order they were given in."""
+    import numpy as np
+
+    from .core.fingerprint import fingerprint_of_items
+
+    queries = np.repeat(qrels.query_ids, np.diff(qrels.offsets)).tolist()
+    return fingerprint_of_items(sorted(zip(map(str, queries), map(str, qrels.doc_ids.tolist()),
+                                           qrels.grades.tolist())))
 
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] | None = None,
@@ -219,7 +247,8 @@ def _tables_as_results(named: list[tuple[str | None, Any]]) -> list["Result"]:
             raise InputError(f"{where}: covers other queries than the first table ({len(only)} differ, e.g. "
                              f"{', '.join(only[:5])}); a paired comparison needs the same queries")
         if (dict(zip(table.query_ids, table.n_relevant.tolist())) != base_rel
-                or dict(zip(table.query_ids, table.included.tolist())) != base_inc):
+                or dict(zip(table.query_ids, table.included.tolist())) != base_inc
+                or (table.judgments and base.judgments and table.judgments != base.judgments)):
             raise InputError(f"{where}: was evaluated against other judgments or another query_policy than the "
                              f"first table; a paired comparison needs the same ones")
         per_query = table.per_query()

@@ -114,9 +114,10 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
             if cfg.sweep:
                 from .pipeline.sweep import run_sweep
-                board = run_sweep(cfg, folder, progress=not quiet, log=log, context=context)
+                board = run_sweep(cfg, folder, progress=not quiet, log=log, warn=_err, context=context)
             else:
-                result = run_experiment(cfg, progress=not quiet, log=log, prepared=checked.prepared, context=context)
+                result = run_experiment(cfg, progress=not quiet, log=log, warn=_err, prepared=checked.prepared,
+                                        context=context)
                 write_outputs(result, folder)
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
         ignore_further()
@@ -192,9 +193,9 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
                                                 "scores as doubles: for it, use --query-policy zero"),
           order: Order = typer.Option(Order.score, "--order", help="score: trec_eval's order (score descending, "
                                                                     "ties by doc id descending); rank: trust the ranks"),
-          query_policy: QueryPolicy = typer.Option(QueryPolicy.exclude, "--query-policy",
-                                                   help="queries with no relevant document: exclude them from the "
-                                                        "means, or count them as 0")) -> None:
+          query_policy: Optional[QueryPolicy] = typer.Option(None, "--query-policy", show_default="exclude",
+                                                             help="queries with no relevant document: exclude them "
+                                                                  "from the means, or count them as 0")) -> None:
     """Evaluate a run produced by any system against judgments.
 
     TREC files are read as trec_eval 10 reads them: '#' lines are skipped, run columns after the tag ignored.
@@ -212,8 +213,12 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
     from .core.textfile import base_suffix
     from .render import evaluation
 
-    metrics, options = metric or list(DEFAULT_METRICS), dict(query_policy=query_policy.value, order=order.value,
-                                                            trec_compat=trec_compat)
+    if trec_compat and query_policy is QueryPolicy.exclude:  # two options saying opposite things: not guessed
+        from .core.errors import InputError
+        raise InputError("--trec-compat counts every judged query in the means (as trec_eval -c, query policy zero); "
+                         "--query-policy exclude says the opposite: give one of them")
+    metrics, options = metric or list(DEFAULT_METRICS), dict(
+        query_policy=(query_policy or QueryPolicy.exclude).value, order=order.value, trec_compat=trec_compat)
     both, table = None, None
     if (qrels.is_file() and run_file.is_file() and base_suffix(qrels) not in NATIVE_GOLD
             and base_suffix(run_file) not in JSON_RUN):

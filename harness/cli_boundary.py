@@ -51,6 +51,20 @@ def _pipe_closed() -> NoReturn:
     sys.exit(0)
 
 
+def _tell(text: str) -> None:
+    """Print ``text`` on stderr. When stderr's reader has gone (`harness ... 2>&1 >/dev/null | head -1`) there is
+    no one to tell: the exit code must still be the error's (2 for bad input; gate's 1 means "a rule failed"), not
+    the interpreter's 1 for a BrokenPipeError raised inside the handler."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (BrokenPipeError, ValueError):  # ValueError: stderr already closed
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stderr.fileno())  # so the interpreter's last flush cannot raise again
+        except (OSError, ValueError):
+            pass
+
+
 def _click_exceptions() -> tuple[tuple, tuple, tuple]:
     """(usage errors, exits, aborts) of every click the installed typer may raise: typer >= 0.29 raises its own
     bundled copy (typer._click), older typer raises click's. Missing one of them made usage errors tracebacks."""
@@ -85,15 +99,15 @@ def run_app(app: typer.Typer) -> NoReturn:
             raise
         sys.stdout.flush()  # inside the boundary: a closed pipe found by the interpreter's exit flush is noisy
         if code == 130:  # typer turns Ctrl-C into exit code 130 itself
-            print(INTERRUPTED, file=sys.stderr)
+            _tell(INTERRUPTED)
         sys.exit(code if isinstance(code, int) else 0)
     except (_PipeClosed, BrokenPipeError):
         _pipe_closed()
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _tell(f"error: {exc}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+        _tell(INTERRUPTED)
         sys.exit(130)
     except Exception as exc:  # click's usage errors: "Usage: ..." and one "Error: ..." line, exit 2
         usage, exits, aborts = _click_exceptions()
@@ -101,12 +115,15 @@ def run_app(app: typer.Typer) -> NoReturn:
             sys.exit(exc.exit_code)
         if isinstance(exc, usage):
             if exc.format_message().strip():  # `harness` alone: typer has printed the help already
-                exc.show()
+                try:
+                    exc.show()
+                except BrokenPipeError:
+                    _tell("")
             sys.exit(2)
         if isinstance(exc, aborts):
             sys.exit(130)
         from .core.interrupt import received
         if received() is not None:  # the signal's exception turned into another on the way (a library's import)
-            print(INTERRUPTED, file=sys.stderr)
+            _tell(INTERRUPTED)
             sys.exit(128 + received())
         raise

@@ -112,6 +112,9 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
     from .render.html import render
     from .render.outputs import load_results
 
+    if metric and len(results) == 1:  # silently ignored, a typo in it would go unnoticed
+        raise InputError("--metric: chooses what a comparison of several results.json files tests; one run's report "
+                         "shows every metric the run has (give two or more results.json files, or drop --metric)")
     problems = output_problems({"--out": out}, list(results), kinds={"--out": "html"})
     if problems:
         raise InputError("cannot write the report", problems)

@@ -15,6 +15,7 @@ import typer
 from .cli_boundary import pipe_boundary
 from .cli_options import HelpCommand, HelpGroup, choices, format_choices, format_option, metric_option, out_option
 from .core.errors import InputError
+from .core.files import not_replaceable
 
 goldset_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
                           help="Build, check, repair and grow golden sets.\n\nExample: harness goldset check "
@@ -45,8 +46,9 @@ def _out_ok(path: Path, inputs: list[Path], force: bool, option: str = "-o") -> 
     resolved = path.resolve()
     if any(resolved == p.resolve() for p in inputs if p.exists()):
         raise InputError(f"{option} {path}: is one of the inputs; refusing to overwrite it (give another path)")
-    if path.is_dir():
-        raise InputError(f"{option} {path}: is a folder; give a file path")
+    special = not_replaceable(path)
+    if special:  # --force or not: a link, a device or a pipe is never replaced
+        raise InputError(f"{option} {path}: {special}")
     if path.exists() and not force:
         raise InputError(f"{option} {path}: exists; refusing to overwrite it (give another path, or --force)")
 

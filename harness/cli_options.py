@@ -185,14 +185,17 @@ def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
     key) is refused: overwriting it would lose the user's data."""
     import os
 
+    from .core.files import not_replaceable
+
     problems, seen = [], {}
     input_ids = {p.resolve(): p for p in inputs if p.exists()}
     for option, path in outputs.items():
         if path is None:
             continue
         where = f"{option} {path}"
-        if path.is_dir():
-            problems.append(f"{where}: is a folder; give a file path")
+        special = not_replaceable(path)
+        if special:
+            problems.append(f"{where}: {special}")
             continue
         kind = (kinds or {}).get(option)
         if kind and path.is_file() and path.resolve() not in input_ids and not _written_by_harness(path, kind):

@@ -123,11 +123,11 @@ def test_eval_markdown_per_query(files):
     assert eval_(files, "--format", "md", "--per-query").endswith(
         "Means over 2 of 3 judged queries.\n"
         "\n"
-        "| query | precision@2 | rr | ap | ndcg@3 |\n"
-        "|---|---|---|---|---|\n"
-        "| q1 | 0.5000 | 1.0000 | 0.8333 | 0.9197 |\n"
-        "| q2 | 0.5000 | 0.5000 | 0.5000 | 0.6309 |\n"
-        "| q3 | 0.0000 | 0.0000 | 0.0000 | 0.0000 |\n")
+        "| query | precision@2 | rr | ap | ndcg@3 | counted |\n"
+        "|---|---|---|---|---|---|\n"
+        "| q1 | 0.5000 | 1.0000 | 0.8333 | 0.9197 | yes |\n"
+        "| q2 | 0.5000 | 0.5000 | 0.5000 | 0.6309 | yes |\n"
+        "| q3 | 0.0000 | 0.0000 | 0.0000 | 0.0000 | no |\n")  # q3 has no relevant document: not in the means
 
 
 def test_eval_table(files):
@@ -146,13 +146,13 @@ def test_eval_table(files):
 def test_eval_table_per_query(files):
     assert eval_(files, "--format", "table", "--per-query").endswith(
         "Means over 2 of 3 judged queries.\n"
-        "┏━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━┳━━━━━━━━┓\n"
-        "┃ query ┃ precision@2 ┃     rr ┃     ap ┃ ndcg@3 ┃\n"
-        "┡━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━╇━━━━━━━━┩\n"
-        "│ q1    │      0.5000 │ 1.0000 │ 0.8333 │ 0.9197 │\n"
-        "│ q2    │      0.5000 │ 0.5000 │ 0.5000 │ 0.6309 │\n"
-        "│ q3    │      0.0000 │ 0.0000 │ 0.0000 │ 0.0000 │\n"
-        "└───────┴─────────────┴────────┴────────┴────────┘\n")
+        "┏━━━━━━━┳━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━┳━━━━━━━━┳━━━━━━━━━┓\n"
+        "┃ query ┃ precision@2 ┃     rr ┃     ap ┃ ndcg@3 ┃ counted ┃\n"
+        "┡━━━━━━━╇━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━╇━━━━━━━━╇━━━━━━━━━┩\n"
+        "│ q1    │      0.5000 │ 1.0000 │ 0.8333 │ 0.9197 │ yes     │\n"
+        "│ q2    │      0.5000 │ 0.5000 │ 0.5000 │ 0.6309 │ yes     │\n"
+        "│ q3    │      0.0000 │ 0.0000 │ 0.0000 │ 0.0000 │ no      │\n"
+        "└───────┴─────────────┴────────┴────────┴────────┴─────────┘\n")
 
 
 def test_eval_markdown_and_table_show_ids_as_text(tmp_path):
@@ -160,9 +160,9 @@ def test_eval_markdown_and_table_show_ids_as_text(tmp_path):
     (tmp_path / "qrels.txt").write_text("[b]x|y 0 d1 1\n")
     (tmp_path / "run.trec").write_text("[b]x|y Q0 d1 1 1.0 t\n")
     md = harness("eval", "qrels.txt", "run.trec", "-m", "rr", "--format", "md", "--per-query", cwd=tmp_path)
-    assert md.stdout.endswith("| \\[b\\]x\\|y | 1.0000 |\n"), md.stdout
+    assert md.stdout.endswith("| \\[b\\]x\\|y | 1.0000 | yes |\n"), md.stdout
     table = harness("eval", "qrels.txt", "run.trec", "-m", "rr", "--format", "table", "--per-query", cwd=tmp_path)
-    assert "│ [b]x|y │ 1.0000 │" in table.stdout, table.stdout
+    assert "│ [b]x|y │ 1.0000 │ yes     │" in table.stdout, table.stdout
     assert "Means over 1 of 1 judged query." in table.stdout  # one query, not "1 queries"
 
 

@@ -424,12 +424,14 @@ def test_compare_runs_without_relevant_gold_prints_n_a(tmp_path):
     runs = [tmp_path / "a/results.json", tmp_path / "b/results.json"]
     md = run_harness("compare", *runs, "-m", "ndcg@10", "--format", "md", cwd=tmp_path)
     assert md.returncode == 0, md.stderr
-    assert "| t#2 | doc.ndcg@10 | 0 | n/a | n/a | +0.0000 |" in md.stdout
+    assert "| t#2 | doc.ndcg@10 | 0 | n/a | n/a | n/a | n/a | n/a |" in md.stdout  # nothing compared: no delta
     table = run_harness("compare", *runs, "-m", "ndcg@10", cwd=tmp_path)
     assert table.returncode == 0 and "n/a" in table.stdout, table.stderr
     data = json.loads(run_harness("compare", *runs, "-m", "ndcg@10", "--format", "json", cwd=tmp_path).stdout)
     row = data["rows"][0]
     assert (row["n"], row["baseline_mean"], row["mean"], row["mde"]) == (0, None, None, None)
+    assert (row["delta"], row["ci95"], row["p"], row["p_corrected"], row["significant"]) == (None, None, None, None,
+                                                                                            False)
 
 
 # --- output files that already exist: harness replaces only what it wrote ----------------------------------------

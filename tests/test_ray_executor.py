@@ -74,8 +74,11 @@ def test_bm25_shards_merge_or_are_refused(local_ray, tmp_path):
     _same(_run(config, tmp_path / "cache"), remote)
     # rank_bm25 keeps no arrays to slice: one line saying which backend can
     plain = load_config(ROOT / "configs" / "demo-bm25.yaml")
-    with pytest.raises(RetrieverError, match=r"only backend: fast can be sharded"):
+    with pytest.raises(RetrieverError, match=r"executor.shards: only bm25 with backend: fast can be sharded"):
         _run(_with(plain, kind="ray", shards=3), tmp_path / "cache")
+    # more slices than chunks: empty slices and an actor each (200 of them took Ray minutes to start)
+    with pytest.raises(ConfigError, match=r"executor.shards: 200 slices of 79 chunks; give at most 79"):
+        _run(_with(config, kind="ray", shards=200), tmp_path / "cache")
 
 
 @pytest.mark.slow  # two cold encodes (local and Ray Data) of the demo: ~100 s on 2 shared cores
@@ -169,3 +172,29 @@ def test_bad_executor_section_is_located(tmp_path, section, fragments):
 def test_executor_option_is_a_choice(tmp_path):
     proc = harness("run", demo_config(tmp_path), "--executor", "dask", cwd=tmp_path)
     assert_input_error(proc, "--executor")
+
+
+def test_a_live_retriever_sends_its_requests_from_the_driver(local_ray, tmp_path):
+    """An http retriever on Ray: its requests, which queries it answered and their latencies are the state of the
+    one object that sent them. Run on the actors, the driver saw none of it and scored every query absent (0)."""
+    from test_backends_live import Service
+
+    config = load_config(ROOT / "configs" / "demo-bm25.yaml")
+    bm25 = _run(config, tmp_path / "cache")
+    service = Service()
+    try:
+        service.answers = {q.text: [{"chunk_id": h.chunk_id, "score": h.score} for h in q.hits]
+                           for q in bm25.queries}
+        live = config.model_copy(update={"retriever": {"kind": "http", "url": service.url + "/s"}})
+        local = _run(live, tmp_path / "cache")
+        notes = []
+        remote = run_experiment(_with(live, kind="ray", num_workers=2), progress=False, log=notes.append,
+                                context=BuildContext(cache_dir=tmp_path / "cache", progress=False))
+    finally:
+        service.stop()
+    _same(local, remote)
+    assert remote.summary.doc == bm25.summary.doc and remote.summary.doc["ndcg@10"] > 0.5
+    assert remote.requests.sent == len(remote.queries) and remote.latency.measured == "per request"
+    assert remote.executor.placement == "driver" and any("live service" in n for n in notes)
+    with pytest.raises(ConfigError, match="executor.shards"):
+        run_experiment(_with(live, kind="ray", shards=2), progress=False, log=lambda m: None)

@@ -45,10 +45,17 @@ def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tupl
     if on_selection and select_on is not None:
         base["goldset"] = {**base["goldset"], **select_on}
     keys = list(grid)
+    problems = []
     for k in keys:
         if not isinstance(grid[k], list) or not grid[k]:
             raise ConfigError(f"sweep.{k}: expected a non-empty list of values")
-    out = []
+        problems += _repeated_values(k, grid[k])
+    # One key inside another (`chunking` and `chunking.size`): the later would silently replace or undo the other
+    problems += [f"sweep.{inner}: inside sweep.{outer}, which replaces it whole; sweep one of them"
+                 for outer in keys for inner in keys if inner.startswith(outer + ".")]
+    if problems:
+        raise ConfigError("sweep: the grid can be read more than one way", problems)
+    out, named = [], {}
     for values in itertools.product(*(grid[k] for k in keys)):
         data = copy.deepcopy(base)
         for k, v in zip(keys, values):
@@ -56,5 +63,25 @@ def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tupl
         params = dict(zip(keys, values))
         data["name"] = config.name + "-" + "-".join(f"{k.split('.')[-1]}_{_label(v)}" for k, v in params.items())
         data["output"] = None
+        if data["name"] in named:  # one run folder and one leaderboard name for two points: never guessed
+            raise ConfigError(f"sweep: the points {named[data['name']]} and {params} are both named "
+                              f"{data['name']!r} (a run's name keeps letters, digits and _ . - of each value), so "
+                              f"they would write one folder; give values that differ in those characters")
+        named[data["name"]] = params
         out.append((parse_config(data, f"sweep point {params}"), params))
     return out
+
+
+def _repeated_values(key: str, values: list) -> list[str]:
+    """Values of one sweep key that are the same point twice (``1.2`` and ``1.2``, or ``1.2`` and ``"1.2"`` once
+    YAML has typed them): two runs of one configuration, one of them overwriting the other."""
+    seen: dict[str, int] = {}
+    problems = []
+    for i, value in enumerate(values):
+        text = str(value)
+        if text in seen:
+            problems.append(f"sweep.{key}.{i}: {value!r} repeats sweep.{key}.{seen[text]} "
+                            f"({values[seen[text]]!r}); give each value once")
+        else:
+            seen[text] = i
+    return problems

@@ -30,6 +30,7 @@ def apply_overrides(data: Any, overrides: Sequence[str]) -> Any:
         return data
     out = copy.deepcopy(data) if data is not None else {}
     problems: list[str] = []
+    given: dict[str, str] = {}
     for item in overrides:
         where = f"{OPTION} {item}"
         key, sep, raw = item.partition("=")
@@ -37,6 +38,10 @@ def apply_overrides(data: Any, overrides: Sequence[str]) -> Any:
         if not sep or not key:
             problems.append(f"{where}: expected KEY.PATH=VALUE, e.g. {OPTION} cutoff.k=10")
             continue
+        if key in given:  # as a key given twice in the file: which one was meant is not guessed
+            problems.append(f"{where}: {key} is already set by {OPTION} {given[key]}; give each key once")
+            continue
+        given[key] = item
         parts = _path(key)
         if any(not p for p in parts):
             problems.append(f"{where}: {key!r} has an empty key between dots")

@@ -5,6 +5,7 @@ Whole output folders are handled by ``outdir`` (ownership marker, lock, staging 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,10 +27,32 @@ def write_bytes(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
+def not_replaceable(path: Path) -> str | None:
+    """Why an atomic write must not replace ``path`` whatever else holds (None: it may): renaming a new file over a
+    link, a device (/dev/null), a pipe or a socket would destroy what was there, not write into it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link; give the file it points to (replacing the link would lose it)"
+    if stat.S_ISDIR(mode):
+        return "is a folder; give a file path"
+    if not stat.S_ISREG(mode):
+        return "exists and is not a regular file (a device, pipe or socket); give a file path"
+    return None
+
+
 @contextmanager
 def atomic_open(path: Path, mode: str = "w") -> Iterator[IO]:
     """A file to stream ``path`` into (``mode`` "w": UTF-8 text, "wb": bytes): it replaces ``path``, complete, when
-    the block ends normally, and is removed when it raises."""
+    the block ends normally, and is removed when it raises. A path that is not a regular file (``not_replaceable``)
+    is refused before anything is written: every writer's last line of defence, whatever its own checks."""
+    problem = not_replaceable(path)
+    if problem:
+        from .errors import InputError
+
+        raise InputError(f"{path}: {problem}")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

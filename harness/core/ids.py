@@ -10,6 +10,7 @@ non-blank character is ``#`` is a comment (trec_eval 10 skips these in runs, and
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Iterator
 
@@ -51,6 +52,17 @@ def id_problem(value: object, what: str) -> str | None:
 def is_whole(value: object) -> bool:
     """An int, and not a bool (which Python counts as one)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_finite_number(value: object) -> bool:
+    """A number a ranking can hold: an int or float, not a bool, not NaN or infinite, and an int small enough to
+    be a float (JSON reads 1 followed by 400 zeros as an int that ``float`` refuses with OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def grade_problem(value: object) -> str | None:

@@ -13,22 +13,23 @@ class ComparisonRow:
     run: str
     metric: str  # "level.metric"
     n: int
-    baseline_mean: float | None  # None when no query is counted at the metric's level
+    # None (n/a) from here to p_corrected when no query is counted in both runs (n == 0): nothing was compared
+    baseline_mean: float | None
     mean: float | None
-    delta: float
-    ci95: tuple[float, float]
-    p: float
+    delta: float | None
+    ci95: tuple[float, float] | None
+    p: float | None
     wins: int
     ties: int
     losses: int
-    mde: float
+    mde: float | None
     slices: dict[str, dict[str, float]]  # "tag=value" -> {"n": ..., "delta": ...}
-    p_corrected: float
+    p_corrected: float | None
     significant: bool
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        out["ci95"] = list(self.ci95)
+        out["ci95"] = None if self.ci95 is None else list(self.ci95)
         return out
 
 

@@ -32,6 +32,15 @@ RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "buried_evidence")
 FLAGS = ("partial", "noisy_context", "unjudged_in_window")
 LEVELS = ("doc", "chunk")
 
+
+def _level(level: str) -> str:
+    """``level`` when it names one ("doc", "chunk"): read as an attribute name, "copy" or "DOC" would find a method
+    or nothing."""
+    if level not in LEVELS:
+        raise InputError(f"level: expected 'doc' or 'chunk', got {level!r}")
+    return level
+
+
 Kind = Literal[KINDS]  # type: ignore[valid-type]
 Flag = Literal[FLAGS]  # type: ignore[valid-type]
 Level = Literal[LEVELS]  # type: ignore[valid-type]
@@ -94,10 +103,14 @@ class QueryResult(Record):
     hits: list[HitRecord] | None = None
 
     def value(self, level: str, metric: str) -> float:
-        return getattr(self.metrics, level)[metric]
+        values = getattr(self.metrics, _level(level))
+        if metric not in values:
+            raise InputError(f"metric {metric!r} is not in query {self.id!r} at {level} level; it has "
+                             f"{', '.join(values) or 'none'}")
+        return values[metric]
 
     def is_counted(self, level: str) -> bool:
-        return getattr(self.counted, level)
+        return getattr(self.counted, _level(level))
 
 
 Queries = Annotated[list[QueryResult], Spooled]  # a list, or a large run's QueryStore
@@ -183,10 +196,10 @@ class Summary(Record):
     verdicts: VerdictSummary
 
     def means(self, level: str) -> dict[str, float | None]:
-        return getattr(self, level)
+        return getattr(self, _level(level))
 
     def level_counts(self, level: str) -> Counts:
-        return getattr(self.counts, level)
+        return getattr(self.counts, _level(level))
 
 
 # ---- the run's context -----------------------------------------------------------------------------------------
@@ -391,7 +404,19 @@ def as_result(value: Result | dict, where: str = "results.json") -> Result:
 def distinct_names(runs: Sequence[Result]) -> list[Result]:
     """The runs, each named ``name#i`` (its place) when two share a name: a comparison names its runs, and the
     same results.json given twice, or two runs of one config, must stay apart. The one rule for compare and its
-    report."""
-    if len({r.name for r in runs}) == len(runs):
+    report. Only the names that collide change: a run with a name of its own keeps it (``--baseline`` finds it)."""
+    names = [r.name for r in runs]
+    if len(set(names)) == len(names):
         return list(runs)
-    return [r.model_copy(update={"name": f"{r.name}#{i + 1}"}) for i, r in enumerate(runs)]
+    taken = set(names)
+    out = []
+    for i, r in enumerate(runs):
+        if names.count(r.name) == 1:
+            out.append(r)
+            continue
+        name = f"{r.name}#{i + 1}"
+        while name in taken:  # a run already named like that ("t#2" beside two "t"s)
+            name += "'"
+        taken.add(name)
+        out.append(r.model_copy(update={"name": name}))
+    return out

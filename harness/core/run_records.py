@@ -28,7 +28,8 @@ class ExecutorRecord(Record):
     gpus_per_worker: float = 0.0
     batch_size: Count | None = None
     # How the index reached the workers: "local" (no workers), "shipped" (the built index, pickled), "rebuilt"
-    # (each worker indexed from the config and the chunks), "sharded" (one slice of the index per worker).
+    # (each worker indexed from the config and the chunks), "sharded" (one slice of the index per worker),
+    # "driver" (a live retriever under the Ray executor: the requests are sent from the driver).
     placement: str = "local"
 
 

@@ -7,14 +7,41 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 
 class Strict(BaseModel):
     # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan).
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """pydantic reads true as 1 for a number (``cutoff.k: true`` ran with k = 1, ``k1: true`` with 1.0): YAML
+        makes true, yes and on booleans, so a boolean where a number belongs is a mistake, said as one."""
+        if isinstance(value, bool) and info.field_name in cls.model_fields:
+            annotation = cls.model_fields[info.field_name].annotation
+            if _accepts(annotation, (int, float)) and not _accepts(annotation, (bool,)):
+                raise ValueError("is a boolean here (YAML reads true/false, yes/no, on/off as booleans); this "
+                                 "setting takes a number")
+        return value
+
+
+def _accepts(annotation: Any, types: tuple[type, ...]) -> bool:
+    """Whether a field's type takes a value of one of ``types`` as itself: the type, a Literal of such values, or
+    a union (or Annotated) with one of those."""
+    if annotation in types or annotation is Any:
+        return True
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return any(type(a) in types for a in get_args(annotation))
+    if origin in (Union, UnionType, Annotated):
+        args = get_args(annotation)
+        return any(_accepts(a, types) for a in (args[:1] if origin is Annotated else args))
+    return False
 
 
 # The largest rank setting accepted (depth, cutoff.k, metric cutoffs, a hybrid child's depth, reranked top_n): far

@@ -51,14 +51,44 @@ def _start(ray, ex: ExecutorConfig) -> bool:
     """Connect to (or start) Ray; True when this call started it (then the run shuts it down)."""
     if ray.is_initialized():
         return False
+    with _our_sigterm():
+        _init(ray, ex)
+    return True
+
+
+@contextmanager
+def _our_sigterm() -> Iterator[None]:
+    """Keep harness's SIGTERM handler (core.interrupt: cleanup, "interrupted", exit 143) across ``ray.init``: Ray's
+    core installs its own C handler in the driver, which dumped a stack and aborted (exit 134) mid-run, leaving the
+    output folder's lock behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    ours = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if ours is not None:
+            signal.signal(signal.SIGTERM, ours)
+
+
+def _init(ray, ex: ExecutorConfig) -> None:
     if ex.address == "local":
         ray.init(**local_init_args())
-    else:
-        # An existing cluster gets this package's code with the job; its dependencies (and a model folder named
-        # by path) must be installed on the nodes, or given in a runtime_env by ``ray.init`` before the run.
+        return
+    # An existing cluster gets this package's code with the job; its dependencies (and a model folder named
+    # by path) must be installed on the nodes, or given in a runtime_env by ``ray.init`` before the run.
+    try:
         ray.init(address=ex.address, log_to_driver=False, runtime_env={"py_modules": [str(Path(PACKAGE_ROOT) /
                                                                                              "harness")]})
-    return True
+    except (ConnectionError, TimeoutError, ValueError) as exc:  # no cluster there: the config's address is wrong
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"executor.address {ex.address!r}: cannot connect to a Ray cluster there ({first}); "
+                          f"start one (`ray start --head`), give its address, or use address: local for a "
+                          f"private Ray on this machine") from None
 
 
 @contextmanager
@@ -90,15 +120,28 @@ def _set_threads(threads: int) -> None:
 
 # ---- encoding: Ray Data over an actor pool -------------------------------------------------------------------
 
-def _dense_parts(retriever: Any) -> list:
-    """The dense retrievers inside ``retriever`` (itself, a hybrid's children, a reranked child), with a cache."""
-    found, todo = [], [retriever]
+def _parts(retriever: Any) -> Iterator[Any]:
+    """``retriever`` and every retriever inside it (a hybrid's children, a reranked child), depth first."""
+    todo = [retriever]
     while todo:
         node = todo.pop()
-        if getattr(node, "encoder", None) is not None and hasattr(node, "_cached_encode") and node.cache is not None:
-            found.append(node)
+        yield node
         todo += list(getattr(node, "children", []) or []) + ([node.child] if hasattr(node, "child") else [])
-    return found
+
+
+def live_parts(retriever: Any) -> list[str]:
+    """The kinds of the live retrievers in ``retriever`` (http, elasticsearch...): their work is done by a service,
+    and what a run reports of them (which queries were answered, every request, its latency) is the state of the
+    one object that sent the requests."""
+    from ..retrievers.http import LiveRetriever
+
+    return [getattr(node, "kind", type(node).__name__) for node in _parts(retriever) if isinstance(node, LiveRetriever)]
+
+
+def _dense_parts(retriever: Any) -> list:
+    """The dense retrievers inside ``retriever`` (itself, a hybrid's children, a reranked child), with a cache."""
+    return [node for node in _parts(retriever)
+            if getattr(node, "encoder", None) is not None and hasattr(node, "_cached_encode") and node.cache is not None]
 
 
 class EncodeActor:
@@ -233,6 +276,9 @@ class RayRetriever:
         ray, ex, local = self.ray, self.ex, self.local
         kind = self.config.retriever["kind"]
         if ex.shards > 1:
+            if ex.shards > len(chunks):  # empty slices, and as many actors: Ray spent minutes starting 200
+                raise ConfigError(f"executor.shards: {ex.shards} slices of {len(chunks)} chunks; give at most "
+                                  f"{max(len(chunks), 1)} (a slice per actor holds part of the index)")
             if not hasattr(local, "shards"):
                 raise ConfigError(f"executor.shards: {ex.shards}, but retriever.kind {kind!r} cannot be sharded "
                                   f"(it has no shards(n)); set shards: 1 to give each worker the whole index")
@@ -295,6 +341,19 @@ def execute_ray(config: ExperimentConfig, retriever: Retriever, chunks: Sequence
     ray = import_ray()
     ex = config.executor
     batch = ex.batch_size or config.batch_size
+    live = live_parts(retriever)
+    if live:  # the service does the work; the driver sends the requests (``concurrency:`` spreads them)
+        if ex.shards > 1:
+            raise ConfigError(f"executor.shards: {ex.shards}, but retriever.kind {live[0]!r} is a live service "
+                              f"(its index is the service's): set shards: 1")
+        if log:
+            log(f"note: executor.kind 'ray': retriever.kind {live[0]!r} is a live service: its requests are sent "
+                f"from this process, not from Ray workers (its concurrency: setting spreads them)")
+        retrieved = run_local(config, retriever, chunks, queries, context.documents, progress)
+        return Executed(retrieved, {"kind": "ray", "address": ex.address, "workers": ex.num_workers,
+                                    "shards": ex.shards, "gpus_per_worker": float(ex.num_gpus_per_worker),
+                                    "batch_size": batch, "placement": "driver"},
+                        {"index_s": retrieved.timings["index_s"], "retrieve_s": retrieved.timings["retrieve_s"]})
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
     started = _start(ray, ex)

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from ..config.schema import CorpusConfig, GoldsetConfig
 from ..core.errors import InputError
-from ..core.files import write_text
+from ..core.files import not_replaceable, write_text
 from ..core.types import Document
 from ..gold.load import RawQuery, read_goldset
 from ..io.documents import load_corpus
@@ -66,8 +66,9 @@ def write_gold(path: Path, rows: Iterable[dict], inputs: Iterable[Path] = ()) ->
     target = path.resolve()
     if any(target == Path(p).resolve() for p in inputs):
         raise InputError(f"-o {path}: is one of the inputs; refusing to overwrite it (give another path)")
-    if path.is_dir():
-        raise InputError(f"-o {path}: is a folder; give a file path")
+    special = not_replaceable(path)
+    if special:
+        raise InputError(f"-o {path}: {special}")
     lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,6 @@ pandas is never imported here: a DataFrame can only exist if its caller imported
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.ids import GRADE_LIMIT, id_problem
+from ..core.ids import GRADE_LIMIT, id_problem, is_finite_number
 from ..core.runtable import ColumnarRun, Qrels, _offsets
 
 MAX_SHOWN = 20
@@ -288,5 +287,5 @@ def as_run(value: Any, name: str = "run") -> ColumnarRun:
 
 
 def finite_number(value: Any) -> bool:
-    value = _plain(value)
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    """``core.ids.is_finite_number`` of a value or a NumPy scalar."""
+    return is_finite_number(_plain(value))

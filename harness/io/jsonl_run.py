@@ -12,11 +12,11 @@ which one was meant would be a guess.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import RunFileError
+from ..core.ids import is_finite_number
 from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
 
@@ -42,16 +42,30 @@ def _hit(row: dict, where: str, need_doc: bool) -> JsonlHit:
     if "score" not in row:
         raise KeyError("score")
     score = row["score"]
-    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
-        raise TypeError(f"score {score!r} is not a number")
+    # A number, as the README and the API's readers say: a string ("1e400", "high") is not read as one
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise TypeError(f"score {score!r} is not a number"[:200])
+    if not is_finite_number(score):  # NaN, 1e400 (read as infinity), or an integer too large for a float
+        raise ValueError(f"score {str(score)[:40]} is not a finite number, which has no place in a ranking")
     score = float(score)
-    if math.isnan(score):
-        raise ValueError("a score is NaN, which has no place in a ranking")
     doc_id, chunk_id = row.get("doc_id"), row.get("chunk_id")
     if doc_id is None and (need_doc or chunk_id is None):
         raise KeyError("doc_id" if need_doc else "doc_id' or 'chunk_id")
     return JsonlHit(None if doc_id is None else str(doc_id), None if chunk_id in (None, "") else str(chunk_id),
                     row.get("start"), row.get("end"), row.get("text"), score, where)
+
+
+def _check_ranks(rows: list, first: int) -> None:
+    """A hit may say its ``rank``; it must then be its place in its query's list (file order, from 1). Ranks that
+    say otherwise could mean "sort by me" or be stale: harness ranks by score, or by file order with --order rank,
+    and does not guess which the file meant."""
+    for position, row in enumerate(rows, first):
+        if "rank" not in row:
+            continue
+        rank = row["rank"]
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank != position:
+            raise ValueError(f"hit {position} of its query says rank {rank!r}; a rank must be the hit's place in "
+                             f"the query's list (file order, from 1): list the hits in rank order, or drop 'rank'")
 
 
 def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run") -> dict[str, list[JsonlHit]]:
@@ -87,8 +101,10 @@ def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run") ->
                 if not isinstance(row["hits"], list):
                     raise TypeError(f"'hits' must be a list, got {type(row['hits']).__name__}")
                 hits = [_hit(h, where, need_doc) for h in row["hits"]]
+                _check_ranks(row["hits"], 1)
             else:
                 hits = [_hit(row, where, need_doc)]
+                _check_ranks([row], len(runs.get(qid, ())) + 1)
         except (KeyError, TypeError, ValueError) as exc:
             detail = f"missing '{exc.args[0]}'" if isinstance(exc, KeyError) else str(exc)
             problems.append(f"{where}: expected {shape} ({detail})")

@@ -56,18 +56,37 @@ class MetricTable:
     included: np.ndarray  # (Q,) bool: the answer of ``included()``
     conventions: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
+    # A fingerprint of the judgments scored against (``harness.evaluate`` sets it), so a paired comparison of two
+    # tables can tell other judgments apart, not only other relevant counts; None: not recorded.
+    judgments: str | None = None
 
     @property
     def names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
     def column(self, metric: str | MetricSpec) -> np.ndarray:
-        name = metric if isinstance(metric, str) else metric.name
-        return self.values[:, self.names.index(name)]
+        """One metric's per-query values; ``metric`` as the table names it or any spelling of it ("nDCG@10")."""
+        names = self.names
+        name = metric.name if isinstance(metric, MetricSpec) else metric
+        if name not in names:
+            from .spec import parse_metric
+
+            try:
+                name = parse_metric(str(metric)).name
+            except MetricError:
+                pass
+            if name not in names:
+                raise MetricError(f"metric {metric!r} is not in this table; it has {', '.join(names)}")
+        return self.values[:, names.index(name)]
 
     def mean(self, rows: np.ndarray | None = None) -> dict[str, float | None]:
         """Means over the included queries (and, with ``rows``, only those of them ``rows`` selects); None when no
         query is in."""
+        if rows is not None:
+            rows = np.asarray(rows)
+            if rows.dtype != bool or rows.shape != self.included.shape:
+                raise MetricError(f"rows: expected a boolean mask of the table's {len(self.included)} queries, got "
+                                  f"{rows.dtype} of shape {rows.shape} (for one metric's mean: table.mean()[name])")
         mask = self.included if rows is None else self.included & rows
         if not mask.any():
             return {name: None for name in self.names}

@@ -43,10 +43,12 @@ from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  #
 OUTRANKING_SHOWN = 20  # chunks below the window whose texts a result carries for its drill-downs
 
 
-def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
+def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None, warn=None,
                    context: BuildContext | None = None, prepared: Prepared | None = None) -> Result:
-    """``prepared`` (corpus, chunks, gold of an identical corpus/chunking/goldset) skips loading again."""
+    """``prepared`` (corpus, chunks, gold of an identical corpus/chunking/goldset) skips loading again. ``log``
+    takes the progress lines, ``warn`` the warnings (default: ``log``): `harness run -q` silences the one only."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
+    warn = warn or log
     if prepared is None:
         prepared = prepare(config, log=log)
     else:
@@ -68,9 +70,16 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
         log(f"scoring, diagnosing and writing the results of {len(prepared.gold.queries):,} queries")
     info = getattr(retriever, "info", None)  # what a backend reports about its search (ANN recall, ...)
     if retrieved.warning(kind):
-        log(retrieved.warning(kind))
+        warn(retrieved.warning(kind))
     coverage = Coverage(*query_coverage(retriever, prepared.gold.queries))
     report = getattr(retriever, "request_report", None)  # live retrievers: every request, failures listed
+    absent, n_queries = len(coverage.absent), len(prepared.gold.queries)
+    if absent and (report is None or not callable(report)):  # a live retriever's failures are warned below
+        shown = ", ".join(coverage.absent[:10]) + (f" and {absent - 10} more" if absent > 10 else "")
+        warn(f"warning: retriever.kind {kind!r}: the run has no query in common with the golden set ({n_queries} "
+            f"queries; ids renamed?): every query scores 0" if absent == n_queries else
+            f"warning: retriever.kind {kind!r}: {absent} of {n_queries} golden-set queries are absent from the run "
+            f"and score 0: {shown}")
     result = build_result(replace(prepared, chunks=retrieved.chunks), retrieved.lists, retrieved.timings, coverage,
                           retrieved.hits, retriever_info=info() if callable(info) else None,
                           latency=retrieved.latency, requests=report() if callable(report) else None)
@@ -78,11 +87,11 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
         "executor": ExecutorRecord(**executed.record),
         "timings": result.timings.model_copy(update={"stages": {k: float(v) for k, v in executed.stages.items()}})})
     if result.requests is not None and result.requests.failed:
-        log(f"warning: retriever.kind {kind!r}: the request failed for {result.requests.failed} queries (on_error: "
+        warn(f"warning: retriever.kind {kind!r}: the request failed for {result.requests.failed} queries (on_error: "
             f"skip): they are absent from the run, listed in results.json requests.failed_query_ids")
     warning = empty_window_warning(config.cutoff, retrieved.lists, [q.effective_k for q in result.queries])
     if warning:
-        log(warning)
+        warn(warning)
     return result
 
 

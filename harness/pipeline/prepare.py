@@ -130,6 +130,8 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     tokenizers: set[str] = set()
     for cfg in configs:
         lines += _retriever_problems(cfg.retriever, seen)
+        if cfg.executor.kind == "ray" and cfg.executor.shards > 1:
+            lines += _shard_problems(cfg)
         if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer not in tokenizers | {"words"}:
             tokenizers.add(cfg.cutoff.tokenizer)
             _attempt(lambda: TokenCounter(cfg.cutoff.tokenizer, where=f"{source}: cutoff.tokenizer"), errors)
@@ -168,6 +170,28 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
                 warnings.append(line)
     reported_only = 1 if config.sweep and config.select_on is not None and len(configs) > 1 else 0
     return Checked(next(iter(prepared.values())), len(configs) - reported_only, warnings)
+
+
+def _shard_problems(config: ExperimentConfig) -> list[str]:
+    """``executor.shards`` > 1 on a built-in retriever that cannot be cut into slices (found at run time otherwise,
+    after Ray has started and the index is built)."""
+    from ..retrievers import REGISTRY
+
+    section, shards = config.retriever, config.executor.shards
+    kind = section.get("kind")
+    registered = REGISTRY.get(kind)
+    if registered is None or not registered.builtin:  # a plugin may shard: its own shards(n) says so at run time
+        return []
+    if kind == "bm25" and section.get("backend", "rank_bm25") != "fast":
+        return [f"executor.shards: {shards}, but only bm25 with backend: fast can be sharded (set "
+                f"retriever.backend: fast, or shards: 1)"]
+    if kind == "dense" and section.get("index", "flat") != "flat":
+        return [f"executor.shards: {shards}, but a dense retriever with index: hnsw cannot be sharded (a graph is "
+                f"not sliced); use index: flat or shards: 1"]
+    if kind not in ("bm25", "dense"):
+        return [f"executor.shards: {shards}, but retriever.kind {kind!r} cannot be sharded (only bm25 with "
+                f"backend: fast and dense with index: flat can); set shards: 1 to give each worker the whole index"]
+    return []
 
 
 def _retriever_problems(section: dict, seen: set[str]) -> list[str]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..retrievers import BuildContext
 
 
-def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progress: bool = True, log=None,
+def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progress: bool = True, log=None, warn=None,
               force: bool = False, context: "BuildContext | None" = None) -> dict:
     """Every output is staged inside ``out_dir`` and moved into place when all runs are done (see ``outdir``: the
     sweep's folder owns its run subfolders; harness replaces only files it wrote). A Path is opened here."""
@@ -33,23 +33,34 @@ def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progres
 
     if not isinstance(out_dir, OutputFolder):
         with open_output(out_dir, run=config.name, force=force) as folder:
-            return run_sweep(config, folder, progress=progress, log=log, context=context)
+            return run_sweep(config, folder, progress=progress, log=log, warn=warn, context=context)
     with out_dir.publish() as stage:
-        return _run_sweep(config, stage, progress=progress, log=log, context=context, final_dir=out_dir.path)
+        return _run_sweep(config, stage, progress=progress, log=log, warn=warn, context=context,
+                          final_dir=out_dir.path)
 
 
-def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log, context=None,
+def _run_sweep(config: ExperimentConfig, out_dir: Path, *, progress: bool, log, warn=None, context=None,
                final_dir: Path | None = None) -> dict:
     from ..executors import shared
 
     log = log or (lambda m: print(m, file=sys.stderr))
+    warn = warn or log
     points = expand(config, on_selection=True)
     with shared([cfg for cfg, _ in points]):  # one Ray for every point that runs on it
-        return _run_points(config, points, out_dir, progress=progress, log=log, context=context,
+        return _run_points(config, points, out_dir, progress=progress, log=log, warn=warn, context=context,
                            final_dir=final_dir)
 
 
-def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bool, log, context,
+def _named(warn, run: str):
+    """A grid point's warnings, each naming its run (the sweep's log names the point before it runs)."""
+    def named(message: str) -> None:
+        kind, sep, rest = message.partition(": ")
+        warn(f"{kind}: {run}: {rest}" if sep and kind in ("warning", "note") else f"{run}: {message}")
+
+    return named
+
+
+def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bool, log, warn, context,
                 final_dir: Path | None) -> dict:
     from .assemble import prepare, run_experiment
     from ..render.outputs import write_run_files
@@ -63,7 +74,8 @@ def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bo
         if not reused:
             loaded[key] = prepare(cfg, log=lambda m: None)
         log(f"sweep {i}/{len(points)}: {cfg.name} {params}" + (" (chunks reused)" if reused else ""))
-        result = run_experiment(cfg, progress=progress, log=lambda m: None, prepared=loaded[key], context=context)
+        result = run_experiment(cfg, progress=progress, log=lambda m: None, warn=_named(warn, cfg.name),
+                                prepared=loaded[key], context=context)
         write_run_files(result, out_dir / cfg.name)
         results.append((cfg, params, result))
     level, primary = split_metric(config.ranking_metric())  # canonical name: `NDCG_cut_10` is stored as ndcg@10
@@ -72,7 +84,8 @@ def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bo
                                                         log)
     best = next(r for r in results if r[0].name == leaderboard["best"])
     if config.select_on is not None:
-        leaderboard.update(_report_best_on_goldset(config, best, out_dir, level, primary, progress, log, context))
+        leaderboard.update(_report_best_on_goldset(config, best, out_dir, level, primary, progress, log, warn,
+                                                   context))
     write_text(out_dir / "leaderboard.json", json.dumps(leaderboard, indent=2))
     write_text(out_dir / "leaderboard.md", leaderboard_markdown(leaderboard))
     from ..render.html import render
@@ -97,7 +110,7 @@ def _describe(goldset) -> str:
 
 
 def _report_best_on_goldset(config: ExperimentConfig, best, out_dir: Path, level: str, primary: str, progress: bool,
-                            log, context) -> dict:
+                            log, warn, context) -> dict:
     """``select_on``: the sweep ranked its runs on the selection golden set; the chosen configuration alone is run
     on ``goldset`` (the queries the numbers are reported on), into ``<best run>-reported/``."""
     from .assemble import run_experiment
@@ -106,7 +119,7 @@ def _report_best_on_goldset(config: ExperimentConfig, best, out_dir: Path, level
     cfg = best[0].model_copy(update={"goldset": config.goldset, "name": f"{best[0].name}-reported"})
     log(f"sweep: best on {_describe(config.selection_goldset())} is {best[0].name}; reporting it on "
         f"{_describe(config.goldset)}")
-    result = run_experiment(cfg, progress=progress, log=lambda m: None, context=context)
+    result = run_experiment(cfg, progress=progress, log=lambda m: None, warn=_named(warn, cfg.name), context=context)
     write_outputs(result, out_dir / cfg.name)
     return {"selected_on": _describe(config.selection_goldset()), "reported_on": _describe(config.goldset),
             "reported": {"run": cfg.name, "metric": f"{level}.{primary}",
@@ -161,8 +174,10 @@ def leaderboard_markdown(board: dict) -> str:
     """leaderboard.md; sweep values are user strings, so every cell and value goes through report's escaping."""
     from ..render.outputs import _table, md
 
-    rows = [[i, r["run"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), f"{r['mean']:.4f}", r.get("queries", ""),
-             f"{r['delta_vs_best']:+.4f}", "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}",
+    na = lambda value, spec: "n/a" if value is None else format(value, spec)  # no counted query: no number
+    rows = [[i, r["run"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), na(r["mean"], ".4f"),
+             r.get("queries", ""), na(r["delta_vs_best"], "+.4f"),
+             "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}",
              "yes" if r["tied_with_best"] else "no"] for i, r in enumerate(board["runs"], 1)]
     out = [f"# Sweep {md(board['name'])}: leaderboard by {md(board['metric'])}", "",
            f"Compared against the best run ({md(board['best'])}) with a paired {md(board['test'])} test, "

@@ -29,7 +29,8 @@ def _f(value, spec: str = ".4f") -> str:
 def cells(r: ComparisonRow) -> list[str]:
     """One comparison row as display strings, in ``HEADERS`` order (every format uses these)."""
     return [r.run, r.metric, str(r.n), _f(r.baseline_mean), _f(r.mean),
-            f"{r.delta:+.4f}" + (" *" if r.significant else ""), f"[{r.ci95[0]:+.4f}, {r.ci95[1]:+.4f}]",
+            _f(r.delta, "+.4f") + (" *" if r.significant else ""),
+            "n/a" if r.ci95 is None else f"[{r.ci95[0]:+.4f}, {r.ci95[1]:+.4f}]",
             _f(r.p_corrected), f"{r.wins}/{r.ties}/{r.losses}", _f(r.mde)]
 
 

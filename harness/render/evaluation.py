@@ -45,10 +45,11 @@ def to_markdown(table: "MetricTable", per_query: bool) -> str:
     out = ["| metric | mean |", "|---|---|"]
     out += [f"| {md(name)} | {fixed(value)} |" for name, value in means.items()]
     out += ["", _over(table).capitalize() + "."]
-    if per_query:
-        out += ["", "| query | " + " | ".join(md(n) for n in means) + " |", "|---" * (len(means) + 1) + "|"]
-        out += [f"| {md(qid)} | " + " | ".join(fixed(v) for v in values.values()) + " |"
-                for qid, values in table.per_query().items()]
+    if per_query:  # "counted": whether the row enters the means above (no: a query without relevant documents)
+        out += ["", "| query | " + " | ".join(md(n) for n in means) + " | counted |",
+                "|---" * (len(means) + 2) + "|"]
+        out += [f"| {md(qid)} | " + " | ".join(fixed(v) for v in values.values()) + f" | {_yes(counted)} |"
+                for (qid, values), counted in zip(table.per_query().items(), table.included.tolist())]
     return "\n".join(out) + "\n"
 
 
@@ -73,9 +74,14 @@ def print_table(table: "MetricTable", per_query: bool, file: TextIO | None = Non
         rows.add_column("query")
         for name in means:
             rows.add_column(Text(name), justify="right")
-        for qid, values in table.per_query().items():
-            rows.add_row(Text(qid), *(fixed(v) for v in values.values()))
+        rows.add_column("counted")
+        for (qid, values), counted in zip(table.per_query().items(), table.included.tolist()):
+            rows.add_row(Text(qid), *(fixed(v) for v in values.values()), _yes(counted))
         console.print(rows)
+
+
+def _yes(counted: bool) -> str:
+    return "yes" if counted else "no"
 
 
 def coverage_warnings(counts: dict) -> list[str]:

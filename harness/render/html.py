@@ -305,8 +305,8 @@ def _leaderboard_section(board: dict) -> str:
 
     rows_html = "".join(
         f"<tr><td>{e(i)}</td><td>{e(r['run'])}</td><td>{e(', '.join(f'{k}={v}' for k, v in r['params'].items()))}</td>"
-        f"<td>{e(format(r['mean'], '.4f'))}</td><td>{e(r.get('queries', ''))}</td>"
-        f"<td>{e(format(r['delta_vs_best'], '+.4f'))}</td>"
+        f"<td>{e(fmt(r['mean'], 4))}</td><td>{e(r.get('queries', ''))}</td>"
+        f"<td>{e('n/a' if r['delta_vs_best'] is None else format(r['delta_vs_best'], '+.4f'))}</td>"
         f"<td>{e(_p(r['p_corrected']))}</td>"
         f"<td>{e('yes' if r['tied_with_best'] else 'no')}</td></tr>" for i, r in enumerate(board["runs"], 1))
     charts = charts_of.sweep_charts(board)

@@ -109,7 +109,8 @@ class BM25Retriever:
         """``n`` picklable retrievers over contiguous slices of the indexed chunks, scoring with the whole corpus's
         idf and average length: merging their lists (``ranking.merge_shard_lists``) gives this retriever's."""
         if self._index is None:
-            raise RetrieverError("bm25: only backend: fast can be sharded (set retriever.backend: fast)"
+            raise RetrieverError("executor.shards: only bm25 with backend: fast can be sharded (set "
+                                 "retriever.backend: fast, or shards: 1)"
                                  if self._engine is not None else "bm25: index() the chunks before sharding")
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"shards: n must be a positive integer, got {n!r}")

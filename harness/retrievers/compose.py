@@ -44,6 +44,12 @@ def child_problems(child: Any, parent_kind: str, prefix: tuple) -> list[str]:
         return [f"{where}: expected a retriever mapping with a 'kind', got {type(child).__name__} {child!r}"[:300]]
     own, extra = split_child(child)
     problems = validate_retriever_config(own, prefix)
+    if own.get("on_error") == "skip":
+        # A failed request leaves the query absent from the child's answers; inside a composite that absence
+        # cannot be reported (the run's request log and absent queries are the top retriever's), so it would be
+        # fused or reranked as an empty list, silently.
+        problems.append(f"{where}.on_error: skip is not allowed inside a {parent_kind} (a failed request would be "
+                        f"scored as an empty answer); use on_error: fail")
     if parent_kind != "hybrid":
         # A reranked child is cut at top_n; a weight or depth there would be silently ignored.
         return problems + [f"{where}.{key}: only a hybrid's children take {key} (a {parent_kind} child is cut at "

@@ -30,8 +30,15 @@ class ExternalConfig(Strict):
     # retriever_hits.unplaceable: skip does for the whole run; strict: they stop the run, each named.
     placement: Literal["strict", "lenient"] = "strict"
 
-    def preflight(self, where: str) -> list[str]:  # the file's content is read as the run, after this check
-        return [] if self.path.is_file() else [f"{where}.path: {self.path}: external run file not found"]
+    def preflight(self, where: str) -> list[str]:
+        """The file exists and reads as a run (what ``index`` reads; placing its hits needs the chunks)."""
+        if not self.path.is_file():
+            return [f"{where}.path: {self.path}: external run file not found"]
+        try:
+            ExternalRetriever(self)._read()
+        except RunFileError as exc:
+            return [f"{where}.path: {line}" for line in [str(exc).split(chr(10), 1)[0], *exc.problems]]
+        return []
 
 
 class ExternalRetriever:

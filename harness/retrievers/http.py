@@ -28,7 +28,7 @@ from pydantic import AfterValidator, Field, JsonValue, field_validator, model_va
 
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
-from ..core.types import Chunk, Document, Query, RankedList
+from ..core.types import Chunk, Document, Hit, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
 from .http_transport import Failed, TimedOut, transport
@@ -142,6 +142,10 @@ class HttpConfig(LiveConfig):
 
     @model_validator(mode="after")
     def _template_uses_query(self) -> "HttpConfig":
+        unused = "params" if self.method == "POST" else "body"
+        if unused in self.model_fields_set:  # it would never be sent: the request is not what the config says
+            raise ValueError(f"{unused}: is not sent with method: {self.method} (POST sends body:, GET sends "
+                             f"params:); drop it or change the method")
         template, key = (self.body, "body") if self.method == "POST" else (self.params, "params")
         if not _uses_query(template):
             raise ValueError(f"{key} never uses {{query}}: every query would send the same request")
@@ -260,8 +264,22 @@ class HttpEngine:
                 if why:
                     error = why
                 else:
-                    ranked = rank_hits(query.query_id, hits, k)
+                    ranked = rank_hits(query.query_id, _distinct(hits), k)
         return ranked, RequestRecord(query.query_id, status, attempts, (time.perf_counter() - t0) * 1000, error)
+
+
+def _distinct(hits: list[Hit]) -> list[Hit]:
+    """The hits with each item once, at its best place in the tie rule's order: a service that returns more than
+    depth items with repeats must not have its list cut at depth before the repeats are dropped (79 distinct
+    chunks each sent 3 times would keep 34)."""
+    seen: set = set()
+    out = []
+    for h in sorted(hits, key=lambda h: (h.score, h.chunk_id), reverse=True):
+        key = (h.chunk_id, h.doc_id, h.start, h.end, h.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(h)
+    return out
 
 
 class LiveRetriever:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import weakref
+from pathlib import Path
 from typing import Literal, Sequence
 
 import numpy as np
@@ -22,7 +23,8 @@ from ..core.errors import RetrieverError
 from ..core.types import Chunk, Query, RankedList
 from .base import RetrieverKind, register
 from .ranking import rank_hits
-from .vectorstore import MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, marker_problem, need
+from .vectorstore import (MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, marker_problem, need,
+                          store_folder_problem)
 
 class LanceConfig(VectorStoreConfig):
     kind: Literal["lancedb"] = "lancedb"
@@ -49,7 +51,12 @@ class LanceConfig(VectorStoreConfig):
         return self
 
     def preflight(self, where: str) -> list[str]:
-        return [] if self.search == "fulltext" else super().preflight(where)
+        problems = [] if self.search == "fulltext" else super().preflight(where)
+        # A database folder holds a folder per table (name.lance) beside anything else: only a file is refused
+        problem = store_folder_problem(self.path, where, "LanceDB database folder", lambda folder: True)
+        if problem is None and self.mode == "connect" and self.path and not Path(self.path).is_dir():
+            problem = f"{where}.path: {self.path} does not exist (mode: connect reads an existing database)"
+        return problems + ([problem] if problem else [])
 
 
 class LanceRetriever(VectorStoreRetriever):
@@ -63,6 +70,10 @@ class LanceRetriever(VectorStoreRetriever):
     def settings(self) -> tuple:
         c = self.config
         return (c.search, c.index, c.num_partitions, c.num_sub_vectors, c.m, c.ef_construction)
+
+    def backend_errors(self) -> tuple[type[BaseException], ...]:
+        # lancedb raises ValueError for a column that holds no vectors, OSError/RuntimeError for its folder
+        return ValueError, OSError, RuntimeError
 
     def _db(self):
         import os
@@ -99,7 +110,8 @@ class LanceRetriever(VectorStoreRetriever):
     def index(self, chunks: Sequence[Chunk]) -> None:
         if self.config.search == "fulltext" and self.config.mode == "build":
             self._chunks = tuple(chunks)
-            self._build(None, self._chunks, MARKER_PREFIX + _fts_key(self._chunks, self.settings()))
+            with self._refusals("building the index"):
+                self._build(None, self._chunks, MARKER_PREFIX + _fts_key(self._chunks, self.settings()))
             return
         super().index(chunks)
 
@@ -142,9 +154,9 @@ class LanceRetriever(VectorStoreRetriever):
                                       ef_construction=c.ef_construction)
             self.table.create_index("vector", config=config)
 
-    def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
+    def _retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         if self.config.search == "vector":
-            return super().retrieve(queries, k)
+            return super()._retrieve(queries, k)
         return [rank_hits(q.query_id, (self._hit(s, r) for s, r in self._text_search(q.text, k)), k)
                 for q in queries]
 

@@ -9,8 +9,6 @@ reported, never invented. A response that does not fit the mapping is a problem 
 
 from __future__ import annotations
 
-import math
-import numbers
 import re
 from typing import Any, Mapping, Optional
 
@@ -18,6 +16,7 @@ from pydantic import field_validator
 
 from ..core.schema import Strict
 from ..core.types import Document, Hit
+from ..core.ids import is_finite_number
 
 _PATH = re.compile(r"^(\$|(\$\.)?[A-Za-z_@][\w@\-]*(\.([A-Za-z_@][\w@\-]*|[0-9]+))*)$")
 _MISSING = object()
@@ -92,13 +91,19 @@ def _field(item: Any, path: str | None) -> Any:
     return None if value is _MISSING else value
 
 
+def _short(value: Any) -> str:
+    """A value for a message: an integer of 400 digits shown by its first ones."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def hit_of(item: Any, mapping: HitMapping, documents: Mapping[str, Document]) -> Hit | str:
     """One item as a ``Hit`` (rank 0: ranks are given by ``rank_hits``), or why it cannot be one."""
     score = get_path(item, mapping.score)
     if score is _MISSING:
         return f"no score at {mapping.score!r}"
-    if not isinstance(score, numbers.Real) or isinstance(score, bool) or math.isnan(score) or math.isinf(score):
-        return f"score {score!r} at {mapping.score!r} is not a finite number"
+    if not is_finite_number(score):
+        return f"score {_short(score)} at {mapping.score!r} is not a finite number"
     chunk_id, doc_id = _field(item, mapping.chunk_id), _field(item, mapping.doc_id)
     start, end, text = _field(item, mapping.start), _field(item, mapping.end), _field(item, mapping.text)
     if chunk_id is not None and not isinstance(chunk_id, (str, int)) or isinstance(chunk_id, bool):

@@ -23,7 +23,7 @@ from ..core.schema import Strict
 from ..core.types import Chunk
 from .base import RetrieverKind, register
 from .vectorstore import (MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, identifier_problem,
-                          marker_problem, need)
+                          marker_problem, need, store_folder_problem)
 
 
 class PgHNSW(Strict):
@@ -65,7 +65,10 @@ class PgvectorConfig(VectorStoreConfig):
         problems = super().preflight(where)
         if self.dsn_env and not os.environ.get(self.dsn_env):
             problems.append(f"{where}.dsn_env: environment variable {self.dsn_env} is not set")
-        return problems
+        # pgserver runs initdb there and gives the folder to its own user: only a new folder or a data folder
+        problem = store_folder_problem(self.path, where, "PostgreSQL data folder",
+                                       lambda folder: (folder / "PG_VERSION").is_file())
+        return problems + ([problem] if problem else [])
 
 
 _OPS = {"dot": ("<#>", "vector_ip_ops"), "cosine": ("<=>", "vector_cosine_ops")}

@@ -19,7 +19,8 @@ from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk
 from .base import RetrieverKind, register
-from .vectorstore import MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, marker_problem, need
+from .vectorstore import (MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, marker_problem, need,
+                          store_folder_problem)
 
 UPLOAD_BATCH = 256
 
@@ -67,7 +68,19 @@ class QdrantConfig(VectorStoreConfig):
         problems = super().preflight(where)
         if self.api_key_env and not os.environ.get(self.api_key_env):
             problems.append(f"{where}.api_key_env: environment variable {self.api_key_env} is not set")
-        return problems
+        problem = store_folder_problem(self.path, where, "Qdrant local store", _qdrant_store)
+        return problems + ([problem] if problem else [])
+
+
+def _qdrant_store(folder) -> bool:
+    """A folder qdrant-client's local mode made: its meta.json lists collections."""
+    import json
+
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("collections"), dict)
 
 
 class QdrantRetriever(VectorStoreRetriever):
@@ -81,6 +94,12 @@ class QdrantRetriever(VectorStoreRetriever):
     @property
     def local(self) -> bool:
         return self.config.url is None
+
+    def backend_errors(self) -> tuple[type[BaseException], ...]:
+        # no server at url: (refused, 404...), a local folder another client holds (RuntimeError), or unreadable
+        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+        return ResponseHandlingException, UnexpectedResponse, RuntimeError, OSError
 
     def _client(self):
         qc = need("qdrant_client", "qdrant")

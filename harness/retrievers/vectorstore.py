@@ -10,7 +10,9 @@ A backend subclass implements ``_open`` (connect), ``_build`` (create and fill t
 from __future__ import annotations
 
 import re
-from typing import Literal, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Literal, Sequence
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -79,6 +81,23 @@ class VectorStoreConfig(Strict):
         return model_folder_problems(self.model, f"{where}.model")
 
 
+def store_folder_problem(path: str | None, where: str, what: str, made_by_it: Callable[[Path], bool]) -> str | None:
+    """Why ``path:`` must not be handed to a backend that creates or takes over its folder (pgserver's initdb even
+    changes its owner): an existing file, or a folder of other files (``made_by_it`` says whether a non-empty
+    folder is the backend's own, from an earlier run). None: a new path, an empty folder, or the backend's own."""
+    if path is None or path == ":memory:":
+        return None
+    folder = Path(path)
+    if not folder.exists():
+        return None
+    if not folder.is_dir():
+        return f"{where}.path: {path} is a file, not a {what}; give a new folder (or one it made before)"
+    if any(folder.iterdir()) and not made_by_it(folder):
+        return (f"{where}.path: {path} holds other files and is not a {what}; give a new or empty folder (or one "
+                f"it made before): harness does not hand a folder of yours to it")
+    return None
+
+
 def identifier_problem(name: str | None, what: str) -> str | None:
     if name is not None and not IDENTIFIER.match(name):
         return f"{what} {name!r} must be a plain SQL/column name (letters, digits, '_')"
@@ -134,19 +153,41 @@ class VectorStoreRetriever:
     def close(self) -> None:
         """Release the client (and stop a server the retriever started)."""
 
+    def backend_errors(self) -> tuple[type[BaseException], ...]:
+        """What the backend's client raises when the database refuses (no server there, a store locked by another
+        process, a column of the wrong type): reported as one line naming the retriever, not a traceback."""
+        return ()
+
+    def where(self) -> str:
+        return str(getattr(self.config, "url", None) or getattr(self.config, "path", None) or "a temporary store")
+
+    @contextmanager
+    def _refusals(self, step: str) -> Iterator[None]:
+        try:
+            yield
+        except self.backend_errors() as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise RetrieverError(f"retriever.kind {self.kind} ({self.where()}): {step} failed: "
+                                 f"{type(exc).__name__}: {first}") from None
+
     # ---- the retriever protocol ----
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         self._chunks = tuple(chunks)
-        if self.config.mode == "connect":
-            self._open()
-            return
-        vectors, key = self.encoder.vectors("embeddings", [c.index_text for c in self._chunks],
-                                            self.config.passage_prefix, self.config.normalize)
-        marker = MARKER_PREFIX + cache_key(self.kind, key, self.config.metric, self.settings())[:32]
-        self._build(vectors, self._chunks, marker)
+        with self._refusals("connecting" if self.config.mode == "connect" else "building the index"):
+            if self.config.mode == "connect":
+                self._open()
+                return
+            vectors, key = self.encoder.vectors("embeddings", [c.index_text for c in self._chunks],
+                                                self.config.passage_prefix, self.config.normalize)
+            marker = MARKER_PREFIX + cache_key(self.kind, key, self.config.metric, self.settings())[:32]
+            self._build(vectors, self._chunks, marker)
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
+        with self._refusals("searching"):
+            return self._retrieve(queries, k)
+
+    def _retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         if k <= 0 or not queries:
             return [RankedList(q.query_id, ()) for q in queries]
         vecs, _ = self.encoder.vectors("query_embeddings", [q.text for q in queries], self.config.query_prefix,

@@ -3,7 +3,9 @@ a multiple-comparison correction, win/tie/loss, verdict transitions, per-slice d
 detectable effect of the golden set (80% power, two-sided alpha 0.05).
 
 Tables are rendered by ``render.compare_view`` (one renderer for every format). Queries are paired by id over those counted at the metric's level in both runs (each query's ``counted`` flag:
-``metrics.table.included``), so a run's baseline mean here is its summary's number."""
+``metrics.table.included``), so a run's baseline mean here is its summary's number whenever both runs count the
+same queries (runs under different query policies are refused; runs over corpora that leave different golden-set
+entries uncheckable are compared with a warning naming the queries left out)."""
 
 from __future__ import annotations
 
@@ -161,8 +163,33 @@ def check_comparable(runs: Sequence[Result]) -> list[str]:
                              f"paired comparison needs the same queries and judgments")
         if r.goldset.query_ids_fingerprint != base.goldset.query_ids_fingerprint:
             raise InputError(f"runs {base.name!r} and {r.name!r} cover different query sets")
-    return [f"cutoffs differ: {base.name} {base.cutoff.describe}, {r.name} {r.cutoff.describe}"
-            for r in runs[1:] if r.cutoff.describe != base.cutoff.describe]
+        # (the API's stand-ins for MetricTables have no conventions: their inclusion flags were checked already)
+        rule, other = (_counting_rule(run) for run in (base, r))
+        if rule and other and rule != other:  # query_policy exclude against zero
+            raise InputError(f"runs {base.name!r} and {r.name!r} count queries under different rules (queries "
+                             f"without relevant items: {rule!r} against {other!r}: evaluation.query_policy); a "
+                             f"paired comparison needs one rule, or neither run's mean is its summary's")
+    warnings = [f"cutoffs differ: {base.name} {base.cutoff.describe}, {r.name} {r.cutoff.describe}"
+                for r in runs[1:] if r.cutoff.describe != base.cutoff.describe]
+    for r in runs[1:]:
+        retagged = _retagged(base, r)
+        if retagged:
+            warnings.append(f"{base.name} and {r.name} tag {len(retagged)} queries differently (e.g. "
+                            f"{', '.join(retagged[:5])}); the per-slice deltas use {base.name}'s tags")
+    return warnings
+
+
+def _counting_rule(run: Result) -> str | None:
+    return (getattr(run, "conventions", None) or {}).get("no_relevant_queries")
+
+
+def _retagged(a: Result, b: Result) -> list[str]:
+    """The queries whose tags differ between two runs of one golden set (its fingerprint leaves tags out)."""
+    ca, cb = querycolumns.of(a), querycolumns.of(b)
+    if not ca.tags and not cb.tags:
+        return []
+    tags_b = dict(zip(cb.ids, cb.query_tags()))
+    return [qid for qid, tags in zip(ca.ids, ca.query_tags()) if tags_b.get(qid, tags) != tags]
 
 
 def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, baseline: str | None = None,
@@ -182,7 +209,9 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
     others = [r for r in runs if r is not base]
     warnings = check_comparable([base] + others)
     metrics = list(metrics) or ["ndcg@10", "chunk.recall@window"]
-    parsed = [split_metric(m) for m in metrics]
+    # One row a metric however it was named (`-m ndcg@10 -m doc.nDCG@10`): a repeated row would enter the
+    # correction's family twice and inflate every corrected p.
+    parsed = list(dict.fromkeys(split_metric(m) for m in metrics))
     for r in others:
         for level in sorted({level for level, _ in parsed}):
             differ = counted_differently(base, r, level)
@@ -198,15 +227,23 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
             xa = querycolumns.of(base).value(level, metric)[pos]
             xb = querycolumns.of(r).value(level, metric)[pos_r]
             d = xb - xa
-            lo, hi, _ = bootstrap_ci(d)
-            rows.append({"run": r.name, "metric": f"{level}.{metric}", "n": len(d),
-                         "baseline_mean": float(xa.mean()) if len(d) else None,
-                         "mean": float(xb.mean()) if len(d) else None, "delta": float(d.mean()) if len(d) else 0.0,
-                         "ci95": (lo, hi), "p": p_value(test, xa, xb),
-                         "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
-                         "mde": mde(d), "slices": _slices(base, pos, d)})
-    done = [ComparisonRow(**row, p_corrected=p, significant=p < 0.05)
-            for row, p in zip(rows, correct([row["p"] for row in rows], correction))]
+            row = {"run": r.name, "metric": f"{level}.{metric}", "n": len(d), "baseline_mean": None, "mean": None,
+                   "delta": None, "ci95": None, "p": None, "wins": 0, "ties": 0, "losses": 0, "mde": None,
+                   "slices": {}}
+            if len(d):  # no query counted in both runs: nothing to compare (n/a), not a delta of 0 and p 1
+                lo, hi, _ = bootstrap_ci(d)
+                row.update({"baseline_mean": float(xa.mean()), "mean": float(xb.mean()), "delta": float(d.mean()),
+                            "ci95": (lo, hi), "p": p_value(test, xa, xb), "wins": int((d > 0).sum()),
+                            "ties": int((d == 0).sum()), "losses": int((d < 0).sum()), "mde": mde(d),
+                            "slices": _slices(base, pos, d)})
+            rows.append(row)
+    # The correction's family is the rows that were tested (a row with nothing to compare has no p).
+    tested = [i for i, row in enumerate(rows) if row["p"] is not None]
+    corrected: list[float | None] = [None] * len(rows)
+    for i, p in zip(tested, correct([rows[i]["p"] for i in tested], correction)):
+        corrected[i] = p
+    done = [ComparisonRow(**row, p_corrected=p, significant=p is not None and p < 0.05)
+            for row, p in zip(rows, corrected)]
     return Comparison(baseline=base.name, runs=names, test=test, correction=correction, permutations=10_000,
                       warnings=warnings, rows=done, transitions={r.name: transitions(base, r) for r in others})
 

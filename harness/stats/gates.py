@@ -30,6 +30,7 @@ from ..core.errors import InputError
 from ..core.outcomes import GateOutcome, GateResult, Rule
 from ..core.result import KINDS, Result, as_result
 from ..core.safeyaml import load_yaml
+from ..metrics.spec import parse_metric
 
 _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
                     r"(?P<value>-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*$")
@@ -136,10 +137,22 @@ def _parse_rule(item, where: str = "") -> Rule:
     if lhs in KINDS:
         if sl:
             raise InputError("verdict-share rules take no slice")
+        _unit_range(value, f"a {lhs} share", "share")
         return Rule(name or f"{lhs} share {op} {value}", "verdict", lhs, op, value, where=where)
     level, metric = split_metric(lhs)
+    if parse_metric(metric).family != "dcg":  # every other family's values lie in [0, 1]
+        _unit_range(value, f"{level}.{metric}", "value")
     label = f"{level}.{metric} {op} {value}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
     return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
+
+
+def _unit_range(value: float, what: str, noun: str) -> None:
+    """A threshold outside [0, 1] on a number that lies in it can never fail (or never pass): it is almost always a
+    count or a percentage meant as a fraction, so it is refused rather than read one way."""
+    if not 0.0 <= value <= 1.0:
+        hint = f"; for {value:g}%, write {value / 100:g}" if 1 < value <= 100 else ""
+        raise InputError(f"{what} {noun} lies between 0 and 1, so a threshold of {value:g} is always or never met"
+                         f"{hint}")
 
 
 def _has_metric(result: Result, level: str, metric: str) -> bool:
@@ -148,9 +161,13 @@ def _has_metric(result: Result, level: str, metric: str) -> bool:
 
 def rule_problems(rules: list[Rule], result: Result, baseline: Result | None = None) -> list[str]:
     """What each rule needs from this run (and the baseline) but does not find, one located line per problem."""
-    problems = []
+    problems, first = [], {}
     for rule in rules:
         where = rule.where or repr(rule.name)
+        other = first.setdefault(rule.name, where)
+        if other != where:  # the summary and the JUnit testcases tell rules apart by name alone
+            problems.append(f"{where}: named {rule.name!r} like {other}; give each rule its own name (or drop the "
+                            f"repeated rule)")
         if rule.kind == "verdict":
             if rule.target not in KINDS:
                 problems.append(f"{where}: this run has no {rule.target} share")
@@ -245,6 +262,10 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
                                                      "(a results.json of the main branch)", skipped=True))
         else:
             row = comparison[rule.target]
+            if row.delta is None:  # like a threshold rule with no counted query: not checkable is not a pass
+                out.append(GateResult(rule, False, None, f"no query is counted at {rule.target.split('.')[0]} level "
+                                                         f"in both runs: the regression cannot be checked", n=0))
+                continue
             dropped = -row.delta > rule.budget
             failed = dropped and row.significant
             msg = (f"delta {row.delta:+.4f} (95% CI {row.ci95[0]:+.4f}..{row.ci95[1]:+.4f}), "

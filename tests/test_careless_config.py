@@ -1,0 +1,151 @@
+"""What a newcomer's session found in configs (a helper walking backends, live retrievers, executors and sweeps as
+a careless user, 2026-12-04): a backend handed a user's folder (pgserver even changed its owner), tracebacks from a
+database client, booleans read as numbers, sweep points overwriting each other, settings silently ignored. Each
+case runs the command as a user does and checks the exit code, the located message, and the user's files."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from clihelp import DEMO, ROOT, assert_input_error, demo_config, harness
+from conftest import require_installed
+
+CONFIGS = ROOT / "configs"
+
+
+def _user_files(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("hi\n")
+    folder = tmp_path / "userdir"
+    folder.mkdir()
+    (folder / "meta.json").write_text('{"my": "notes"}')  # looks like a Qdrant store's file, is not one
+    return afile, folder
+
+
+def _state(*paths):
+    return [(p.stat().st_uid, p.stat().st_mode, p.read_text() if p.is_file() else sorted(os.listdir(p)))
+            for p in paths]
+
+
+@pytest.mark.parametrize("kind", ["pgvector", "qdrant", "lancedb"])
+def test_a_store_path_that_is_a_users_file_or_folder_is_refused_before_anything_touches_it(tmp_path, kind):
+    afile, folder = _user_files(tmp_path)
+    before = _state(afile, folder, folder / "meta.json")
+    cfg = CONFIGS / f"demo-{kind}.yaml"
+    assert_input_error(harness("validate", cfg, "--set", f"retriever.path={afile}"), "retriever.path", "is a file")
+    if kind != "lancedb":  # a LanceDB database is a folder of table folders: it may share a folder
+        proc = harness("run", cfg, "--set", f"retriever.path={folder}", "--out", tmp_path / "out", "-q")
+        assert_input_error(proc, "retriever.path", "holds other files")
+    assert _state(afile, folder, folder / "meta.json") == before  # owner, mode and content as they were
+
+
+def test_a_qdrant_server_that_is_not_there_is_one_line(tmp_path):
+    require_installed("qdrant_client")
+    proc = harness("run", CONFIGS / "demo-qdrant.yaml", "--set", "retriever.url=http://127.0.0.1:1",
+                   "--set", "retriever.path=null", "--out", tmp_path / "out", "-q")
+    assert_input_error(proc, "retriever.kind qdrant (http://127.0.0.1:1)", "failed")
+
+
+def test_a_ray_address_with_no_cluster_is_one_line(tmp_path):
+    require_installed("ray")
+    proc = harness("run", CONFIGS / "demo-bm25.yaml", "--set", "executor.kind=ray", "--set", "executor.address=auto",
+                   "--out", tmp_path / "out", "-q", fresh=True, env={"RAY_ADDRESS": ""})
+    assert_input_error(proc, "executor.address 'auto': cannot connect")
+
+
+def test_shards_of_a_retriever_that_cannot_be_sharded_are_found_by_validate(tmp_path):
+    require_installed("ray")
+    cfg = demo_config(tmp_path, retriever="{kind: bm25}", executor="{kind: ray, shards: 2}")
+    assert_input_error(harness("validate", cfg), "executor.shards: 2", "backend: fast")
+    cfg = demo_config(tmp_path, "h.yaml", retriever="{kind: hybrid, children: [{kind: bm25, backend: fast}]}",
+                      executor="{kind: ray, shards: 2}")
+    assert_input_error(harness("validate", cfg), "executor.shards: 2", "'hybrid' cannot be sharded")
+
+
+@pytest.mark.parametrize("setting", ["cutoff.k=true", "retriever.k1=yes", "depth=false",
+                                     "executor.num_workers=true"])
+def test_a_boolean_is_not_a_number(tmp_path, setting):
+    key = setting.split("=")[0]
+    assert_input_error(harness("validate", CONFIGS / "demo-bm25.yaml", "--set", setting), key, "is a boolean")
+
+
+def test_the_same_set_key_twice_is_refused():
+    proc = harness("validate", CONFIGS / "demo-bm25.yaml", "--set", "retriever.k1=1", "--set", "retriever.k1=2")
+    assert_input_error(proc, "--set retriever.k1=2", "already set by --set retriever.k1=1")
+
+
+@pytest.mark.parametrize("section, fragment", [
+    ("{kind: http, url: 'http://127.0.0.1:9/s', method: GET, body: {q: '{query}'}}", "body: is not sent with method: GET"),
+    ("{kind: http, url: 'http://127.0.0.1:9/s', params: {q: '{query}'}}", "params: is not sent with method: POST"),
+    ("{kind: hybrid, children: [{kind: bm25, backend: fast}, {kind: http, url: 'http://127.0.0.1:9/s', "
+     "on_error: skip}]}", "children.1.on_error: skip is not allowed inside a hybrid"),
+])
+def test_live_settings_that_would_be_ignored_or_hide_failures_are_refused(tmp_path, section, fragment):
+    assert_input_error(harness("validate", demo_config(tmp_path, retriever=section)), fragment)
+
+
+# ---- sweeps -------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sweep, fragment", [
+    ('{retriever.tokenizer.pattern: ["\\\\w+", "\\\\w+?"]}', "are both named"),  # both labelled w
+    ("{retriever.k1: [1.2, 1.2]}", "sweep.retriever.k1.1: 1.2 repeats sweep.retriever.k1.0"),
+    ('{retriever.k1: [1.2, "1.2"]}', "repeats"),
+    ("{chunking.size: [1, 4], chunking: [{strategy: sentences, size: 2}]}", "sweep.chunking.size: inside sweep.chunking"),
+])
+def test_sweep_points_that_would_overwrite_or_undo_each_other_are_refused(tmp_path, sweep, fragment):
+    cfg = demo_config(tmp_path, retriever="{kind: bm25, backend: fast, tokenizer: {pattern: '\\w+'}}")
+    cfg.write_text(cfg.read_text() + f"sweep: {sweep}\n")
+    assert_input_error(harness("validate", cfg), fragment)
+
+
+# ---- run files and live answers -----------------------------------------------------------------------------------
+
+def test_an_external_run_is_read_by_validate_and_its_scores_are_finite(tmp_path):
+    run = tmp_path / "run.jsonl"
+    cfg = demo_config(tmp_path, retriever=f"{{kind: external, path: {run}}}")
+    for text, fragment in (("not json\n", "run.jsonl:1"),
+                           ('{"query_id": "q01", "hits": [{"doc_id": "install-desktop", "score": 1e400}]}\n',
+                            "not a finite number"),
+                           ('{"query_id": "q01", "hits": [{"doc_id": "install-desktop", "score": 1' + "0" * 400 + '}]}\n',
+                            "not a finite number")):
+        run.write_text(text)
+        assert_input_error(harness("validate", cfg), "retriever.path", fragment)
+        assert_input_error(harness("eval", DEMO / "goldset.jsonl", run), "run.jsonl:1", fragment)
+
+
+def test_an_external_run_of_other_query_ids_says_so(tmp_path):
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"query_id": "Q01", "hits": [{"doc_id": "install-desktop", "score": 1.0}]}\n')
+    cfg = demo_config(tmp_path, retriever=f"{{kind: external, path: {run}}}")
+    proc = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "no query in common with the golden set" in proc.stderr
+    run.write_text('{"query_id": "q01", "hits": [{"doc_id": "install-desktop", "score": 1.0}]}\n')
+    proc = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert "45 of 46 golden-set queries are absent from the run and score 0" in proc.stderr
+
+
+def test_a_live_service_repeating_items_keeps_depth_distinct_ones(tmp_path):
+    from test_backends_live import BASE, Service, run
+
+    service = Service()
+    try:
+        bm25 = run({"kind": "bm25", "backend": "fast"}, tmp_path)
+        service.answers = {q.text: [{"chunk_id": h.chunk_id, "score": h.score} for h in q.hits] * 3
+                           for q in bm25.queries}
+        service.shape = lambda hits: {"hits": hits * 3}  # each item three times, more than depth in all
+        live = run({"kind": "http", "url": service.url + "/s"}, tmp_path)
+        assert [[h.chunk_id for h in q.hits] for q in live.queries] == [[h.chunk_id for h in q.hits]
+                                                                       for q in bm25.queries]
+        assert live.summary.doc == bm25.summary.doc
+        # and a score no float can hold is the service's error, said per query (on_error: fail), not a crash
+        service.shape = lambda hits: {"hits": [{"chunk_id": hits[0]["chunk_id"], "score": 10 ** 400}]}
+        cfg = demo_config(tmp_path, "big.yaml", retriever=f"{{kind: http, url: '{service.url}/s'}}")
+        proc = harness("run", cfg, "--out", tmp_path / "big", "-q")
+        assert_input_error(proc, "is not a finite number")
+    finally:
+        service.stop()
+    assert BASE["depth"] == 20
