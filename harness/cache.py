@@ -162,10 +162,8 @@ class ArrayCache:
     def info(self) -> dict[str, dict[str, float]]:
         out = {}
         if self.root.is_dir():
-            for kind in sorted(p for p in self.root.iterdir() if p.is_dir()):
-                files = list(kind.glob("*.npz"))
+            for kind in sorted(p for p in self.root.iterdir() if p.is_dir() and any(p.iterdir())):
+                files = list(kind.glob("*.npz"))  # (an empty folder is no kind of cache)
                 out[kind.name] = {"entries": len(files), "mb": sum(f.stat().st_size for f in files) / 1e6}
         return out
 
-    def clear(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)

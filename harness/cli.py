@@ -118,6 +118,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
             else:
                 result = run_experiment(cfg, progress=not quiet, log=log, warn=_err, prepared=checked.prepared,
                                         context=context)
+                checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
                 write_outputs(result, folder)
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
         ignore_further()

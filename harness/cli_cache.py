@@ -45,8 +45,12 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
     from .core.errors import InputError
 
     cache_dir = cache_dir or default_cache_dir()
-    if cache_dir.exists() and not cache_dir.is_dir():
-        raise InputError(f"--cache-dir {cache_dir}: is a file, not a cache folder")
+    for path in (cache_dir, *cache_dir.parents):  # the nearest existing part: a file there is no cache folder
+        if path.exists():
+            if not path.is_dir():
+                raise InputError(f"--cache-dir {cache_dir}: {'is' if path == cache_dir else f'{path} is'} a file, "
+                                 f"not a cache folder")
+            break
     if action == CacheAction.info:
         info = ArrayCache(cache_dir).info() if cache_dir.exists() else {}
         if not info:
@@ -54,15 +58,22 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
         for kind, stats in info.items():
             print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{stats['mb']:.1f} MB")
         return
-    # clear removes the folder whole: refuse one that holds anything the cache did not write (a --cache-dir typo
-    # pointing at a project or home folder must not delete it).
+    # Refuse a folder that holds anything the cache did not write (a --cache-dir typo pointing at a project or
+    # home folder), and remove only what the cache wrote: its files and the folders they leave empty, never the
+    # folder itself nor a folder of yours, empty or not.
     foreign = _not_cache_files(cache_dir) if cache_dir.is_dir() else []
     if foreign:
         shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
         more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
         raise InputError(f"--cache-dir {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
-    if not cache_dir.exists():
-        print(f"{cache_dir}: no cache there; nothing to clear")
+    entries = [p for p in cache_dir.rglob("*") if p.is_file() and not p.is_symlink()] if cache_dir.is_dir() else []
+    if not entries:
+        print(f"{cache_dir}: no cache entries there; nothing to clear")
         return
-    ArrayCache(cache_dir).clear()
-    print(f"{cache_dir}: cleared")
+    for entry in entries:
+        entry.unlink()
+    for folder in sorted({p.parent for p in entries}, key=lambda p: len(p.parts), reverse=True):
+        while folder != cache_dir and not any(folder.iterdir()):  # a .parts folder, then its kind's folder
+            folder.rmdir()
+            folder = folder.parent
+    print(f"{cache_dir}: cleared {plural(len(entries), 'file')}")

@@ -72,6 +72,22 @@ def _before(against: Optional[Path]):
     return Before(docs=read_corpus(against))
 
 
+def _before_covers(against: Path, before, raw) -> None:
+    """``--against`` must know the golden set's documents: a results.json of a run over another golden set, or a
+    corpus without them, would say nothing changed (every label valid). None known: an error; some: a warning."""
+    judged = sorted({j.doc_id for q in raw for j in q.relevant})
+    known = before.docs if before.docs is not None else before.fingerprints or {}
+    unknown = [d for d in judged if d not in known]
+    if judged and len(unknown) == len(judged):
+        what = "the run judged" if before.docs is None else "the old corpus has"
+        raise InputError(f"--against {against}: {what} none of the {len(judged)} documents this golden set judges "
+                         f"(a run over another golden set, or another corpus?); whether they changed cannot be told")
+    if unknown:
+        _err(f"warning: --against {against}: {len(unknown)} of the {len(judged)} judged documents are not in it "
+             f"(e.g. {', '.join(map(repr, unknown[:5]))}): whether they changed is unknown; checked against the "
+             f"current corpus only")
+
+
 @command("check")
 def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YAML, or a BEIR folder)"),
           corpus: Path = typer.Option(..., "--corpus", help="the current corpus (JSONL, folder, BEIR folder)"),
@@ -93,7 +109,10 @@ def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YA
         _out_ok(fix, [gold, corpus] + ([against] if against else []), force, "--fix")
     raw = read_gold(gold)
     docs = read_corpus(corpus)
-    labels = check_goldset(raw, docs, _before(against))
+    before = _before(against)
+    if before is not None:
+        _before_covers(against, before, raw)
+    labels = check_goldset(raw, docs, before)
     tally = counts(labels)
     fixed = []
     if fix is not None:
@@ -171,8 +190,14 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
     from .goldset.sources import read_corpus
 
     pooling.check_sheet_path(out, "-o")
-    _out_ok(out, list(results), force)
+    _out_ok(out, list(results) + ([corpus] if corpus else []), force)
     loaded = [load_result(p) for p in results]
+    # The files the runs were made from are inputs too (--force or not): the corpus read here, and each run's golden
+    # set, which the judged sheet is merged into next
+    made_from = [Path(section["path"]) for r in loaded for key in ("corpus", "goldset")
+                 if isinstance(section := r.config.as_dict().get(key), dict) and isinstance(section.get("path"), str)
+                 and section["path"]]
+    _out_ok(out, made_from, force=True)
     if corpus is None:
         cfg = loaded[0].config.as_dict().get("corpus")
         if not isinstance(cfg, dict) or not isinstance(cfg.get("path"), str) or not cfg["path"]:
@@ -241,11 +266,17 @@ def stats(gold: Path = typer.Argument(..., help="the golden set"),
         raise InputError("--metric needs --results (the run whose per-query variance is used)")
     if len(metric) > 1:
         raise InputError(f"--metric: give one metric for the detectable effect, got {len(metric)}")
-    summary = goldset_stats(read_gold(gold))
+    raw = read_gold(gold)
+    summary = goldset_stats(raw)
     if results is not None:
+        from .core.fingerprint import fingerprint_of_items
         from .core.result_load import load_result
 
-        summary["power"] = detectable_effect(load_result(results), metric[0] if metric else None)
+        run = load_result(results)
+        if run.goldset.query_ids_fingerprint != fingerprint_of_items(sorted(q.query_id for q in raw)):
+            raise InputError(f"--results {results}: a run over other queries than {gold} ({run.goldset.queries} "
+                             f"queries, against {len(raw)}); the detectable effect would be another golden set's")
+        summary["power"] = detectable_effect(run, metric[0] if metric else None)
     if fmt.value == "json":
         print(json.dumps(summary, ensure_ascii=False, indent=2))
     else:

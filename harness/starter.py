@@ -6,6 +6,7 @@ is refused, naming them."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .core.errors import InputError
@@ -88,12 +89,21 @@ def init_project(folder: Path) -> list[Path]:
     """Write the starter files into ``folder`` (created if missing); returns their paths."""
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder}: is a file, not a folder; give a folder for the starter project")
+    if folder.is_symlink() and not folder.exists():
+        raise InputError(f"{folder}: is a link to nothing ({os.readlink(folder)}); give a folder for the starter "
+                         f"project")
+    above = next((p for p in folder.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise InputError(f"{folder}: {above} is a file, not a folder; give a folder for the starter project")
     files = starter_files(folder)
     taken = [p for p in files if p.exists() or p.is_symlink()]
     if taken:
         raise InputError(f"{folder}: already has {', '.join(p.name for p in taken)}; harness init never replaces "
                          f"a file (yours to edit): choose another folder or move them away")
-    folder.mkdir(parents=True, exist_ok=True)
-    for path, text in files.items():
-        write_text(path, text)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for path, text in files.items():
+            write_text(path, text)
+    except OSError as exc:  # checked above; a race or a read-only place: still one line
+        raise InputError(f"{folder}: cannot write the starter project: {exc.strerror or exc}") from None
     return list(files)

@@ -48,7 +48,8 @@ def _raw(rng: random.Random, docs: dict[str, Document]) -> list[RawQuery]:
 
 def _by_objects(raw: list[RawQuery], docs: dict[str, Document]) -> GoldSet:
     """What resolve_goldset built before the columns: a tuple of Query and of Judgment objects (written again here:
-    a found quote is its first place in the text, a span past the text's end is dropped, as are unfound quotes)."""
+    a quote found once is its place in the text; a span past the text's end is dropped, as are quotes found
+    nowhere or more than once)."""
     queries, judgments = [], []
     for rq in raw:
         queries.append(Query(rq.query_id, rq.text, dict(rq.tags)))
@@ -57,8 +58,9 @@ def _by_objects(raw: list[RawQuery], docs: dict[str, Document]) -> GoldSet:
             spans = []
             for ev in rj.evidence if doc is not None else ():
                 if ev.quote is not None:
-                    if ev.quote in doc.text:
-                        spans.append(Span(doc.text.index(ev.quote), doc.text.index(ev.quote) + len(ev.quote)))
+                    places = [i for i in range(len(doc.text)) if doc.text.startswith(ev.quote, i)]
+                    if len(places) == 1:
+                        spans.append(Span(places[0], places[0] + len(ev.quote)))
                 elif ev.end <= len(doc.text):
                     spans.append(Span(ev.start, ev.end))
             judgments.append(Judgment(rq.query_id, rj.doc_id, rj.grade, tuple(spans)))

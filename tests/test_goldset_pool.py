@@ -95,7 +95,7 @@ def test_pool_of_two_runs_lists_each_hit_once(first, tmp_path):
 def test_conflicts_are_reported_and_not_merged(tmp_path):
     sheet = tmp_path / "s.jsonl"
     sheet.write_text("\n".join(json.dumps(r) for r in [
-        {"query_id": "q01", "doc_id": "install-desktop", "chunk_id": "x#0-5", "grade": 1},  # judged 2 in the gold
+        {"query_id": "q01", "doc_id": "install-desktop", "chunk_id": "install-desktop#0-5", "grade": 1},  # gold: 2
         {"query_id": "q02", "doc_id": "install-linux", "chunk_id": "install-linux#0-9", "grade": 1},
         {"query_id": "q02", "doc_id": "install-linux", "chunk_id": "install-linux#0-9", "grade": 0},
         {"query_id": "q03", "doc_id": "install-mobile", "chunk_id": "install-mobile#0-9", "grade": ""},

@@ -408,7 +408,15 @@ def test_cache_clear_removes_a_real_cache(tmp_path):
     proc = run_harness("cache", "info", "--cache-dir", root, cwd=tmp_path)
     assert proc.stdout == "embeddings\t1 entry\t0.0 MB\n"
     proc = run_harness("cache", "clear", "--cache-dir", root, cwd=tmp_path)
-    assert (proc.returncode, proc.stdout) == (0, f"{root}: cleared\n") and not root.exists()
+    assert (proc.returncode, proc.stdout) == (0, f"{root}: cleared 2 files\n")
+    assert root.is_dir() and not list(root.iterdir())  # its entries and their kind's folder; the folder stays
+    (root / "mine").mkdir()  # an empty folder of the user's is no cache folder: never removed (it was, by rmtree)
+    proc = run_harness("cache", "clear", "--cache-dir", root, cwd=tmp_path)
+    assert (proc.returncode, (root / "mine").is_dir()) == (0, True)
+    assert run_harness("cache", "info", "--cache-dir", root, cwd=tmp_path).stdout == f"{root}: empty\n"
+    (tmp_path / "f.txt").write_text("mine")
+    assert_input_error(run_harness("cache", "info", "--cache-dir", tmp_path / "f.txt" / "sub", cwd=tmp_path),
+                       "is a file")
 
 
 def test_compare_runs_without_relevant_gold_prints_n_a(tmp_path):
@@ -474,4 +482,4 @@ def test_explain_live_checks_what_the_user_typed(args, expect):
 
 def test_cache_clear_of_a_missing_folder_says_so(tmp_path):
     proc = run_harness("cache", "clear", "--cache-dir", tmp_path / "nope", cwd=tmp_path)
-    assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'nope'}: no cache there; nothing to clear\n")
+    assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'nope'}: no cache entries there; nothing to clear\n")

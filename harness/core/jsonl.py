@@ -55,12 +55,31 @@ def lone_surrogate_at(text: bytes, first_line: int = 1) -> tuple[int, str] | Non
     return first_line + text.count(b"\n", 0, found[0]), lone_surrogate_problem(found[1])
 
 
+class _RepeatedKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """An object whose keys are all different: with a key given twice, which value was meant is not guessed (json
+    keeps the last; a YAML golden set refuses it too)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)  # as fast as json.loads (measured on SciFact's corpus)
+
+
 def parse_line(line: str) -> tuple[object, str | None]:
     """One line's value and ``None``, or ``None`` and why it is not JSON (to be put after ``file:line: ``)."""
     try:
-        value = json.loads(line)
+        value = _DECODER.decode(line)
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg})"
+    except _RepeatedKey as exc:
+        return None, f"key {exc.args[0]!r} is given twice in one object"
     except RecursionError:  # json.loads recurses once per nesting level
         return None, "nested too deeply"
     surrogate = lone_surrogate_at(line.encode("utf-8")) if "\\u" in line else None

@@ -21,9 +21,15 @@ _UPPER = np.arange(128, dtype=np.uint32)
 _UPPER[65:91] += 32  # A-Z -> a-z
 
 
+# Typographic quotes as the ASCII ones (NFKC keeps them apart): a store or an editor that curls them, or a person
+# typing a quote with straight ones, still matches.
+_QUOTES = {ord(c): "'" for c in "\u2018\u2019\u201a\u201b\u2032"} | {ord(c): '"' for c in "\u201c\u201d\u201e\u201f\u2033"}
+
+
 def normalise(text: str) -> tuple[str, np.ndarray]:
-    """NFKC + casefold, whitespace runs as one space (none at either end), with each output character's offset in
-    ``text`` (one extra entry: the end). Vectorised over code points; only non-ASCII characters are mapped one by
+    """NFKC + casefold (typographic quotes as ASCII ones), whitespace runs as one space (none at either end), with
+    each output character's offset in ``text`` (one extra entry: the end). Vectorised over code points; only
+    non-ASCII characters are mapped one by
     one, so a corpus of megabytes normalises in seconds. Character by character, so offsets stay exact; a combining
     sequence split across characters is rare in evidence text and would only make a match fall through to fuzzy."""
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).copy()
@@ -37,7 +43,7 @@ def normalise(text: str) -> tuple[str, np.ndarray]:
         if ch.isspace():
             space[i] = True
             continue
-        mapped = unicodedata.normalize("NFKC", ch).casefold()
+        mapped = unicodedata.normalize("NFKC", ch).casefold().translate(_QUOTES)
         if len(mapped) == 1 and not mapped.isspace():
             codes[i] = ord(mapped)
         else:

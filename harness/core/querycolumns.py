@@ -10,6 +10,7 @@ Nothing here decides which queries count: ``counted`` is each record's flag (``m
 
 from __future__ import annotations
 
+import math
 from array import array
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -18,6 +19,10 @@ from typing import Any, Iterable
 import numpy as np
 
 LEVELS = ("doc", "chunk")
+# What a run's own reports read of its per-query values (report.html's selection of queries to show): the columns a
+# slim builder keeps. The others it only sums, for the check that every summary mean is its queries' mean.
+REPORTED = {"chunk": ("rr@window",)}
+BLOCK = 1 << 16  # queries whose values a slim builder holds before summing them
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,12 +39,35 @@ class QueryColumns:
     kinds: np.ndarray  # per query, an index into ``kind_names``
     tag_values: dict[str, list[str]]  # tag -> its values, in order of first appearance
     tags: dict[str, np.ndarray]  # tag -> per query, an index into ``tag_values[tag]``, -1 when the query lacks it
+    # A slim builder's metrics without a column: (level, metric) -> (the counted queries' values summed exactly
+    # (math.fsum), how many). ``value`` of one reads the records once more and keeps every column from then on.
+    summed: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def value(self, level: str, metric: str) -> np.ndarray:
+        if metric not in self.values[level] and (level, metric) in self.summed:
+            self._read_every_column()
         return self.values[level][metric]
+
+    def counted_sum(self, level: str, metric: str) -> tuple[float, int]:
+        """(the exact sum of the metric over the queries counted at ``level`` that have it, how many)."""
+        if (level, metric) in self.summed:
+            return self.summed[(level, metric)]
+        values = self.value(level, metric)[self.counted[level] & self.has(level, metric)]
+        return math.fsum(values.tolist()), len(values)
+
+    def _read_every_column(self) -> None:
+        full = ColumnsBuilder({level: list(self.values[level]) + [m for lv, m in self.summed if lv == level]
+                               for level in LEVELS})
+        for q in self.source:
+            full.add(q)
+        built = full.build(self.source)
+        for level in LEVELS:
+            self.values[level].update(built.values[level])
+        self.missing.update(built.missing)
+        self.summed.clear()
 
     def ideal(self, i: int) -> list[int]:
         return self.ideal_values[self.ideal_offsets[i]:self.ideal_offsets[i + 1]].tolist()
@@ -71,12 +99,19 @@ class QueryColumns:
 
 
 class ColumnsBuilder:
-    """Records added one at a time (``add``), then ``build``. ``names``: level -> the metric names to keep (the
-    summary's)."""
+    """Records added one at a time (``add``), then ``build``. ``names``: level -> the metric names to read (the
+    summary's). ``slim``: keep a column only of the metrics the run's own reports read (``REPORTED``) and sum the
+    others a block of queries at a time (8 bytes a query and metric less for the rest of a large run's writing)."""
 
-    def __init__(self, names: dict[str, Iterable[str]]):
+    def __init__(self, names: dict[str, Iterable[str]], slim: bool = False):
         self._ids: list[str] = []
         self._names = {level: list(names.get(level, ())) for level in LEVELS}
+        self._slim = slim
+        self._kept = {level: {n: array("d") for n in self._names[level] if not slim or n in REPORTED.get(level, ())}
+                      for level in LEVELS}
+        self._partials: dict[tuple[str, str], list[float]] = {}  # a slim builder's per-block exact sums
+        self._summed_n: dict[tuple[str, str], int] = {}
+        self._done = 0  # queries whose values were moved out of ``_flat`` (a slim builder's)
         # a level's values row by row in one flat array (one C call a query, not one per metric)
         self._get = {level: (itemgetter(*ns) if len(ns) > 1 else (lambda m, n=ns[0]: (m[n],)) if ns else
                              (lambda m: ())) for level, ns in self._names.items()}
@@ -115,6 +150,29 @@ class ColumnsBuilder:
         self._kinds.append(self._kind_code.setdefault(q.verdict.kind, len(self._kind_code)))
         if q.tags or self._tags:
             self._add_tags(i, q.tags)
+        if self._slim and len(self._ids) - self._done == BLOCK:
+            self._reduce()
+
+    def _reduce(self) -> None:
+        """Move the block's values out of ``_flat``: the kept metrics to their columns, the others into exact sums
+        over the block's counted queries (a metric a record lacks is NaN here: not summed, as ``has`` says)."""
+        start, n = self._done, len(self._ids) - self._done
+        for level in LEVELS:
+            names = self._names[level]
+            if not names:
+                continue
+            table = np.frombuffer(self._flat[level], dtype=np.float64).reshape(n, len(names))
+            counted = np.frombuffer(self._counted[level], dtype=np.int8)[start:start + n].astype(bool)
+            for j, name in enumerate(names):
+                column = table[:, j]
+                if name in self._kept[level]:
+                    self._kept[level][name].extend(column.tolist())
+                    continue
+                values = column[counted & ~np.isnan(column)]
+                self._partials.setdefault((level, name), []).append(math.fsum(values.tolist()))
+                self._summed_n[(level, name)] = self._summed_n.get((level, name), 0) + len(values)
+            self._flat[level] = array("d")
+        self._done += n
 
     def _add_tags(self, i: int, tags: dict[str, str]) -> None:
         for key, value in tags.items():
@@ -130,7 +188,20 @@ class ColumnsBuilder:
     def build(self, source: Any) -> QueryColumns:
         n = len(self._ids)
         values = {}
+        summed = {}
+        if self._slim:
+            self._reduce()
+            for key, partials in self._partials.items():
+                summed[key] = (math.fsum(partials), self._summed_n[key])
+            for level in LEVELS:
+                for name in self._names[level]:  # (none counted: an empty sum, as the full columns would give)
+                    if name not in self._kept[level]:
+                        summed.setdefault((level, name), (0.0, 0))
+            values = {level: {name: np.frombuffer(column, dtype=np.float64).copy()
+                              for name, column in self._kept[level].items()} for level in LEVELS}
         for level, names in self._names.items():
+            if self._slim:
+                break
             # a view of the collected values (not a copy of them): only each metric's column is made
             table = np.frombuffer(self._flat[level], dtype=np.float64).reshape(n, len(names)) if names else None
             values[level] = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(names)}
@@ -147,12 +218,12 @@ class ColumnsBuilder:
             values=values, missing=missing,
             kind_names=list(self._kind_code), kinds=np.asarray(self._kinds, dtype=np.int16),
             tag_values={key: list(codes) for key, codes in self._tag_code.items()},
-            tags={key: np.asarray(col, dtype=np.int32) for key, col in self._tags.items()})
+            tags={key: np.asarray(col, dtype=np.int32) for key, col in self._tags.items()}, summed=summed)
 
 
-def builder_for(summary: Any) -> ColumnsBuilder:
-    """A builder keeping every metric of the summary (``core.result.Summary``)."""
-    return ColumnsBuilder({level: list(summary.means(level)) for level in LEVELS})
+def builder_for(summary: Any, slim: bool = False) -> ColumnsBuilder:
+    """A builder reading every metric of the summary (``core.result.Summary``); ``slim``: see ``ColumnsBuilder``."""
+    return ColumnsBuilder({level: list(summary.means(level)) for level in LEVELS}, slim)
 
 
 class Cache:

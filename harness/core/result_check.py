@@ -138,9 +138,9 @@ class ConsistencyScan:
     the result's bounded part. The counted flags and values are the run's ``querycolumns``, which ``columns``
     gives after ``problems`` (``core.result_stream`` keeps them on the Result it loads)."""
 
-    def __init__(self, summary: Any):
+    def __init__(self, summary: Any, slim: bool = False):
         self.names = {level: set(summary.means(level)) for level in ("doc", "chunk")}
-        self.builder = builder_for(summary)
+        self.builder = builder_for(summary, slim)  # slim: see querycolumns.ColumnsBuilder
         self.columns: QueryColumns | None = None
         self.count = 0
         self.name_problems: dict[str, list[str]] = {level: [] for level in self.names}
@@ -185,9 +185,8 @@ class ConsistencyScan:
             if not errors <= uncounted or not uncounted <= errors | no_rel:
                 problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not "
                                 f"counted at {level} level (queries.N.counted.{level})")
-            values = {name: columns.value(level, name)[counted & columns.has(level, name)]
-                      for name in self.names[level]}
-            problems += _mean_problems(result, level, self.names[level], values)
+            sums = {name: columns.counted_sum(level, name) for name in self.names[level]}
+            problems += _mean_problems(result, level, self.names[level], sums)
         return problems + _hits_problems(result, self.missing_hits)
 
 
@@ -200,17 +199,18 @@ def _hits_problems(result: Any, missing: tuple[int, int]) -> list[str]:
     return [f"queries.{first}.hits: null, but hits_kept is 'all' ({n} such queries)"] if n else []
 
 
-def _mean_problems(result: Any, level: str, names: set[str], counted: dict[str, np.ndarray]) -> list[str]:
-    """Every summary mean is the mean of the counted queries' values: a gate or a compare reading the summary and
-    one reading per-query values must not disagree (a hand-edited summary would make them)."""
+def _mean_problems(result: Any, level: str, names: set[str], sums: dict[str, tuple[float, int]]) -> list[str]:
+    """Every summary mean is the mean of the counted queries' values (``sums``: name -> their exact sum, how many):
+    a gate or a compare reading the summary and one reading per-query values must not disagree (a hand-edited
+    summary would make them)."""
     problems = []
     for name, mean in result.summary.means(level).items():
         if name not in names:
             continue
-        values = counted[name]
-        expected = math.fsum(values.tolist()) / len(values) if len(values) else None
+        total, n = sums[name]
+        expected = total / n if n else None
         if (mean is None) != (expected is None) or (
                 mean is not None and not math.isclose(mean, expected, rel_tol=1e-9, abs_tol=1e-12)):
-            problems.append(f"summary.{level}.{name}: says {mean!r}, but the mean of the {len(values)} counted "
+            problems.append(f"summary.{level}.{name}: says {mean!r}, but the mean of the {n} counted "
                             f"queries' values is {expected!r} (edited by hand?)")
     return problems

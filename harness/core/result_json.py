@@ -49,7 +49,9 @@ def write_json(result: Any, fh: TextIO) -> None:
     indent = 2 if result.hits_kept == "all" else None
     # The consistency checks read each record as it is written: a large run's records are spooled, and a second
     # pass would decode them all again. The per-query columns it gathers are kept on the result for the reports.
-    scan = ConsistencyScan(result.summary)
+    # A large run keeps columns only of what its own reports read (the rest summed, for the checks): another
+    # reader of its columns (compare, gate in the same process) has them read again when it asks.
+    scan = ConsistencyScan(result.summary, slim=result.hits_kept == "selected")
     for i, q in enumerate(result.queries):
         record = q.model_dump_json(indent=indent, warnings=False)
         problems += _check(type(q), record, f"queries.{i}.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 from .errors import InputError
 
@@ -41,3 +41,32 @@ def read_utf8(path: Path, error: type[InputError]) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise error(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def utf8_lines(path: Path, error: type[InputError], block: int = 1 << 23) -> Iterator[tuple[int, str]]:
+    """``numbered_lines(read_utf8(path, error))`` a block of bytes at a time: every line that is not blank, numbered
+    from 1, ending at "\\n" only, the byte-order mark stripped. A 1M-query golden set (110 MB) read whole was its
+    bytes, its text and a list of its lines at once: ~300 MB above the run's peak while it loaded."""
+    lineno, offset, rest = 0, 0, b""
+    try:
+        with open_binary(path) as fh:
+            while True:
+                data = fh.read(block)
+                lines = (rest + data).split(b"\n")
+                rest = lines.pop() if data else b""
+                for raw in lines:
+                    lineno += 1
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise error(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                                    f"{offset + exc.start})") from None
+                    offset += len(raw) + 1
+                    if lineno == 1:
+                        line = line.removeprefix("\ufeff")
+                    if line.strip():
+                        yield lineno, line
+                if not data:
+                    return
+    except GZIP_ERRORS as exc:
+        raise error(f"{path}: not a complete gzip file ({exc})") from None

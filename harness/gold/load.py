@@ -17,9 +17,9 @@ import yaml
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, is_whole, read_id
-from ..core.jsonl import jsonl_rows
+from ..core.jsonl import parse_line
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
-from ..core.textfile import base_suffix, read_utf8
+from ..core.textfile import base_suffix, read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 from .trec import read_beir, read_qrels_file, read_trec  # noqa: F401  (read_qrels_file: harness eval's, from here)
 
@@ -92,14 +92,17 @@ def _native_rows(path: Path) -> Iterator[tuple[str, object]]:
         yield from _yaml_queries(path)
         return
     problems = []
-    text = read_utf8(path, GoldSetError)
-    from .tabular import looks_tabular
-    kind = looks_tabular(path, text)
-    if kind:  # one line naming what the file is, not a "not valid JSON" line per row
-        raise GoldSetError(f"{path}: this looks like a {kind} file (first line {_short(text.lstrip().split(chr(10), 1)[0].strip())}), "
-                           f"read as a native JSONL golden set; set goldset.format: {kind.lower()} (and "
-                           f"goldset.columns if its columns are not query_id, query, doc_id, grade)")
-    for lineno, row, bad in jsonl_rows(text):
+    first = True
+    for lineno, line in utf8_lines(path, GoldSetError):  # a block at a time: never the whole file as text
+        if first:
+            from .tabular import looks_tabular
+            kind = looks_tabular(path, line)
+            if kind:  # one line naming what the file is, not a "not valid JSON" line per row
+                raise GoldSetError(f"{path}: this looks like a {kind} file (first line {_short(line.strip())}), "
+                                   f"read as a native JSONL golden set; set goldset.format: {kind.lower()} (and "
+                                   f"goldset.columns if its columns are not query_id, query, doc_id, grade)")
+            first = False
+        row, bad = parse_line(line)
         if bad:
             problems.append(f"{path}:{lineno}: {bad}")
         elif not problems:  # after a bad line only the bad lines are reported: no use reading rows on
@@ -153,17 +156,57 @@ def _read_judgments(where: str, qid: str, rels: object, problems: list[str]) -> 
             problems.append(f"{loc}: 'evidence' must be a list, got {type(raw_evidence).__name__}")
             continue
         for j, ev in enumerate(raw_evidence):
-            if isinstance(ev, dict) and isinstance(ev.get("quote"), str) and ev["quote"]:
-                evidence.append(RawEvidence(quote=ev["quote"]))
-            elif isinstance(ev, dict) and is_whole(ev.get("start")) and is_whole(ev.get("end")):
-                if not 0 <= ev["start"] < ev["end"]:
-                    problems.append(f"{loc}.evidence[{j}]: need 0 <= start < end, got {ev['start']}..{ev['end']}")
-                    continue
-                evidence.append(RawEvidence(ev["start"], ev["end"]))
+            item = evidence_of(ev)
+            if isinstance(item, str):
+                problems.append(f"{loc}.evidence[{j}]: {item}")
             else:
-                problems.append(f"{loc}.evidence[{j}]: expected {{'start': int, 'end': int}} or {{'quote': text}}")
+                evidence.append(item)
         relevant.append(RawJudgment(doc, grade, evidence))
     return relevant
+
+
+def tags_of(value: object) -> tuple[dict[str, str], str | None]:
+    """A query's tags as text, and the problem with the ones that cannot be (None: none). A slice is named by text;
+    a number reads as its text, but null, true or a list would become 'None', 'True', '[1, 2]': not guessed."""
+    tags = value or {}
+    if not isinstance(tags, dict):
+        return {}, "'tags' must be a mapping"
+    odd = [k for k, v in tags.items() if isinstance(v, bool) or not isinstance(v, (str, int, float))]
+    kept = {str(k): str(v) for k, v in tags.items() if k not in odd}
+    if odd:
+        return kept, (f"tags {', '.join(map(repr, odd))}: a tag's value must be text or a number, got "
+                      f"{', '.join(_short(tags[k]) for k in odd)}")
+    return kept, None
+
+
+EVIDENCE_KEYS = {"quote", "start", "end", "text", "how", "score"}  # how, score: how `goldset build` found a span
+
+
+def evidence_of(ev: object) -> RawEvidence | str:
+    """One evidence item of a native golden set, or its problem: a quote, or a span (with the text it reads, as
+    `goldset build` writes it); never both, nor a key that would be ignored."""
+    shape = "expected {'start': int, 'end': int} or {'quote': text}"
+    if not isinstance(ev, dict):
+        return shape
+    unknown = set(map(str, ev)) - EVIDENCE_KEYS
+    if unknown:
+        return f"unknown key(s) {', '.join(sorted(unknown))}; {shape}"
+    has_span = "start" in ev or "end" in ev
+    if "quote" in ev:
+        if has_span or "text" in ev:  # which of them is the evidence would be a guess
+            return "a quote and a span (or its text) together; give the quote, or start/end"
+        if not isinstance(ev["quote"], str) or not ev["quote"]:
+            return f"'quote' must be non-empty text, got {_short(ev['quote'])}"
+        return RawEvidence(quote=ev["quote"])
+    if not (is_whole(ev.get("start")) and is_whole(ev.get("end"))):
+        return shape
+    if not 0 <= ev["start"] < ev["end"]:
+        return f"need 0 <= start < end, got {ev['start']}..{ev['end']}"
+    text = ev.get("text")
+    if text is not None and not isinstance(text, str):
+        return f"'text' (what the span reads) must be text, got {_short(text)}"
+    found = {k: ev[k] for k in ("how", "score") if k in ev} or None
+    return RawEvidence(ev["start"], ev["end"], text=text, found=found)
 
 
 def _short(value: object) -> str:
@@ -204,17 +247,9 @@ def native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None)
             problems.append(head)
             continue
         qid, text = head
-        tags = row.get("tags") or {}
-        if not isinstance(tags, dict):
-            problems.append(f"{where}: query {qid!r}: 'tags' must be a mapping")
-            tags = {}
-        # A slice is named by text; a number reads as its text, but null, true or a list would become 'None',
-        # 'True', '[1, 2]': not guessed.
-        odd = [k for k, v in tags.items() if isinstance(v, bool) or not isinstance(v, (str, int, float))]
-        if odd:
-            problems.append(f"{where}: query {qid!r}: tags {', '.join(map(repr, odd))}: a tag's value must be text "
-                            f"or a number, got {', '.join(_short(tags[k]) for k in odd)}")
-            tags = {k: v for k, v in tags.items() if k not in odd}
+        tags, bad = tags_of(row.get("tags"))
+        if bad:
+            problems.append(f"{where}: query {qid!r}: {bad}")
         relevant = _read_judgments(where, qid, row.get("relevant"), problems)
-        yield RawQuery(qid, text, {str(k): str(v) for k, v in tags.items()}, relevant, where)
+        yield RawQuery(qid, text, tags, relevant, where)
     _fail(path, problems)

@@ -10,6 +10,10 @@ class RawEvidence:
     start: int | None = None
     end: int | None = None
     quote: str | None = None
+    # A span's text as recorded beside it (`goldset build` writes it, SQuAD-style answers give it): the span must
+    # still read it, and a golden set written back keeps it, with how it was found (``how``, ``score``)
+    text: str | None = None
+    found: dict | None = None
 
 
 @dataclass(slots=True)

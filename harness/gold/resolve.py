@@ -18,7 +18,7 @@ from .load import RawQuery
 class GoldProblem:
     query_id: str
     doc_id: str
-    kind: str  # unknown_document | quote_not_found | span_out_of_range
+    kind: str  # unknown_document | quote_not_found | quote_ambiguous | span_out_of_range | span_text_differs
     message: str
 
 
@@ -46,6 +46,14 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
                                                     f"query {rq.query_id!r}: evidence quote {short!r} not found in "
                                                     f"document {rj.doc_id!r}"))
                         continue
+                    again = doc.text.find(ev.quote, at + 1)
+                    if again >= 0:  # which of the places is the evidence is not guessed (goldset build agrees)
+                        short = ev.quote if len(ev.quote) <= 60 else ev.quote[:57] + "..."
+                        problems.append(GoldProblem(rq.query_id, rj.doc_id, "quote_ambiguous",
+                                                    f"query {rq.query_id!r}: evidence quote {short!r} is found more "
+                                                    f"than once in document {rj.doc_id!r} (at {at} and {again}); "
+                                                    f"give start/end, or a longer quote"))
+                        continue
                     spans.append(Span(at, at + len(ev.quote)))
                 else:
                     assert ev.start is not None and ev.end is not None
@@ -53,6 +61,14 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
                         problems.append(GoldProblem(rq.query_id, rj.doc_id, "span_out_of_range",
                                                     f"query {rq.query_id!r}: evidence span {ev.start}..{ev.end} is "
                                                     f"outside document {rj.doc_id!r} ({len(doc.text)} chars)"))
+                        continue
+                    if ev.text is not None and doc.text[ev.start:ev.end] != ev.text:
+                        problems.append(GoldProblem(rq.query_id, rj.doc_id, "span_text_differs",
+                                                    f"query {rq.query_id!r}: evidence span {ev.start}..{ev.end} of "
+                                                    f"document {rj.doc_id!r} reads "
+                                                    f"{_short(doc.text[ev.start:ev.end])}, not its recorded text "
+                                                    f"{_short(ev.text)} (the document changed? `harness goldset "
+                                                    f"check --fix` re-anchors it)"))
                         continue
                     spans.append(Span(ev.start, ev.end))
             # the corpus's own id string: a golden set of 1M queries holds no second copy of each
@@ -62,7 +78,11 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
 
 # A judgment whose evidence was given but could not be placed: it must not make every chunk of its document
 # relevant (what a judgment without evidence means).
-BROKEN_EVIDENCE = ("quote_not_found", "span_out_of_range")
+BROKEN_EVIDENCE = ("quote_not_found", "quote_ambiguous", "span_out_of_range", "span_text_differs")
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def chunk_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldProblem] = ()) -> LevelGrades:

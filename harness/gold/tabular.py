@@ -2,7 +2,7 @@
 
 Columns are mapped in the config (``goldset.columns``); the defaults are ``query_id``, ``query``, ``doc_id``,
 ``grade``, and optionally ``quote`` or ``start``/``end`` for evidence, and ``tags`` (a list of columns kept as the
-query's tags, for slices). Rows of one query are gathered (its text must be the same on each); rows of one
+query's tags, for slices). Rows of one query are gathered (its text and tags must be the same on each); rows of one
 (query, document) add evidence to one judgment (their grades must agree). A row with an empty document cell is a
 query with no judgment. Each row becomes the native form and is validated by the same rules (``gold.load``).
 Quoted cells may span lines (the csv module reads them); messages name the row's first line.
@@ -98,17 +98,32 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
             problems.append(f"{where}: query {key!r} has another text than on its first row ({first_where}): "
                             f"{str(text)[:40]!r} vs {str(query['query'])[:40]!r}")
             continue
+        # A query's tags are one set: a later row saying otherwise is not dropped in favour of the first
+        differ = [t for t in cols.tags if _cell(row, t) not in (None, "")
+                  and str(_cell(row, t)) != query["tags"].get(t, str(_cell(row, t)))]
+        if differ:
+            problems.append(f"{where}: query {key!r}: " + ", ".join(
+                f"tag {t} {str(_cell(row, t))!r} here, {query['tags'][t]!r} on its first row ({first_where})"
+                for t in differ) + "; a query has one value of each tag")
+            continue
         doc = _cell(row, cols.doc)
         if doc in (None, ""):
             continue
-        grade = _number(_cell(row, cols.grade)) if cols.grade in row and _cell(row, cols.grade) not in (None, "") \
-            else 1
+        if cols.grade in row and _cell(row, cols.grade) in (None, ""):  # in a judging sheet, blank is "not judged"
+            problems.append(f"{where}: query {key!r} document {doc!r}: the grade cell is empty; give the grade (or "
+                            f"leave the document cell empty for a query without judgments)")
+            continue
+        grade = _number(_cell(row, cols.grade)) if cols.grade in row else 1
         evidence = []
         quote = _cell(row, cols.quote)
         start, end = _number(_cell(row, cols.start)), _number(_cell(row, cols.end))
+        has_span = start not in (None, "") or end not in (None, "")
+        if quote not in (None, "") and has_span:  # which one is the evidence would be a guess
+            problems.append(f"{where}: query {key!r} document {doc!r}: a quote and a span on one row; give one")
+            continue
         if quote not in (None, ""):
             evidence.append({"quote": row.get(cols.quote)})  # the cell as written: spaces may be part of a quote
-        elif start not in (None, "") or end not in (None, ""):
+        elif has_span:
             evidence.append({"start": start, "end": end})
         same = next((r for r in query["relevant"] if r["doc"] == doc), None)
         if same is None:

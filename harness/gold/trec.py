@@ -11,8 +11,8 @@ from pathlib import Path
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, tab_problem
-from ..core.jsonl import numbered_lines, parse_line
-from ..core.textfile import read_utf8
+from ..core.jsonl import parse_line
+from ..core.textfile import read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 
 
@@ -94,7 +94,7 @@ def _read_query_texts(path: Path) -> dict[str, str]:
         raise GoldSetError(f"{path}: queries file not found")
     texts, problems = {}, []
     first: dict[str, int] = {}
-    for lineno, line in numbered_lines(read_utf8(path, GoldSetError)):
+    for lineno, line in utf8_lines(path, GoldSetError):
         if path.suffix == ".jsonl":
             row, _ = parse_line(line)
             if not isinstance(row, dict) or not isinstance(row.get("text"), str):
@@ -150,15 +150,18 @@ def _read_evidence(path: Path) -> dict[tuple[str, str], list[RawEvidence]]:
         raise GoldSetError(f"{path}: evidence file not found")
     out: dict[tuple[str, str], list[RawEvidence]] = defaultdict(list)
     problems = []
-    for lineno, line in numbered_lines(read_utf8(path, GoldSetError)):
+    for lineno, line in utf8_lines(path, GoldSetError):
         try:
-            row = json.loads(line)
+            row, bad = parse_line(line)  # (a lone surrogate or a key given twice named too)
+            if bad:
+                raise ValueError(bad)
             key = (str(row["query-id"]), str(row["corpus-id"]))
             raw_quotes, answers = row.get("sentence_texts", []), row.get("answers", [])
             if not isinstance(raw_quotes, list) or not isinstance(answers, list):
                 raise ValueError("'sentence_texts' and 'answers' must be lists")
             quotes = [q for q in raw_quotes if isinstance(q, str) and q]
-            spans = [RawEvidence(a["answer_start"], a["answer_start"] + len(a["text"])) for a in answers]
+            spans = [RawEvidence(a["answer_start"], a["answer_start"] + len(a["text"]), text=a["text"])
+                     for a in answers]  # (resolve checks the span reads the answer's text)
             if len(quotes) != len(raw_quotes) or not all(is_whole(s.start) and 0 <= s.start < s.end for s in spans):
                 raise ValueError("a quote is not text, or an answer is not {'text', 'answer_start'}")
         except (json.JSONDecodeError, RecursionError, KeyError, TypeError, AttributeError, ValueError) as exc:

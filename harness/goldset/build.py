@@ -18,7 +18,7 @@ from ..core.ids import grade_problem, id_problem
 from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
 from ..core.types import Document
-from ..gold.load import query_of
+from ..gold.load import query_of, tags_of
 from .locate import Match, NormCache, find_all, locate, normalise
 
 FUZZY_CORPUS_CHARS = 2_000_000  # whole-corpus fuzzy search above this size would take minutes: not tried
@@ -88,12 +88,11 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
         if bad:
             problems.append(f"{where}: query {qid!r}: {bad}")
             continue
-        tags = row.get("tags") or {}
-        if not isinstance(tags, dict):
-            problems.append(f"{where}: query {qid!r}: 'tags' must be a mapping")
+        tags, bad = tags_of(row.get("tags"))
+        if bad:
+            problems.append(f"{where}: query {qid!r}: {bad}")
             continue
-        rows.append(AnswerRow(where, qid, query, answers, None if doc is None else str(doc), grade,
-                              {str(k): str(v) for k, v in tags.items()}))
+        rows.append(AnswerRow(where, qid, query, answers, None if doc is None else str(doc), grade, tags))
     if problems:
         shown = problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
         raise GoldSetError(f"{path}: {len(problems)} problem(s) in the answers", shown)
@@ -140,10 +139,13 @@ def build_goldset(rows: list[AnswerRow], docs: Mapping[str, Document]) -> tuple[
                 if how == "fuzzy":
                     span["score"] = m.score
                 spans = evidence.setdefault(doc_id, [])
-                if not any(s["start"] == m.start and s["end"] == m.end for s in spans):
+                if not any(s.get("start") == m.start and s.get("end") == m.end for s in spans):
                     spans.append(span)
-        if row.doc and row.doc not in evidence:
-            evidence[row.doc] = []  # the document is known relevant even when no answer was located in it
+            elif row.doc:
+                # The document is known relevant, but where the answer is in it is not: kept as the quote it was
+                # given as, which a run flags (quote not found, or found twice: goldset_error) and `goldset check`
+                # lists. A judgment without evidence would make every chunk of the document relevant: a guess.
+                evidence.setdefault(row.doc, []).append({"quote": answer})
         relevant = [{"doc": d, "grade": row.grade, **({"evidence": spans} if spans else {})}
                     for d, spans in evidence.items()]
         item: dict = {"id": row.query_id, "query": row.query, "relevant": relevant}

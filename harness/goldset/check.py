@@ -113,17 +113,18 @@ def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, D
     else:
         assert ev.start is not None and ev.end is not None
         old_span = _span(doc_id, ev.start, ev.end)
-        # The span's text as it was: from the old corpus, else from the current document if it did not change.
+        # The span's text as it was: recorded beside it (`goldset build` writes it), else from the old corpus,
+        # else from the current document if it did not change.
         if old_doc is not None:
             source = old_doc
         elif doc is not None and not before.changed(doc):
             source = doc
         else:
             source = None
-        if source is not None and ev.end > len(source.text):
+        if ev.text is None and source is not None and ev.end > len(source.text):
             return Label(qid, doc_id, "orphaned", old_span, None,
                          f"the span ends past the document's end ({len(source.text)} chars)")
-        needle = None if source is None else source.text[ev.start:ev.end]
+        needle = ev.text if ev.text is not None else None if source is None else source.text[ev.start:ev.end]
     old_para = _paragraph(old_doc.text, old_span["start"], old_span["end"]) if old_doc and old_span else None
     if needle is None:
         if doc is None:
@@ -137,6 +138,11 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
     short = needle if len(needle) <= 50 else needle[:47] + "..."
     if doc is not None:
         found = locate(doc.text, needle, fuzzy=False)
+        exact = [m for m in found if m.how == "exact"]
+        if ev.quote is not None and len(exact) > 1:  # a run refuses it too (gold.resolve: quote_ambiguous)
+            return Label(qid, doc_id, "re_anchorable", old_span, None, f"ambiguous: the quote is found "
+                         f"{len(exact)} times in its document ({', '.join(f'{m.start}..{m.end}' for m in exact[:5])}); "
+                         f"give start/end for the one meant")
         # Where the label says: an exact quote anywhere (a quote is resolved by search), a span at its offsets
         # (also when only case, whitespace or Unicode form changed there: the same span still reads it).
         here = next((m for m in found if (m.how == "exact" and ev.quote is not None)

@@ -7,6 +7,7 @@ already judges with another grade, is left as it was and reported."""
 from __future__ import annotations
 
 import csv
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,11 +45,14 @@ class MergeReport:
 def _rows(path: Path) -> list[tuple[str, dict]]:
     text = read_utf8(path, InputError)
     if path.suffix.lower() == ".jsonl":
-        out = []
-        for lineno, row, _ in jsonl_rows(text):
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{lineno}: expected one JSON object per line (a judging sheet)")
-            out.append((f"{path}:{lineno}", row))
+        out, problems = [], []
+        for lineno, row, bad in jsonl_rows(text):
+            if bad or not isinstance(row, dict):
+                problems.append(f"{path}:{lineno}: {bad or 'expected one JSON object per line (a judging sheet)'}")
+            else:
+                out.append((f"{path}:{lineno}", row))
+        if problems:
+            raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
         return out
     reader = csv.DictReader(text.splitlines(keepends=True))
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
@@ -60,6 +64,20 @@ def _rows(path: Path) -> list[tuple[str, dict]]:
         out.append((f"{path}:{line}", row))
         line = reader.line_num + 1  # a quoted cell may span lines: the next row starts after this one
     return out
+
+
+_CHUNK_OF = re.compile(r"^(.*)#\d+-\d+$")  # the ids of the chunks harness makes: DOC#START-END
+
+
+def _quotes(cell: object) -> list[str] | str:
+    """A sheet's evidence: quotes one a line (a CSV cell), or a JSON list of them (a JSONL sheet); else why not."""
+    if cell is None or cell == "":
+        return []
+    if isinstance(cell, list) and all(isinstance(q, str) for q in cell):
+        return [q.strip() for q in cell if q.strip()]
+    if isinstance(cell, str):
+        return [q.strip() for q in cell.split("\n") if q.strip()]
+    return f"evidence must be text (one quote a line) or a list of quotes, got {str(cell)[:60]!r}"
 
 
 def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgment], int]:
@@ -85,8 +103,17 @@ def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgme
         if qid not in known:
             problems.append(f"{where}: query {qid!r} is not in the golden set")
             continue
-        quotes = [q.strip() for q in str(row.get("evidence") or "").split("\n") if q.strip()]
-        out.append(SheetJudgment(where, qid, doc, str(row.get("chunk_id") or ""), grade, quotes))
+        quotes = _quotes(row.get("evidence"))
+        if isinstance(quotes, str):
+            problems.append(f"{where}: {quotes}")
+            continue
+        chunk_id = str(row.get("chunk_id") or "").strip()
+        named = _CHUNK_OF.match(chunk_id)
+        if named and named[1] != doc:  # a chunk harness made names its document: the row contradicts itself
+            problems.append(f"{where}: chunk_id {chunk_id!r} is a chunk of document {named[1]!r}, not of doc_id "
+                            f"{doc!r}")
+            continue
+        out.append(SheetJudgment(where, qid, doc, chunk_id, grade, quotes))
     if problems:
         raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
     return out, unjudged

@@ -31,6 +31,8 @@ def repaired_rows(raw: Sequence[RawQuery], labels: Sequence[Label], docs: Mappin
                 fixed.append(lab)
                 doc, start, end = lab.fix  # type: ignore[misc]
                 span = {"start": start, "end": end}
+                if ev.text is not None:  # a span that recorded its text keeps recording it, as it reads now
+                    span["text"] = docs[doc].text[start:end]
                 if doc == j.doc_id:
                     kept.append(span)
                 else:

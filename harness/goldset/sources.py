@@ -29,11 +29,15 @@ def read_corpus(path: Path, given: str | None = None) -> dict[str, Document]:
     return {d.doc_id: d for d in docs}
 
 
+TABULAR = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
+
+
 def read_gold(path: Path) -> list[RawQuery]:
-    """A native JSONL/YAML golden set, or a BEIR folder (queries.jsonl + qrels/test.tsv)."""
+    """A native JSONL/YAML golden set, a BEIR folder (queries.jsonl + qrels/test.tsv), or a table (CSV, TSV,
+    Parquet: by its extension, with the default columns query_id, query, doc_id, grade, quote, start, end)."""
     if path.is_dir():
         return read_goldset(GoldsetConfig(path=path, format="beir"))
-    return read_goldset(GoldsetConfig(path=path))
+    return read_goldset(GoldsetConfig(path=path, format=TABULAR.get(path.suffix.lower(), "native")))
 
 
 def query_row(query: RawQuery, relevant: list[dict]) -> dict:
@@ -52,7 +56,10 @@ def judgment_row(doc_id: str, grade: int, evidence: Iterable[dict]) -> dict:
 
 
 def raw_evidence_row(ev) -> dict:
-    return {"quote": ev.quote} if ev.quote is not None else {"start": ev.start, "end": ev.end}
+    """An evidence item written back as it was read: a quote, or a span with its recorded text and how it was found."""
+    if ev.quote is not None:
+        return {"quote": ev.quote}
+    return {"start": ev.start, "end": ev.end, **({"text": ev.text} if ev.text is not None else {}), **(ev.found or {})}
 
 
 def raw_query_row(query: RawQuery) -> dict:

@@ -225,7 +225,8 @@ def run_charts(results: Sequence[Result]) -> list[Chart] | None:
     for r, c in zip(results, cs):
         depth = r.cutoff.depth
         ranks = [f if f is not None else depth + 1 for f in c[2]]
-        bins = sorted({b for b in (1, 2, 3, 4, 5, 6, 11, 21, 51) if b <= depth} | {depth + 1, depth + 2})
+        # the not-found bin as wide as a doubling: on the log axis [depth+1, depth+2) was a hairline
+        bins = sorted({b for b in (1, 2, 3, 4, 5, 6, 11, 21, 51) if b <= depth} | {depth + 1, 2 * (depth + 1)})
         ax.hist(ranks, bins=bins, alpha=0.6, label=label(r.name))
     ax.set_xscale("log")
     ax.set_xlabel("rank of the first relevant chunk")
