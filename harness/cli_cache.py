@@ -45,6 +45,9 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
     from .core.errors import InputError
 
     cache_dir = cache_dir or default_cache_dir()
+    if cache_dir.resolve() == Path.cwd().resolve():  # `--cache-dir "$UNSET"` reads as "": the current folder
+        raise InputError(f"--cache-dir {cache_dir}: the current folder is not a cache folder (an empty value?); "
+                         f"give the cache's own folder")
     for path in (cache_dir, *cache_dir.parents):  # the nearest existing part: a file there is no cache folder
         if path.exists():
             if not path.is_dir():

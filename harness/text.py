@@ -173,6 +173,10 @@ class TokenCounter:
             except Exception as exc:  # tokenizers raises a bare Exception for bad JSON and for a wrong schema
                 reason = " ".join(str(exc).split())[:200]
                 raise ConfigError(f"{where}: {path} is not a Hugging Face tokenizer.json ({reason})") from None
+            # A model's tokenizer.json may save the padding and truncation it was trained with (the bundled model:
+            # 128 tokens): counting through them made every text 128 tokens and cut spans after the 128th.
+            self._tokenizer.no_padding()
+            self._tokenizer.no_truncation()
 
     def count(self, text: str) -> int:
         if self._tokenizer is None:

@@ -40,10 +40,23 @@ def test_late_interaction_reranks_with_cached_token_embeddings(ctx):
     assert len(list((ctx.cache_dir / "token_embeddings").glob("*.npz"))) == 1
 
 
-def test_cross_encoder_code_path_with_a_random_head(ctx):
-    # No PyPI package ships cross-encoder weights; the MiniLM folder loads with a random head: path only.
-    r = build_retriever({"kind": "reranked", "top_n": 3, "child": {"kind": "bm25"},
+def test_cross_encoder_code_path_with_a_random_head(ctx, tmp_path):
+    """No PyPI package ships cross-encoder weights. An embedding model is refused as one (it loaded with a new,
+    random scoring head: random scores, exit 0); the code path runs on a cross-encoder folder made here from the
+    MiniLM with a random head (the folder a real cross-encoder download is)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from harness.core.errors import ConfigError
+    from harness.retrievers.encoders import BUNDLED, model_path
+
+    with pytest.raises(ConfigError, match="is not a cross-encoder"):
+        build_retriever({"kind": "reranked", "top_n": 3, "child": {"kind": "bm25"},
                          "stage": {"type": "cross-encoder"}}, ctx)
+    folder = tmp_path / "ce"
+    AutoModelForSequenceClassification.from_pretrained(model_path(BUNDLED), num_labels=1).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(model_path(BUNDLED)).save_pretrained(folder)
+    r = build_retriever({"kind": "reranked", "top_n": 3, "child": {"kind": "bm25"},
+                         "stage": {"type": "cross-encoder", "model": str(folder)}}, ctx)
     r.index(CHUNKS)
     (ranked,) = r.retrieve([Query("q", "rotate key")], 3)
     assert len(ranked.hits) >= 1 and [h.rank for h in ranked.hits] == list(range(1, len(ranked.hits) + 1))

@@ -231,6 +231,15 @@ def test_good_model_folders_pass_and_hub_names_are_not_checked(tmp_path):
     (tmp_path / "st" / "0_Transformer").mkdir(parents=True)
     (tmp_path / "st" / "modules.json").write_text('[{"path": "0_Transformer", "type": "x.Transformer"}]')
     (tmp_path / "st" / "0_Transformer" / "config.json").write_text('{"model_type": "bert"}')
+    [tokenizer, weights] = model_folder_problems(str(tmp_path / "st"), "retriever.model")
+    assert "has no tokenizer files" in tokenizer and "has no weights" in weights  # a run would read [UNK]s
+    (tmp_path / "st" / "0_Transformer" / "vocab.txt").write_text("[UNK]\n")
+    header = b'{"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}'
+    weights = tmp_path / "st" / "0_Transformer" / "model.safetensors"
+    weights.write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))  # 4 of the 8 bytes it says
+    [truncated] = model_folder_problems(str(tmp_path / "st"), "retriever.model")
+    assert "is not a complete safetensors file" in truncated and "truncated?" in truncated
+    weights.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
     assert model_folder_problems(str(tmp_path / "st"), "retriever.model") == []
     assert model_folder_problems("hub:someone/model", "retriever.model") == []
     (tmp_path / "st" / "0_Transformer" / "config.json").unlink()

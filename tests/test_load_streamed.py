@@ -98,9 +98,10 @@ def test_a_large_results_json_streams_into_a_store_equal_to_the_whole_document(r
     assert loaded.source is streamed.queries and loaded.ids == fresh.ids
     for level in ("doc", "chunk"):
         assert (loaded.counted[level] == fresh.counted[level]).all() and loaded.counted[level].any()
-        assert loaded.values[level].keys() == fresh.values[level].keys() == set(streamed.summary.means(level))
-        for name, values in loaded.values[level].items():
-            assert np.array_equal(values, fresh.values[level][name])
+        assert set(loaded.metrics(level)) == set(fresh.metrics(level)) == set(streamed.summary.means(level))
+        for name in loaded.metrics(level):
+            values = loaded.value(level, name)
+            assert np.array_equal(values, fresh.value(level, name))
             assert values[loaded.counted[level]].mean() == pytest.approx(streamed.summary.means(level)[name])
     assert loaded.kind_of() == [q.verdict.kind for q in whole.queries]
     assert loaded.tag("topic") == [q.tags.get("topic") for q in whole.queries]

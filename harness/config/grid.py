@@ -55,7 +55,7 @@ def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tupl
                  for outer in keys for inner in keys if inner.startswith(outer + ".")]
     if problems:
         raise ConfigError("sweep: the grid can be read more than one way", problems)
-    out, named = [], {}
+    out, named, invalid = [], {}, []
     for values in itertools.product(*(grid[k] for k in keys)):
         data = copy.deepcopy(base)
         for k, v in zip(keys, values):
@@ -68,7 +68,12 @@ def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tupl
                               f"{data['name']!r} (a run's name keeps letters, digits and _ . - of each value), so "
                               f"they would write one folder; give values that differ in those characters")
         named[data["name"]] = params
-        out.append((parse_config(data, f"sweep point {params}"), params))
+        try:
+            out.append((parse_config(data, f"sweep point {params}"), params))
+        except ConfigError as exc:  # every invalid point is named, not only the first
+            invalid += [str(exc).split("\n", 1)[0]] + [f"  {p}" for p in exc.problems]
+    if invalid:
+        raise ConfigError("sweep: invalid grid points", invalid)
     return out
 
 

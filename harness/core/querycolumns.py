@@ -46,6 +46,10 @@ class QueryColumns:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def metrics(self, level: str) -> list[str]:
+        """Every metric the records have at ``level`` (a slim set's summed ones too)."""
+        return list(self.values[level]) + [m for lv, m in self.summed if lv == level]
+
     def value(self, level: str, metric: str) -> np.ndarray:
         if metric not in self.values[level] and (level, metric) in self.summed:
             self._read_every_column()

@@ -321,6 +321,12 @@ class Result(StoredHits, Record):
 
     # ---- reading ----
 
+    @property
+    def run_id(self) -> str:
+        """What names this run in the Parquet files written beside its results.json (their footer), so a reader
+        never takes another run's hits.parquet or chunks.parquet for its own: the config and when it ran."""
+        return f"{self.config_hash}@{self.created_at}"
+
     def query(self, query_id: str) -> QueryResult | None:
         if isinstance(self.queries, QueryStore):  # found by its bytes, not by decoding every record
             i = self.queries.index_of(query_id)

@@ -60,7 +60,9 @@ def write_json(result: Any, fh: TextIO) -> None:
     fh.write("\n  ]\n}" if result.queries else "]\n}")
     if not problems:
         problems = scan.problems(result)
-        result._columns.columns = scan.columns  # querycolumns.of(result) gives these: built from the same records
+        cached = result._columns.columns
+        if cached is None or cached.source is not result.queries:  # (a loaded result's whole columns are kept)
+            result._columns.columns = scan.columns  # querycolumns.of(result) gives these: from the same records
     if problems:
         raise HarnessError(f"internal error: the result of run {result.name!r} does not match the results.json "
                            "schema (please report this)\n" + "\n".join(shown("results.json", problems)))

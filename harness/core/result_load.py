@@ -30,7 +30,8 @@ def load_result(path: Path) -> Result:
         from ..io.hitsfile import ParquetHits
         result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
                                             path.parent / result.chunks_file if result.chunks_file else None,
-                                            result.queries))  # their order locates a query's row group
+                                            result.queries,  # their order locates a query's row group
+                                            result.run_id))
     return result
 
 

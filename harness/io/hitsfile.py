@@ -174,9 +174,12 @@ def _columnar_batches(judged: JudgedTable, schema) -> Iterator:
         yield b.rows.start, pa.record_batch([columns[f.name] for f in schema], schema=schema)
 
 
-def write_hits(path: Path, source: RunHits) -> int:
-    """hits.parquet, one row group per batch of queries, with where each batch starts (``hitsindex.INDEX_KEY``);
-    returns the rows written."""
+RUN_KEY = "harness.run"  # footer metadata: the run the file belongs to (``Result.run_id``)
+
+
+def write_hits(path: Path, source: RunHits, run_id: str = "") -> int:
+    """hits.parquet, one row group per batch of queries, with where each batch starts (``hitsindex.INDEX_KEY``)
+    and the run it belongs to (``RUN_KEY``); returns the rows written."""
     import pyarrow.parquet as pq
 
     rows, first_query, first_row = 0, [], []
@@ -186,12 +189,14 @@ def write_hits(path: Path, source: RunHits) -> int:
             first_row.append(rows)
             writer.write_batch(batch)
             rows += batch.num_rows
-        writer.add_key_value_metadata(index_metadata(len(source.lists), first_query, first_row))
+        writer.add_key_value_metadata({**index_metadata(len(source.lists), first_query, first_row),
+                                       RUN_KEY: run_id})
     return rows
 
 
-def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
-    """chunks.parquet: id, document, span and text of ``chunks``, in row groups of ``BATCH_CHUNKS``."""
+def write_chunks(path: Path, chunks: Sequence[Chunk], run_id: str = "") -> None:
+    """chunks.parquet: id, document, span and text of ``chunks``, in row groups of ``BATCH_CHUNKS``, and the run
+    it belongs to."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -201,17 +206,22 @@ def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
             part = chunks[start:start + BATCH_CHUNKS]
             writer.write_batch(pa.record_batch([pa.array([getattr(c, f.name) for c in part], f.type)
                                                 for f in schema], schema=schema))
+        writer.add_key_value_metadata({RUN_KEY: run_id})
 
 
 class ParquetHits:
     """The hits and chunk texts of a saved run, read from the Parquet files beside its results.json."""
 
-    def __init__(self, hits_path: Path, chunks_path: Path | None = None, queries: Sequence | None = None):
+    def __init__(self, hits_path: Path, chunks_path: Path | None = None, queries: Sequence | None = None,
+                 run_id: str | None = None):
         """``queries``: the result's records in results.json order (a list or a ``core.querystore.QueryStore``),
         which give a query's position; without them (or without ``hitsindex.INDEX_KEY`` in the file) a query's
-        hits are found by a filter over the whole file unless the query_id statistics find its row group."""
+        hits are found by a filter over the whole file unless the query_id statistics find its row group.
+        ``run_id``: the run's (``Result.run_id``); a file another run wrote is refused (one written before the
+        files named their run is read as it is)."""
         self.hits_path, self.chunks_path = Path(hits_path), chunks_path and Path(chunks_path)
         self.queries = queries
+        self.run_id = run_id
         self._positions: dict[str, int] = {}  # a list's ids, built at the first look-up
         self._checked: set[Path] = set()  # the files whose schema was read
 
@@ -226,12 +236,17 @@ class ParquetHits:
 
             with _reading(path):
                 schema = pq.read_schema(path)
+                footer = pq.ParquetFile(path).metadata.metadata or {}  # (the key-value metadata writers add)
             expected = hit_schema() if path == self.hits_path else chunk_schema()
             lacking = [f.name for f in expected if schema.get_field_index(f.name) < 0
                        or not schema.field(f.name).type.equals(f.type)]
             if lacking:
                 raise InputError(f"{path}: not {what} as harness run writes them (no column {', '.join(lacking)} of "
                                  f"the expected type); was the file replaced?")
+            written_by = footer.get(RUN_KEY.encode())
+            if self.run_id and written_by and written_by.decode("utf-8", "replace") != self.run_id:
+                raise InputError(f"{path}: {what} of another run ({written_by.decode('utf-8', 'replace')}), not of "
+                                 f"the results.json beside it ({self.run_id}); keep a run's files together")
             self._checked.add(path)
         return path
 

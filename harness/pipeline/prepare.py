@@ -128,13 +128,16 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     lines: list[str] = []
     seen: set[str] = set()
     tokenizers: set[str] = set()
+    bad_tokenizers: set[str] = set()  # said once, here: the token-budget check below would say it again, unlocated
     for cfg in configs:
         lines += _retriever_problems(cfg.retriever, seen)
         if cfg.executor.kind == "ray" and cfg.executor.shards > 1:
             lines += _shard_problems(cfg)
         if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer not in tokenizers | {"words"}:
             tokenizers.add(cfg.cutoff.tokenizer)
-            _attempt(lambda: TokenCounter(cfg.cutoff.tokenizer, where=f"{source}: cutoff.tokenizer"), errors)
+            if _attempt(lambda: TokenCounter(cfg.cutoff.tokenizer, where=f"{source}: cutoff.tokenizer"),
+                        errors) is None:
+                bad_tokenizers.add(cfg.cutoff.tokenizer)
     if lines:
         errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
     if any(cfg.executor.kind == "ray" for cfg in configs):
@@ -154,6 +157,8 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
                 break  # the same files would fail the same way for the other points
             prepared[key] = done
         loaded = prepared[key]
+        if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer in bad_tokenizers:
+            continue
         if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
                     errors) is None:
             break  # the points after it share its golden set

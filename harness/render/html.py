@@ -196,7 +196,7 @@ def _selection_rows(result: Result):
 
     columns = querycolumns.of(result)
     rr = (np.where(columns.has("chunk", "rr@window"), columns.value("chunk", "rr@window"), 0.0)
-          if "rr@window" in columns.values["chunk"] else np.zeros(len(columns)))
+          if "rr@window" in columns.metrics("chunk") else np.zeros(len(columns)))
     return Rows(columns.ids, columns.kind_of(), rr)
 
 

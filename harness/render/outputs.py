@@ -206,9 +206,9 @@ def write_run_files(result: Result, folder: Path) -> None:
         with atomic_open(folder / name) as fh:
             fh.writelines(run.trec_lines(level))
     store = result.hit_source  # the run's hits in memory (io.hitsfile.RunHits)
-    write_hits(folder / result.hits_file, store)
+    write_hits(folder / result.hits_file, store, result.run_id)
     if result.chunks_file:
-        write_chunks(folder / result.chunks_file, [store.chunks[c] for c in store.hit_chunk_ids()])
+        write_chunks(folder / result.chunks_file, [store.chunks[c] for c in store.hit_chunk_ids()], result.run_id)
     write_text(folder / "per_query.csv", per_query_csv(result))
     write_text(folder / "report.md", markdown(result))
     from . import plots

@@ -15,7 +15,7 @@ from ..core.fusion import contributions, normalise  # noqa: F401  (the one copy 
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import REGISTRY, BuildContext, RetrieverKind, build_retriever, register
 from .ranking import rank_hits
-from .encoders import BUNDLED, Encoder, load_cross_encoder, model_folder_problems
+from .encoders import BUNDLED, Encoder, cross_encoder_problem, load_cross_encoder, model_folder_problems
 
 # Keys a parent reads from a child section; the child's own model never sees them.
 CHILD_KEYS = ("weight", "depth")
@@ -135,7 +135,10 @@ class StageConfig(Strict):
     batch_size: int = Field(32, ge=1)
 
     def preflight(self, where: str) -> list[str]:
-        return model_folder_problems(self.model, f"{where}.model")
+        problems = model_folder_problems(self.model, f"{where}.model")
+        if self.type == "cross-encoder" and not problems:
+            problems += [p for p in [cross_encoder_problem(self.model, f"{where}.model")] if p]
+        return problems
 
 
 class RerankedConfig(Composite, Strict):

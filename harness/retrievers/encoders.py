@@ -62,7 +62,45 @@ def model_folder_problems(name: str, where: str) -> list[str]:
     if config is not None and not (isinstance(config, dict) and isinstance(config.get("model_type"), str)):
         problems.append(f"{where}: {config_file} has no \"model_type\" (transformers cannot tell which model "
                         f"this is)")
+    # Without its tokenizer files transformers builds a tokenizer that reads every word as [UNK] (recall 0.05,
+    # exit 0); without its weights, or with their header damaged, loading fails after the run has started.
+    if not any((config_dir / name).is_file() for name in TOKENIZER_FILES):
+        problems.append(f"{where}: {config_dir} has no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); "
+                        f"a model folder needs the tokenizer it was trained with")
+    problems += _weights_problems(config_dir, where)
     return problems
+
+
+# Any one of these is a tokenizer transformers can load (fast JSON, WordPiece, BPE, SentencePiece).
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+                   "tokenizer.model")
+WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                 "pytorch_model.bin.index.json")
+
+
+def _weights_problems(folder: Path, where: str) -> list[str]:
+    """The weights file is there, and a safetensors file's header reads and covers no more bytes than the file has
+    (a damaged header or a truncated download), read without loading a tensor."""
+    found = [folder / name for name in WEIGHTS_FILES if (folder / name).is_file()]
+    if not found:
+        return [f"{where}: {folder} has no weights ({', '.join(WEIGHTS_FILES[:2])})"]
+    path = found[0]
+    if path.name != "model.safetensors":
+        return []
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(8)
+            length = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 0 < length <= size - 8:
+                raise ValueError(f"its header says {length} bytes of the file's {size}")
+            header = json.loads(fh.read(length))
+        ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
+        if 8 + length + max(ends, default=0) > size:
+            raise ValueError(f"its tensors need {8 + length + max(ends)} bytes; the file has {size} (truncated?)")
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        return [f"{where}: {path} is not a complete safetensors file ({str(exc)[:120]})"]
+    return []
 
 
 def model_path(name: str) -> str:
@@ -81,8 +119,9 @@ def model_path(name: str) -> str:
 
 
 def model_fingerprint(folder: str) -> str:
-    """What identifies a model folder's content, cheaply: every file's name and size, the bytes of the small ones,
-    and the first and last MiB of the large ones (weights). A hub name (no local folder) is its own identity."""
+    """What identifies a model folder's content: every file's name, size and bytes (a copy damaged in the middle of
+    its weights must not share the intact model's cache entries, as it did when only the first and last MiB were
+    read; the bundled model's 90 MB hash in ~0.1 s). A hub name (no local folder) is its own identity."""
     root = Path(folder)
     if not root.is_dir():
         return folder
@@ -91,12 +130,8 @@ def model_fingerprint(folder: str) -> str:
         size = path.stat().st_size
         h.update(f"{path.relative_to(root).as_posix()}\0{size}\0".encode())
         with path.open("rb") as fh:
-            if size <= 2 * _MIB:
-                h.update(fh.read())
-            else:
-                h.update(fh.read(_MIB))
-                fh.seek(size - _MIB)
-                h.update(fh.read(_MIB))
+            while block := fh.read(8 * _MIB):
+                h.update(block)
     return h.hexdigest()[:32]
 
 
@@ -107,7 +142,7 @@ def load_sentence_transformer(name: str, max_length: int | None = None):
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise MissingDependencyError(f"dense retrieval needs sentence-transformers: {INSTALL}") from None
-    model = SentenceTransformer(model_path(name), device="cpu")
+    model = _loaded(lambda: SentenceTransformer(model_path(name), device="cpu"), name)
     if max_length:
         model.max_seq_length = max_length
     return model
@@ -126,7 +161,40 @@ def load_cross_encoder(name: str):
         from sentence_transformers import CrossEncoder
     except ImportError:
         raise MissingDependencyError(f"a cross-encoder stage needs sentence-transformers: {INSTALL}") from None
-    return CrossEncoder(model_path(name), device="cpu")
+    problem = cross_encoder_problem(name, "retriever.stage.model")
+    if problem:
+        raise ConfigError(problem)
+    return _loaded(lambda: CrossEncoder(model_path(name), device="cpu"), name)
+
+
+def cross_encoder_problem(name: str, where: str) -> str | None:
+    """A cross-encoder folder's model scores a (query, text) pair: its config's architecture is a
+    ...ForSequenceClassification. Any other model (an embedding model, the bundled MiniLM) loads with a new,
+    random scoring head: random scores, exit 0."""
+    if name.startswith("hub:"):
+        return None
+    try:
+        config = json.loads((Path(model_path(name)) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, ConfigError, MissingDependencyError):
+        return None  # model_folder_problems names what is wrong with the folder
+    archs = config.get("architectures") if isinstance(config, dict) else None
+    if isinstance(archs, list) and any(str(a).endswith("ForSequenceClassification") for a in archs):
+        return None
+    return (f"{where}: {name!r} is not a cross-encoder (its config.json names {archs or 'no architecture'}); a "
+            f"cross-encoder folder's architecture ends in ForSequenceClassification (e.g. a "
+            f"cross-encoder/ms-marco-MiniLM-L-6-v2 download)")
+
+
+def _loaded(load, name: str):
+    """``load()``, a model the checks let through but its library cannot load (damaged weights, an unknown
+    layer) said in one line naming it."""
+    try:
+        return load()
+    except (MissingDependencyError, ConfigError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise ConfigError(f"retriever.model: {name!r} cannot be loaded ({type(exc).__name__}: {first})") from None
 
 
 class Encoder:
@@ -154,7 +222,16 @@ class Encoder:
     def _encode(self, texts: list[str], prefix: str, normalize: bool, progress: bool) -> np.ndarray:
         vecs = self.loaded().encode([prefix + t for t in texts], batch_size=self.batch_size,
                                     normalize_embeddings=normalize, convert_to_numpy=True, show_progress_bar=progress)
-        return np.ascontiguousarray(vecs, dtype=np.float32)
+        return self._finite(np.ascontiguousarray(vecs, dtype=np.float32))
+
+    def _finite(self, vecs: np.ndarray) -> np.ndarray:
+        """Vectors with a NaN or an infinity rank nothing (every hit list came back empty, exit 0) and must never
+        reach the cache, where the next run would read them as the model's."""
+        bad = ~np.isfinite(vecs).reshape(len(vecs), -1).all(axis=1) if len(vecs) else np.zeros(0, bool)
+        if bad.any():
+            raise ConfigError(f"retriever.model: {self.name!r} made non-finite embeddings (NaN or infinity) for "
+                              f"{int(bad.sum())} of {len(vecs)} texts: are its weights damaged? (nothing was cached)")
+        return vecs
 
     def plan(self, texts: Sequence[str], prefix: str = "", normalize: bool = True) -> tuple[str, np.ndarray]:
         """The cache key of ``texts``' embeddings and the order their rows are encoded in, ``batch_size`` at a time
@@ -187,7 +264,7 @@ class Encoder:
                                        convert_to_numpy=False, show_progress_bar=False)
             mats = []
             for t in out:
-                m = t.detach().cpu().numpy().astype(np.float32)
+                m = self._finite(t.detach().cpu().numpy().astype(np.float32))
                 mats.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
             lengths = np.array([len(m) for m in mats], dtype=np.int64)
             return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
