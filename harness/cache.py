@@ -42,7 +42,7 @@ def check_cache_folder(root: Path) -> None:
     """The cache location must be a folder, or a path where one can be made: checked before any work, so a file
     in its place is an error up front rather than a crash after minutes of encoding."""
     root = Path(root)
-    if root.resolve() == Path.cwd().resolve():  # `--cache-dir "$UNSET"` reads as "": the current folder
+    if str(root) == ".":  # `--cache-dir "$UNSET"` reads as "" (Path("") is "."): the current folder
         raise InputError(f"{root}: cannot be used as the cache folder: it is the current folder (an empty "
                          f"--cache-dir?); give the cache's own folder")
     for path in (root, *root.parents):

@@ -45,7 +45,7 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
     from .core.errors import InputError
 
     cache_dir = cache_dir or default_cache_dir()
-    if cache_dir.resolve() == Path.cwd().resolve():  # `--cache-dir "$UNSET"` reads as "": the current folder
+    if str(cache_dir) == ".":  # `--cache-dir "$UNSET"` reads as "": the current folder
         raise InputError(f"--cache-dir {cache_dir}: the current folder is not a cache folder (an empty value?); "
                          f"give the cache's own folder")
     for path in (cache_dir, *cache_dir.parents):  # the nearest existing part: a file there is no cache folder
@@ -73,10 +73,20 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
     if not entries:
         print(f"{cache_dir}: no cache entries there; nothing to clear")
         return
+    failed: list[str] = []
     for entry in entries:
-        entry.unlink()
+        try:
+            entry.unlink()
+        except OSError as exc:  # another user's file in a shared cache, a read-only mount
+            failed.append(f"{entry}: {exc.strerror or exc}")
     for folder in sorted({p.parent for p in entries}, key=lambda p: len(p.parts), reverse=True):
-        while folder != cache_dir and not any(folder.iterdir()):  # a .parts folder, then its kind's folder
-            folder.rmdir()
-            folder = folder.parent
+        try:
+            while folder != cache_dir and not any(folder.iterdir()):  # a .parts folder, then its kind's folder
+                folder.rmdir()
+                folder = folder.parent
+        except OSError:
+            pass  # a folder that stays is harmless: its files are gone (or listed below)
+    if failed:
+        raise InputError(f"--cache-dir {cache_dir}: {len(failed)} of {len(entries)} cache files could not be "
+                         f"removed", failed[:10] + ([f"... and {len(failed) - 10} more"] if len(failed) > 10 else []))
     print(f"{cache_dir}: cleared {plural(len(entries), 'file')}")

@@ -149,3 +149,43 @@ def test_a_live_service_repeating_items_keeps_depth_distinct_ones(tmp_path):
     finally:
         service.stop()
     assert BASE["depth"] == 20
+
+
+# ---- a review of the fixes above -------------------------------------------------------------------------------------
+
+def test_a_missing_qdrant_client_is_still_one_line(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "qdrant_client", None)  # `import qdrant_client` raises ImportError
+    proc = harness("run", CONFIGS / "demo-qdrant.yaml", "--out", tmp_path / "out", "-q")
+    assert_input_error(proc, "rag-harness[qdrant]")
+
+
+def test_cache_clear_names_files_it_cannot_remove(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    kind = tmp_path / "c" / "embeddings"
+    kind.mkdir(parents=True)
+    for suffix in (".npz", ".sha256"):
+        (kind / ("0123456789abcdef" * 2 + suffix)).write_bytes(b"x")
+    unlink = Path.unlink
+
+    def refuse(self, *args, **kwargs):  # another user's file in a shared cache (root may delete anything)
+        if self.suffix == ".npz":
+            raise PermissionError(1, "Operation not permitted")
+        return unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    assert_input_error(harness("cache", "clear", "--cache-dir", tmp_path / "c"), "1 of 2 cache files could not be "
+                       "removed", "Operation not permitted")
+    assert harness("cache", "info", "--cache-dir", tmp_path / "c", cwd=tmp_path / "c").returncode == 0  # absolute
+
+
+def test_a_model_folder_with_a_sentencepiece_tokenizer_passes(tmp_path):
+    from harness.retrievers.encoders import model_folder_problems
+
+    (tmp_path / "config.json").write_text('{"model_type": "deberta-v2"}')
+    (tmp_path / "spm.model").write_bytes(b"x")
+    header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+    (tmp_path / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
+    assert model_folder_problems(str(tmp_path), "retriever.model") == []

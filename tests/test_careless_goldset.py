@@ -171,6 +171,7 @@ def test_a_squad_style_answer_whose_offset_disagrees_is_flagged(tmp_path):
 
 @pytest.mark.parametrize("rows, fragment", [
     ("q1,dog,d1,2,,,,animals\nq1,dog,d1,2,,,,pets\n", "tag topic 'pets' here, 'animals' on its first row"),
+    ("q1,dog,d1,2,,,,\nq1,dog,d1,2,,,,animals\nq1,dog,d1,2,,,,pets\n", "tag topic 'pets' here, 'animals'"),
     ("q1,dog,d1,,,,,animals\n", "the grade cell is empty"),
     ("q1,dog,d1,2,The dog ran in the park.,0,5,animals\n", "a quote and a span on one row"),
 ])

@@ -71,9 +71,12 @@ def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tupl
         try:
             out.append((parse_config(data, f"sweep point {params}"), params))
         except ConfigError as exc:  # every invalid point is named, not only the first
-            invalid += [str(exc).split("\n", 1)[0]] + [f"  {p}" for p in exc.problems]
+            invalid.append(exc)
+    if len(invalid) == 1:
+        raise invalid[0]
     if invalid:
-        raise ConfigError("sweep: invalid grid points", invalid)
+        raise ConfigError(f"sweep: {len(invalid)} invalid grid points", [
+            line for exc in invalid for line in [str(exc).split("\n", 1)[0]] + [f"  {p}" for p in exc.problems]])
     return out
 
 

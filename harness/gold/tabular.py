@@ -99,8 +99,11 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
                             f"{str(text)[:40]!r} vs {str(query['query'])[:40]!r}")
             continue
         # A query's tags are one set: a later row saying otherwise is not dropped in favour of the first
+        for t in cols.tags:  # a tag blank on the first row takes its value from the first row that has one
+            if _cell(row, t) not in (None, "") and t not in query["tags"]:
+                query["tags"][t] = str(_cell(row, t))
         differ = [t for t in cols.tags if _cell(row, t) not in (None, "")
-                  and str(_cell(row, t)) != query["tags"].get(t, str(_cell(row, t)))]
+                  and str(_cell(row, t)) != query["tags"][t]]
         if differ:
             problems.append(f"{where}: query {key!r}: " + ", ".join(
                 f"tag {t} {str(_cell(row, t))!r} here, {query['tags'][t]!r} on its first row ({first_where})"

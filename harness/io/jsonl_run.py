@@ -68,9 +68,11 @@ def _check_ranks(rows: list, first: int) -> None:
                              f"the query's list (file order, from 1): list the hits in rank order, or drop 'rank'")
 
 
-def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run") -> dict[str, list[JsonlHit]]:
+def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run",
+                    limit: int | None = None) -> dict[str, list[JsonlHit]]:
     """Query id -> its hits in file order. ``need_doc``: every hit must name its document (``harness eval``
-    judges documents). Every problem is reported in one RunFileError, each with its line."""
+    judges documents). Every problem is reported in one RunFileError, each with its line. ``limit``: read only the
+    first that many lines (a check of the file's form before a run that reads it all)."""
     if not path.is_file():
         raise RunFileError(f"{path}: {what} file not found")
     runs: dict[str, list[JsonlHit]] = {}
@@ -78,6 +80,8 @@ def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run") ->
     form: tuple[str, int] | None = None  # ("grouped" | "flat", first line of that form)
     problems: list[str] = []
     for lineno, row, bad in jsonl_rows(read_utf8(path, RunFileError)):
+        if limit is not None and lineno > limit:
+            break
         where = f"{path}:{lineno}"
         if bad:
             problems.append(f"{where}: {bad}")

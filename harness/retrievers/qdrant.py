@@ -97,8 +97,10 @@ class QdrantRetriever(VectorStoreRetriever):
 
     def backend_errors(self) -> tuple[type[BaseException], ...]:
         # no server at url: (refused, 404...), a local folder another client holds (RuntimeError), or unreadable
-        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-
+        try:
+            from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+        except ImportError:  # (the client is missing: need() has said so in one line)
+            return RuntimeError, OSError
         return ResponseHandlingException, UnexpectedResponse, RuntimeError, OSError
 
     def _client(self):

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..cache import ArrayCache, cache_key
-from ..core.errors import MissingDependencyError, RetrieverError
+from ..core.errors import HarnessError, MissingDependencyError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import BuildContext
@@ -165,7 +165,11 @@ class VectorStoreRetriever:
     def _refusals(self, step: str) -> Iterator[None]:
         try:
             yield
-        except self.backend_errors() as exc:
+        except HarnessError:  # already one line (a missing client's extra, a located problem)
+            raise
+        except Exception as exc:
+            if not isinstance(exc, self.backend_errors()):
+                raise
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             raise RetrieverError(f"retriever.kind {self.kind} ({self.where()}): {step} failed: "
                                  f"{type(exc).__name__}: {first}") from None
