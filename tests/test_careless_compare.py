@@ -125,7 +125,7 @@ def test_only_colliding_names_change_and_the_baseline_is_found(runs):
     data = _compare_json(runs["a"], runs["a"], runs["b"], "--baseline", "t#3", "-m", "ndcg@10")
     # a and b are both named "t" by demo_config: every run's name collides here, so all three are numbered
     assert (data["runs"], data["baseline"]) == (["t#1", "t#2", "t#3"], "t#3")
-    from harness.core.result import distinct_names
+    from harness.core.outcomes import distinct_names
 
     class R:
         def __init__(self, name):

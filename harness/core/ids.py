@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterator
+from typing import Iterable, Iterator
 
 ASCII_WS = " \t\n\v\f\r"
 _ASCII_SPLIT = re.compile(r"[ \t\n\v\f\r]+")
@@ -83,9 +83,11 @@ def split_line(line: str) -> list[str]:
     return _ASCII_SPLIT.split(stripped) if stripped else []
 
 
-def data_lines(text: str) -> Iterator[tuple[int, str, list[str]]]:
-    """(line number, line, columns) of every line that is neither blank nor a comment."""
-    for lineno, line in enumerate(text.split("\n"), start=1):
+def data_lines(text: str | Iterable[tuple[int, str]]) -> Iterator[tuple[int, str, list[str]]]:
+    """(line number, line, columns) of every line that is neither blank nor a comment, of a whole text or of
+    numbered lines read a block at a time (``core.textfile.utf8_lines``)."""
+    numbered = enumerate(text.split("\n"), start=1) if isinstance(text, str) else text
+    for lineno, line in numbered:
         fields = split_line(line)
         if fields and not fields[0].startswith("#"):
             yield lineno, line, fields

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
+from typing import Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -115,3 +115,24 @@ class GateOutcome:
     def to_dict(self) -> dict:
         return {"name": self.name, "passed": self.passed, "failed": self.failed, "skipped": self.skipped,
                 "results": [r.to_dict() for r in self.results]}
+
+
+def distinct_names(runs: Sequence) -> list:
+    """The runs (``core.result.Result``), each named ``name#i`` (its place) when two share a name: a comparison names its runs, and the
+    same results.json given twice, or two runs of one config, must stay apart. The one rule for compare and its
+    report. Only the names that collide change: a run with a name of its own keeps it (``--baseline`` finds it)."""
+    names = [r.name for r in runs]
+    if len(set(names)) == len(names):
+        return list(runs)
+    taken = set(names)
+    out = []
+    for i, r in enumerate(runs):
+        if names.count(r.name) == 1:
+            out.append(r)
+            continue
+        name = f"{r.name}#{i + 1}"
+        while name in taken:  # a run already named like that ("t#2" beside two "t"s)
+            name += "'"
+        taken.add(name)
+        out.append(r.model_copy(update={"name": name}))
+    return out

@@ -191,24 +191,20 @@ class ColumnsBuilder:
 
     def build(self, source: Any) -> QueryColumns:
         n = len(self._ids)
-        values = {}
-        summed = {}
+        values, summed = {}, {}
         if self._slim:
             self._reduce()
-            for key, partials in self._partials.items():
-                summed[key] = (math.fsum(partials), self._summed_n[key])
-            for level in LEVELS:
-                for name in self._names[level]:  # (none counted: an empty sum, as the full columns would give)
-                    if name not in self._kept[level]:
-                        summed.setdefault((level, name), (0.0, 0))
             values = {level: {name: np.frombuffer(column, dtype=np.float64).copy()
                               for name, column in self._kept[level].items()} for level in LEVELS}
-        for level, names in self._names.items():
-            if self._slim:
-                break
-            # a view of the collected values (not a copy of them): only each metric's column is made
-            table = np.frombuffer(self._flat[level], dtype=np.float64).reshape(n, len(names)) if names else None
-            values[level] = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(names)}
+            # (a metric no query counts at: an empty sum, as the full columns would give)
+            summed = {(level, name): (math.fsum(self._partials.get((level, name), ())),
+                                      self._summed_n.get((level, name), 0))
+                      for level in LEVELS for name in self._names[level] if name not in self._kept[level]}
+        else:
+            for level, names in self._names.items():
+                # a view of the collected values (not a copy of them): only each metric's column is made
+                table = np.frombuffer(self._flat[level], dtype=np.float64).reshape(n, len(names)) if names else None
+                values[level] = {name: np.ascontiguousarray(table[:, j]) for j, name in enumerate(names)}
         missing = {}
         for key, at in self._missing.items():
             missing[key] = np.zeros(n, dtype=bool)

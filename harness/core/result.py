@@ -12,7 +12,7 @@ is refused with one located line per problem instead of reaching a renderer. The
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
@@ -21,8 +21,8 @@ from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs 
 from .querycolumns import Cache as ColumnsCache
 from .querystore import QueryStore, Spooled
 from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
-from .run_records import (ExecutorRecord, LatencyRecord, RequestLogRecord, RequestsRecord,  # noqa: F401
-                          Timings)
+from .run_records import (ExecutorRecord, HitProblemRecord, HitProblemsRecord, LatencyRecord,  # noqa: F401
+                          RequestLogRecord, RequestsRecord, Timings)
 from .result_check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
 
 # The verdict kinds in order of precedence and the flags: decided by ``harness.diagnostics``, named here so the
@@ -242,27 +242,6 @@ class GoldsetRecord(Record):
     judged_documents: dict[str, str] = Field(default_factory=dict)
 
 
-class HitProblemRecord(Record):
-    query_id: str
-    rank: Annotated[int, Field(ge=0)]
-    reason: str
-    message: str
-
-
-class HitProblemsRecord(Record):
-    """Hits a run dropped because they name no chunk of the corpus (``retriever_hits.unplaceable: skip``)."""
-
-    unplaceable: Literal["fail", "skip"]
-    skipped: Count
-    queries: Count
-    by_reason: dict[str, Count]
-    duplicates: Count
-    examples: list[HitProblemRecord]
-    # Hits whose text matched their document only after normalising case, whitespace and Unicode forms.
-    placed_by_normalised_text: Count = 0
-    normalised_examples: list[JsonObject] = []
-
-
 class RetrieverRecord(Record):
     """Only ``kind`` is read from a saved result; the rest is the retriever's own validated config."""
 
@@ -405,24 +384,3 @@ def _validated(data: Any) -> tuple[Result | None, list[str]]:
 def as_result(value: Result | dict, where: str = "results.json") -> Result:
     """A Result as it is; a plain dict (a results.json parsed by the caller) validated into one."""
     return value if isinstance(value, Result) else Result.from_dict(value, where)
-
-
-def distinct_names(runs: Sequence[Result]) -> list[Result]:
-    """The runs, each named ``name#i`` (its place) when two share a name: a comparison names its runs, and the
-    same results.json given twice, or two runs of one config, must stay apart. The one rule for compare and its
-    report. Only the names that collide change: a run with a name of its own keeps it (``--baseline`` finds it)."""
-    names = [r.name for r in runs]
-    if len(set(names)) == len(names):
-        return list(runs)
-    taken = set(names)
-    out = []
-    for i, r in enumerate(runs):
-        if names.count(r.name) == 1:
-            out.append(r)
-            continue
-        name = f"{r.name}#{i + 1}"
-        while name in taken:  # a run already named like that ("t#2" beside two "t"s)
-            name += "'"
-        taken.add(name)
-        out.append(r.model_copy(update={"name": name}))
-    return out

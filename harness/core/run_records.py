@@ -1,11 +1,12 @@
-"""How a run ran, as results.json records it: its timings, where it ran (the executor), its per-query latency and a
-live retriever's requests. Part of the Result schema (``core.result``), kept here so that module stays readable."""
+"""How a run ran, as results.json records it: its timings, where it ran (the executor), its per-query latency, a
+live retriever's requests and the hits it dropped. Part of the Result schema (``core.result``), kept here so that
+module stays readable."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from .records import Count, Record
 
@@ -63,3 +64,24 @@ class RequestsRecord(Record):
     retried: Count
     failed_query_ids: list[str]
     log: list[RequestLogRecord]
+
+
+class HitProblemRecord(Record):
+    query_id: str
+    rank: Annotated[int, Field(ge=0)]
+    reason: str
+    message: str
+
+
+class HitProblemsRecord(Record):
+    """Hits a run dropped because they name no chunk of the corpus (``retriever_hits.unplaceable: skip``)."""
+
+    unplaceable: Literal["fail", "skip"]
+    skipped: Count
+    queries: Count
+    by_reason: dict[str, Count]
+    duplicates: Count
+    examples: list[HitProblemRecord]
+    # Hits whose text matched their document only after normalising case, whitespace and Unicode forms.
+    placed_by_normalised_text: Count = 0
+    normalised_examples: list[dict[str, JsonValue]] = []

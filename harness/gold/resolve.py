@@ -41,17 +41,16 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
                 if ev.quote is not None:
                     at = doc.text.find(ev.quote)
                     if at < 0:
-                        short = ev.quote if len(ev.quote) <= 60 else ev.quote[:57] + "..."
                         problems.append(GoldProblem(rq.query_id, rj.doc_id, "quote_not_found",
-                                                    f"query {rq.query_id!r}: evidence quote {short!r} not found in "
-                                                    f"document {rj.doc_id!r}"))
+                                                    f"query {rq.query_id!r}: evidence quote {_short(ev.quote)} not "
+                                                    f"found in document {rj.doc_id!r}"))
                         continue
                     again = doc.text.find(ev.quote, at + 1)
                     if again >= 0:  # which of the places is the evidence is not guessed (goldset build agrees)
-                        short = ev.quote if len(ev.quote) <= 60 else ev.quote[:57] + "..."
                         problems.append(GoldProblem(rq.query_id, rj.doc_id, "quote_ambiguous",
-                                                    f"query {rq.query_id!r}: evidence quote {short!r} is found more "
-                                                    f"than once in document {rj.doc_id!r} (at {at} and {again}); "
+                                                    f"query {rq.query_id!r}: evidence quote {_short(ev.quote)} is "
+                                                    f"found more than once in document {rj.doc_id!r} (at {at} and "
+                                                    f"{again}); "
                                                     f"give start/end, or a longer quote"))
                         continue
                     spans.append(Span(at, at + len(ev.quote)))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..core.errors import RunFileError
 from ..core.ids import is_finite_number
-from ..core.jsonl import jsonl_rows
-from ..core.textfile import read_utf8
+from ..core.jsonl import parse_line
+from ..core.textfile import utf8_lines
 
 HIT_FIELDS = ("doc_id", "chunk_id", "start", "end", "text", "score")
 GROUPED_SHAPE = "{'query_id': ..., 'hits': [{'doc_id' or 'chunk_id': ..., 'score': number}, ...]}"
@@ -79,9 +79,10 @@ def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run",
     grouped_line: dict[str, int] = {}
     form: tuple[str, int] | None = None  # ("grouped" | "flat", first line of that form)
     problems: list[str] = []
-    for lineno, row, bad in jsonl_rows(read_utf8(path, RunFileError)):
+    for lineno, line in utf8_lines(path, RunFileError):  # a block at a time: a check of the first lines reads those
         if limit is not None and lineno > limit:
             break
+        row, bad = parse_line(line)
         where = f"{path}:{lineno}"
         if bad:
             problems.append(f"{where}: {bad}")

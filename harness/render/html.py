@@ -291,7 +291,7 @@ def _p(value) -> str:
 
 
 def _comparison_section(comparison: Comparison, results: list[Result], texts: list[Texts]) -> str:
-    from ..core.result import distinct_names
+    from ..core.outcomes import distinct_names
     from .compare_html import html_tables, side_by_side
 
     results = distinct_names(results)  # the names the comparison gave them

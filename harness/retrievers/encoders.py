@@ -65,15 +65,15 @@ def model_folder_problems(name: str, where: str) -> list[str]:
     # Without its tokenizer files transformers builds a tokenizer that reads every word as [UNK] (recall 0.05,
     # exit 0); without its weights, or with their header damaged, loading fails after the run has started.
     if not any((config_dir / name).is_file() for name in TOKENIZER_FILES) and not any(config_dir.glob("*.model")):
-        problems.append(f"{where}: {config_dir} has no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); "
-                        f"a model folder needs the tokenizer it was trained with")
+        problems.append(f"{where}: {config_dir} has no tokenizer files ({', '.join(TOKENIZER_FILES)} or a "
+                        f"SentencePiece *.model); a model folder needs the tokenizer it was trained with")
     problems += _weights_problems(config_dir, where)
     return problems
 
 
-# Any one of these is a tokenizer transformers can load (fast JSON, WordPiece, BPE, SentencePiece).
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "spm.model",
-                   "sentencepiece.bpe.model", "tokenizer.model")
+# Any one of these is a tokenizer transformers can load (fast JSON, WordPiece, BPE), as is a SentencePiece *.model
+# (spiece.model, spm.model, sentencepiece.bpe.model, tokenizer.model).
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                  "pytorch_model.bin.index.json")
 

@@ -15,7 +15,7 @@ from ..core.errors import RunFileError
 from ..core.ids import data_lines
 from ..io.jsonl_run import read_jsonl_hits
 from ..io.runfiles import run_line_problem, score_problem
-from ..core.textfile import read_utf8
+from ..core.textfile import utf8_lines
 from ..core.types import Chunk, Document, Hit, Query, RankedList
 from .base import RetrieverKind, register
 from .contract import HitPlacer, shown_lines
@@ -63,9 +63,9 @@ class ExternalRetriever:
             fmt = "jsonl" if path.suffix in (".jsonl", ".json") else "trec"
         problems = []
         if fmt == "trec":
-            text = read_utf8(path, RunFileError)
-            # The same lines as `harness eval` reads: # comments skipped, columns after the tag ignored.
-            for lineno, line, parts in data_lines(text):
+            # The same lines as `harness eval` reads: # comments skipped, columns after the tag ignored; a block at
+            # a time, so a check of the first lines does not read the whole file
+            for lineno, line, parts in data_lines(utf8_lines(path, RunFileError)):
                 if limit is not None and lineno > limit:
                     break
                 problem = run_line_problem(line, parts) or score_problem(parts[4])

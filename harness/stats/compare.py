@@ -17,8 +17,8 @@ import numpy as np
 
 from ..core import querycolumns
 from ..core.errors import InputError
-from ..core.outcomes import Comparison, ComparisonRow
-from ..core.result import Result, as_result, distinct_names
+from ..core.outcomes import Comparison, ComparisonRow, distinct_names
+from ..core.result import Result, as_result
 from ..metrics.spec import parse_metric
 from .choices import CORRECTIONS, TESTS
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
