@@ -189,3 +189,33 @@ def test_a_model_folder_with_a_sentencepiece_tokenizer_passes(tmp_path):
     header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
     (tmp_path / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
     assert model_folder_problems(str(tmp_path), "retriever.model") == []
+
+
+@pytest.mark.parametrize("settings, said", [
+    (["chunking.strategy=none", "chunking.overlap=3"], ["chunking.size: has no effect with strategy none",
+                                                        "chunking.overlap: has no effect with strategy none"]),
+    (["chunking.unit=tokenizer", "chunking.tokenizer=tokenizer.json"],
+     ["chunking.unit: has no effect with strategy sentences", "chunking.tokenizer: has no effect with strategy"]),
+    (["cutoff.tokenizer=words"], ["cutoff.tokenizer: has no effect with k"]),
+])
+def test_a_setting_nothing_reads_is_a_warning_in_validate_and_run(tmp_path, settings, said):
+    """A user who sets overlap for strategy none, or a tokenizer for a k cutoff, expects it to act: it is named."""
+    cfg = demo_config(tmp_path, cutoff="{k: 3}", retriever="{kind: bm25}")
+    args = [a for s in settings for a in ("--set", s)]
+    for proc in (harness("validate", cfg, *args), harness("run", cfg, *args, "--out", tmp_path / "out", "-q")):
+        assert proc.returncode == 0, proc.stderr
+        for text in said:
+            assert f"warning: {cfg}: {text}" in proc.stderr
+    quiet = harness("validate", cfg)  # the settings as given act: nothing to say
+    assert "has no effect" not in quiet.stderr
+
+
+def test_a_token_budget_that_depth_cuts_short_is_a_warning(tmp_path):
+    cfg = demo_config(tmp_path, retriever="{kind: bm25}", metrics="[hit@3]",
+                      cutoff="{token_budget: 100000}", depth=3)
+    proc = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "queries all 3 retrieved chunks fit in the token budget (100000), so their window stops at depth (3)" \
+        in proc.stderr
+    enough = harness("run", cfg, "--set", "cutoff.token_budget=20", "--out", tmp_path / "out2", "-q")
+    assert enough.returncode == 0 and "retrieved chunks fit" not in enough.stderr

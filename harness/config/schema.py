@@ -41,6 +41,18 @@ class ChunkingConfig(Strict):
             raise ValueError("unit 'tokenizer' needs tokenizer: <path to a tokenizer.json>")
         return self
 
+    def unused(self) -> list[str]:
+        """The settings given that this strategy does not read (a user who set them expects them to act)."""
+        given = self.model_fields_set
+        if self.strategy == "none":
+            ignored = [f for f in ("size", "overlap", "unit", "tokenizer") if f in given]
+        elif self.strategy != "tokens":
+            ignored = [f for f in ("unit", "tokenizer") if f in given]
+        else:
+            ignored = ["tokenizer"] if "tokenizer" in given and self.unit == "words" else []
+        why = f"strategy {self.strategy}" if self.strategy != "tokens" else "unit words"
+        return [f"chunking.{f}: has no effect with {why}" for f in ignored]
+
 
 class GoldColumns(Strict):
     """Which column of a CSV/TSV/Parquet golden set holds what (one row per judgment)."""
@@ -77,6 +89,11 @@ class CutoffConfig(Strict):
 
     def describe(self) -> str:
         return f"k={self.k}" if self.k else f"token_budget={self.token_budget} ({self.tokenizer})"
+
+    def unused(self) -> list[str]:
+        """``tokenizer`` counts a token budget's tokens: with ``k`` it is read by nothing."""
+        return ["cutoff.tokenizer: has no effect with k (it counts a token_budget)"] \
+            if self.k is not None and "tokenizer" in self.model_fields_set else []
 
 
 class EvaluationConfig(Strict):
@@ -141,6 +158,10 @@ class ExperimentConfig(Strict):
     # Choose the best run on another golden set (keys merged over goldset:, e.g. {split: train}), then report the
     # best configuration on goldset:: no tuning on the test queries.
     select_on: dict[str, Any] | None = None
+
+    def unused_settings(self) -> list[str]:
+        """Settings given that nothing reads: run and validate warn of them (a typo'd intent, not an error)."""
+        return self.chunking.unused() + self.cutoff.unused()
 
     def ranking_metric(self) -> str:
         return self.sweep_metric or self.metrics[0]

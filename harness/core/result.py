@@ -12,7 +12,7 @@ is refused with one located line per problem instead of reaching a renderer. The
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
 
@@ -315,6 +315,12 @@ class Result(StoredHits, Record):
     def counted(self, level: str) -> list[QueryResult]:
         """The queries that enter the means at ``level`` (their ``counted`` flag), in golden-set order."""
         return [q for q in self.queries if q.is_counted(level)]
+
+    def effective_ks(self) -> Sequence[int]:
+        """Each query's effective k, in golden-set order: the run's own window sizes while it is in memory (no
+        record decoded), else its records'."""
+        window = getattr(self._hits, "window_k", None)
+        return window if window is not None else [q.effective_k for q in self.queries]
 
     @property
     def run(self):

@@ -33,7 +33,7 @@ from ..metrics.table import rule_text
 from ..retrievers import BuildContext, build_retriever
 from ..retrievers.contract import HitReport
 from ..executors import execute  # where retrieval runs (the config's executor:)
-from .execute import empty_window_warning, query_coverage, retrieve_all, window_sizes  # noqa: F401
+from .execute import depth_cut_warning, empty_window_warning, query_coverage, retrieve_all, window_sizes  # noqa: F401
 from .levels import Coverage, Levels, evaluate_levels, level_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
@@ -89,9 +89,11 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     if result.requests is not None and result.requests.failed:
         warn(f"warning: retriever.kind {kind!r}: the request failed for {result.requests.failed} queries (on_error: "
             f"skip): they are absent from the run, listed in results.json requests.failed_query_ids")
-    warning = empty_window_warning(config.cutoff, retrieved.lists, [q.effective_k for q in result.queries])
-    if warning:
-        warn(warning)
+    sizes = result.effective_ks()
+    for warning in (empty_window_warning(config.cutoff, retrieved.lists, sizes),
+                    depth_cut_warning(config.cutoff, config.depth, retrieved.lists, sizes)):
+        if warning:
+            warn(warning)
     return result
 
 

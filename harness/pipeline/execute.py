@@ -191,3 +191,18 @@ def empty_window_warning(cutoff: CutoffConfig, lists: Sequence[RankedList], size
     shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
     return (f"warning: cutoff.token_budget: the context window is empty (0 chunks) for {len(empty)} of {len(lists)} "
             f"queries, whose first hit alone costs more than {cutoff.token_budget}: {shown}")
+
+
+def depth_cut_warning(cutoff: CutoffConfig, depth: int, lists: Sequence[RankedList], sizes: Sequence[int]
+                      ) -> str | None:
+    """The warning for queries whose whole ranked list (``depth`` hits) fit in the token budget: their window was
+    cut at ``depth``, not by the budget, so it is smaller than the budget the user set."""
+    if cutoff.token_budget is None:
+        return None
+    lengths = lists.lengths.tolist() if isinstance(lists, HitTable) else [len(r.hits) for r in lists]
+    cut = sum(1 for k, n in zip(sizes, lengths) if k == n == depth)
+    if not cut:
+        return None
+    return (f"warning: cutoff.token_budget: for {cut} of {len(lists)} queries all {depth} retrieved chunks fit in the "
+            f"token budget ({cutoff.token_budget}), so their window stops at depth ({depth}), not at the budget: raise "
+            f"depth to fill the budget")

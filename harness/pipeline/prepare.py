@@ -167,7 +167,8 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         _attempt(lambda: check_rules(rules, config, source, gold), errors)
     if errors:
         raise merge_errors(errors, source)
-    warnings = []
+    # (the config as written: a sweep point's settings are all "given", its parameters merged into a dump)
+    warnings = [f"{source}: {line}" for line in config.unused_settings()]
     for p in prepared.values():
         for problem in p.problems:
             line = f"{p.config.goldset.path}: {problem.message} (the query is flagged goldset_error)"
