@@ -130,10 +130,34 @@ def _flags_without_type(params: list) -> list:
 
 
 class HelpCommand(TyperCommand):
-    """Every harness command: flags read as flags in --help."""
+    """Every harness command: flags read as flags in --help; an option of one value given twice is refused."""
 
     def get_params(self, ctx):  # noqa: ANN001 (click's signature)
         return _flags_without_type(super().get_params(ctx))
+
+    def parse_args(self, ctx, args):  # noqa: ANN001
+        _refuse_repeated_values(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+def _refuse_repeated_values(command: TyperCommand, ctx: Any, args: list[str]) -> None:
+    """click keeps the last of ``--out A --out B`` (or ``--dir A --cache-dir B``, two names of one option) and drops
+    the other: input that could mean two things. Repeatable options (``--set``, ``-m``) and flags are not concerned.
+    The args are read by click's own parser (``=`` forms, ``--``, short clusters); a usage error it meets is left to
+    the real parse, which reports it."""
+    from .core.errors import InputError
+
+    try:
+        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+    except Exception:  # noqa: BLE001 (click's usage errors, of either bundled copy: reported by the real parse)
+        return
+    seen: dict[str, int] = {}
+    for param in order:
+        if param.param_type_name == "option" and not (param.multiple or param.is_flag or param.count):
+            seen[param.name] = seen.get(param.name, 0) + 1
+            if seen[param.name] == 2:
+                names = " / ".join(param.opts + list(param.secondary_opts))
+                raise InputError(f"{names}: given more than once; give it once (only the last would be used)")
 
 
 class HelpGroup(TyperGroup):

@@ -219,3 +219,19 @@ def test_a_token_budget_that_depth_cuts_short_is_a_warning(tmp_path):
         in proc.stderr
     enough = harness("run", cfg, "--set", "cutoff.token_budget=20", "--out", tmp_path / "out2", "-q")
     assert enough.returncode == 0 and "retrieved chunks fit" not in enough.stderr
+
+
+@pytest.mark.parametrize("args, named", [
+    (["run", "CFG", "--out", "A", "-o", "B"], "--out / -o"),
+    (["cache", "info", "--dir", "A", "--cache-dir", "B"], "--cache-dir / --dir"),
+    (["eval", "Q", "R", "--format=json", "--format", "tsv"], "--format"),
+])
+def test_an_option_of_one_value_given_twice_is_refused(tmp_path, args, named):
+    """click keeps the last value and drops the other: the user meant one of them, and we cannot know which."""
+    cfg = demo_config(tmp_path)
+    args = [str(cfg) if a == "CFG" else str(tmp_path / a) if a in ("A", "B", "Q", "R") else a for a in args]
+    proc = harness(*args)
+    assert_input_error(proc, named, "given more than once")
+    assert not (tmp_path / "A").exists() and not (tmp_path / "B").exists()
+    repeatable = harness("run", cfg, "--set", "depth=120", "--set", "cutoff.k=4", "-q", "-q", "-o", tmp_path / "out")
+    assert repeatable.returncode == 0, repeatable.stderr
