@@ -10,9 +10,11 @@ judgments at both levels only: no pipeline object, no half-built result.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import islice
 from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 from .core.result import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
+from .core.hittable import HitTable
 from .core.levelgrades import grades_at
 from .core.querystore import stored_mapping
 from .core.types import GoldSet, RankedList
@@ -37,10 +39,12 @@ def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "Diagno
     for p in problems:
         by_query[p.query_id].append(p)
     absent = set(absent)
+    # A HitTable's lists with hits made as the verdict reads them (the window, a few below it), not all of them
+    ranked_lists = (lists.lazy(i) for i in range(len(lists))) if isinstance(lists, HitTable) else lists
     made = ((qid, _verdict(ranked, k, grades_at(doc_qrels, i, qid), grades_at(chunk_qrels, i, qid), judgments,
                            by_query.get(qid, []), settings, qid in absent))
-            for i, (qid, judgments, ranked, k) in enumerate(zip(gold.query_ids(), gold.judgments_per_query(), lists,
-                                                                 window_k)))
+            for i, (qid, judgments, ranked, k) in enumerate(zip(gold.query_ids(), gold.judgments_per_query(),
+                                                                 ranked_lists, window_k)))
     return stored_mapping(Verdict, made, len(gold.queries))
 
 
@@ -71,7 +75,7 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
                   {"window": k, "where": "absent_from_run", "first_rank": None, "near": False,
                    "best_rank": {d: None for d in sorted(relevant_docs)}})
 
-    window, beyond = ranked.hits[:k], ranked.hits[k:]
+    window = ranked.hits[:k]
     flags, detail = [], {"window": k}
 
     # Flags first: they accompany whichever kind the query gets.
@@ -112,6 +116,8 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
         for h in ranked.hits:
             if h.doc_id in relevant_docs and h.doc_id not in best:
                 best[h.doc_id] = h.rank
+                if len(best) == len(relevant_docs):
+                    break
         detail["best_rank"] = {d: best.get(d) for d in sorted(relevant_docs)}
         if best:
             first = min(best.values())
@@ -130,7 +136,7 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
         spans = [(a, b) for d, a, b in evidence_spans if d == doc]
         retrieved = [{"chunk_id": h.chunk_id, "start": h.start, "end": h.end, "rank": h.rank}
                      for h in window if h.doc_id == doc]
-        evidence_hit = next((h for h in beyond if cq.get(h.chunk_id, 0) >= 1), None)
+        evidence_hit = next((h for h in islice(ranked.hits, k, None) if cq.get(h.chunk_id, 0) >= 1), None)
         distance = min((_distance((r["start"], r["end"]), sp) for r in retrieved for sp in spans), default=None)
         detail.update(doc_id=doc, retrieved_chunks=retrieved, evidence=[{"start": a, "end": b} for a, b in spans],
                       evidence_rank=evidence_hit.rank if evidence_hit else None,

@@ -120,3 +120,36 @@ def test_demo_run_identical_on_both_paths(tmp_path, cutoff):
     new_d.pop("created_at"), old_d.pop("created_at")
     assert new_d == old_d
     assert any(q.counted.doc for q in new.queries)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_diagnose_gives_the_same_verdicts_from_lazy_hits(seed):
+    """diagnose reads a HitTable's lists lazily (only the hits a verdict looks at are made): every verdict equals the
+    one from the fully made lists, over random rankings, windows, evidence spans, grades and absent queries."""
+    from harness.config.schema import DiagnosticsConfig
+    from harness.core.types import GoldSet, Judgment, Query, Span
+    from harness.diagnostics import diagnose
+    from harness.gold.resolve import chunk_qrels, doc_qrels
+
+    rng = random.Random(seed)
+    chunks = _chunks(rng, 12)
+    lists = _lists(rng, chunks, 60, 20)
+    table = _table(lists, chunks, spill_hits=1 if seed % 2 else None)
+    docs = sorted({c.doc_id for c in chunks})
+    queries, judgments = [], []
+    for r in lists:
+        queries.append(Query(r.query_id, "text"))
+        for doc in rng.sample(docs, rng.randint(0, 3)):
+            spans = tuple(Span(a, a + rng.randint(1, 8)) for a in rng.sample(range(0, 35), rng.randint(0, 2)))
+            judgments.append(Judgment(r.query_id, doc, rng.randint(-1, 2), spans))
+    gold = GoldSet("g", tuple(queries), tuple(judgments))
+    dq, cq = doc_qrels(gold), chunk_qrels(gold, chunks)
+    window_k = [rng.randint(0, 8) for _ in lists]
+    absent = {r.query_id for r in rng.sample(lists, 5)}
+    settings = DiagnosticsConfig(buried_after=rng.randint(1, 4), edge=rng.randint(0, 2), middle_min_window=3)
+    lazy = diagnose(gold, [], settings, table, window_k, dq, cq, absent)
+    made = diagnose(gold, [], settings, list(table), window_k, dq, cq, absent)
+    assert list(lazy.items()) == list(made.items())
+    assert len({v.kind for v in made.values()}) >= 3  # (missing, wrong chunk, buried, ok, no gold: most of them)
+    hits = table.lazy(3).hits
+    assert tuple(hits) == lists[3].hits and hits[1:4] == lists[3].hits[1:4] and hits[::2] == lists[3].hits[::2]
