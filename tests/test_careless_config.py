@@ -235,3 +235,25 @@ def test_an_option_of_one_value_given_twice_is_refused(tmp_path, args, named):
     assert not (tmp_path / "A").exists() and not (tmp_path / "B").exists()
     repeatable = harness("run", cfg, "--set", "depth=120", "--set", "cutoff.k=4", "-q", "-q", "-o", tmp_path / "out")
     assert repeatable.returncode == 0, repeatable.stderr
+
+
+def test_a_key_given_twice_is_reported_with_the_configs_other_problems(tmp_path):
+    """A newcomer's walk: the duplicate hid the unknown key until it was fixed; every problem is said at once."""
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"name: x\ncorpus: {{path: {DEMO / 'corpus.jsonl'}}}\ngoldset: {{path: {DEMO / 'goldset.jsonl'}}}\n"
+                   "retriever: {kind: bm25}\ndepth: 100\ndepth: 200\ncutof: {k: 3}\n")
+    proc = harness("validate", cfg)
+    assert_input_error(proc, f"{cfg}:6: depth: key given twice (first on line 5)")
+    assert "cutof: unknown key; did you mean 'cutoff'?" in proc.stderr
+    cfg.write_text(cfg.read_text().replace("cutof: {k: 3}\n", ""))  # alone, it is still refused
+    assert_input_error(harness("validate", cfg), "1 key(s) given twice", f"{cfg}:6: depth")
+
+
+def test_a_golden_set_line_with_a_key_given_twice_is_reported_with_the_other_lines(tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "q1", "id": "q1b", "query": "a", "relevant": [{"doc": "d1", "grade": 1}]}\n'
+                    '{"id": "q2", "query": "b", "relevant": [{"doc": "d1", "grade": 1, "evidence": [{"quot": "x"}]}]}\n'
+                    '{"id": "q3", "query": "", "relevant": [{"doc": "d1", "grade": 1}]}\n')
+    proc = harness("goldset", "stats", gold)
+    assert_input_error(proc, f"{gold}:1: key 'id' is given twice in one object")
+    assert f"{gold}:2:" in proc.stderr and f"{gold}:3:" in proc.stderr

@@ -359,6 +359,15 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
-    data = apply_overrides(load_yaml(path, ConfigError), overrides)
+    duplicates: list[str] = []  # reported with the config's other problems, all together
+    data = apply_overrides(load_yaml(path, ConfigError, duplicates), overrides)
     source = str(path) + (f" (with {', '.join('--set ' + o for o in overrides)})" if overrides else "")
-    return parse_config(data, source, path.parent.resolve())
+    try:
+        config = parse_config(data, source, path.parent.resolve())
+    except ConfigError as exc:
+        if duplicates:
+            raise ConfigError(str(exc).split("\n", 1)[0], duplicates + list(getattr(exc, "problems", []))) from None
+        raise
+    if duplicates:
+        raise ConfigError(f"{path}: {len(duplicates)} key(s) given twice (YAML would keep only the last)", duplicates)
+    return config

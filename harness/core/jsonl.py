@@ -59,6 +59,9 @@ class _RepeatedKey(Exception):
     pass
 
 
+REPEATED_KEY = "is given twice in one object"  # how parse_line says it: a JSON line whose meaning is ambiguous
+
+
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     """An object whose keys are all different: with a key given twice, which value was meant is not guessed (json
     keeps the last; a YAML golden set refuses it too)."""
@@ -79,7 +82,7 @@ def parse_line(line: str) -> tuple[object, str | None]:
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg})"
     except _RepeatedKey as exc:
-        return None, f"key {exc.args[0]!r} is given twice in one object"
+        return None, f"key {exc.args[0]!r} {REPEATED_KEY}"
     except RecursionError:  # json.loads recurses once per nesting level
         return None, "nested too deeply"
     surrogate = lone_surrogate_at(line.encode("utf-8")) if "\\u" in line else None

@@ -51,6 +51,7 @@ class CheckedLoader(yaml.SafeLoader):
     """SafeLoader (pure Python: its composer honours the recursion limit) that checks the node graph first."""
 
     source = "<yaml>"
+    duplicates: list[str] | None = None  # a list: duplicate keys are added to it (the last value kept), not raised
 
     def get_single_data(self) -> Any:
         node = self.get_single_node()
@@ -113,7 +114,9 @@ class CheckedLoader(yaml.SafeLoader):
                     raise _Refused(f"{self.source} (line {_line(child)}): the value anchored here contains an alias "
                                    f"to itself (a recursive alias); it cannot be loaded")
                 stack.append((child, f"{path}.{label}" if path else label, False))
-        if duplicates:
+        if duplicates and self.duplicates is not None:  # the caller reports them with its own problems
+            self.duplicates += [message for _, message in sorted(duplicates)]
+        elif duplicates:
             raise _Refused(f"{self.source}: {len(duplicates)} key(s) given twice (YAML would keep only the last)",
                            [message for _, message in sorted(duplicates)])
 
@@ -136,20 +139,23 @@ class CheckedLoader(yaml.SafeLoader):
         return out
 
 
-def parse_yaml(text: str, source: str, error_cls: type[Exception]) -> Any:
+def parse_yaml(text: str, source: str, error_cls: type[Exception], duplicates: list[str] | None = None) -> Any:
     """Parse YAML text from ``source`` (a file name for messages); any problem raises ``error_cls``, whose
-    constructor takes ``(message, problems)`` like ``InputError``."""
-    return parse_yaml_node(text, source, error_cls)[1]
+    constructor takes ``(message, problems)`` like ``InputError``. With ``duplicates`` (a list), keys given twice
+    are added to it, located, instead of raised: a caller that validates the data reports them with its own."""
+    return parse_yaml_node(text, source, error_cls, duplicates=duplicates)[1]
 
 
 def parse_yaml_node(text: str, source: str, error_cls: type[Exception],
-                    loader_cls: type["CheckedLoader"] | None = None) -> tuple[Node | None, Any]:
+                    loader_cls: type["CheckedLoader"] | None = None,
+                    duplicates: list[str] | None = None) -> tuple[Node | None, Any]:
     """``parse_yaml`` that also returns the root node (for line numbers). ``loader_cls`` may subclass
     ``CheckedLoader`` to construct scalars differently; the graph checks stay the same."""
     loader = None
     try:
         loader = (loader_cls or CheckedLoader)(text)  # the reader refuses control characters already here
         loader.source = source
+        loader.duplicates = duplicates
         node = loader.get_single_node()
         if node is None:
             return None, None
@@ -171,8 +177,9 @@ def parse_yaml_node(text: str, source: str, error_cls: type[Exception],
             loader.dispose()
 
 
-def load_yaml(path: str | Path, error_cls: type[Exception]) -> Any:
-    """Read a UTF-8 YAML file safely (see the module docstring); a missing or unreadable file is ``error_cls``."""
+def load_yaml(path: str | Path, error_cls: type[Exception], duplicates: list[str] | None = None) -> Any:
+    """Read a UTF-8 YAML file safely (see the module docstring); a missing or unreadable file is ``error_cls``;
+    ``duplicates`` as in ``parse_yaml``."""
     path = Path(path)
     if not path.is_file():
         raise error_cls(f"{path}: file not found")
@@ -182,4 +189,4 @@ def load_yaml(path: str | Path, error_cls: type[Exception]) -> Any:
         raise error_cls(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise error_cls(f"{path}: cannot be read ({exc.strerror})") from None
-    return parse_yaml(text, str(path), error_cls)
+    return parse_yaml(text, str(path), error_cls, duplicates)

@@ -17,7 +17,7 @@ import yaml
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, is_whole, read_id
-from ..core.jsonl import parse_line
+from ..core.jsonl import REPEATED_KEY, parse_line
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
@@ -92,7 +92,7 @@ def _native_rows(path: Path) -> Iterator[tuple[str, object]]:
         yield from _yaml_queries(path)
         return
     problems = []
-    first = True
+    first, broken = True, False
     for lineno, line in utf8_lines(path, GoldSetError):  # a block at a time: never the whole file as text
         if first:
             from .tabular import looks_tabular
@@ -105,9 +105,18 @@ def _native_rows(path: Path) -> Iterator[tuple[str, object]]:
         row, bad = parse_line(line)
         if bad:
             problems.append(f"{path}:{lineno}: {bad}")
-        elif not problems:  # after a bad line only the bad lines are reported: no use reading rows on
+            if REPEATED_KEY in bad:  # JSON, but ambiguous: said with the other rows' problems, all together
+                yield f"{path}:{lineno}", RowProblem(problems[-1])
+            else:
+                broken = True
+        elif not broken:  # after a line that is not JSON only the lines' own problems are reported
             yield f"{path}:{lineno}", row
-    _fail(path, problems)
+    if broken:
+        _fail(path, problems)
+
+
+class RowProblem(str):
+    """A row ``_native_rows`` read but cannot take (a key given twice): its located problem, in the row's place."""
 
 
 JUDGMENT_KEYS = {"doc", "grade", "evidence"}
@@ -235,6 +244,9 @@ def native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None)
     problems = []
     seen: dict[str, str] = {}
     for where, row in (_native_rows(path) if rows is None else rows):
+        if isinstance(row, RowProblem):
+            problems.append(str(row))
+            continue
         if not isinstance(row, dict):
             problems.append(f"{where}: expected an object with id, query, relevant")
             continue
