@@ -137,3 +137,23 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_exits_2_with_a_located_line(case, tmp_path):
     run_case(case, tmp_path)
+
+
+def test_fix_keeps_how_a_span_was_found(files, tmp_path):
+    """README: check --fix writes a re-anchored span back with its how and score (a newcomer found them dropped)."""
+    gold, old, new = files
+    rows = [json.loads(line) for line in gold.read_text().splitlines()]
+    for row in rows:
+        if row["id"] == "moved":
+            for ev in row["relevant"][0]["evidence"]:
+                if "start" in ev:
+                    ev.update(how="fuzzy", score=0.9744)
+    marked = tmp_path / "marked.jsonl"
+    marked.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fixed = tmp_path / "fixed.jsonl"
+    harness("goldset", "check", marked, "--corpus", new, "--against", old, "--fix", fixed)
+    moved = next(json.loads(line) for line in fixed.read_text().splitlines() if json.loads(line)["id"] == "moved")
+    spans = [ev for ev in moved["relevant"][0]["evidence"] if "start" in ev]
+    original = next(r for r in rows if r["id"] == "moved")["relevant"][0]["evidence"]
+    assert spans and all(ev["how"] == "fuzzy" and ev["score"] == 0.9744 for ev in spans), spans
+    assert [ev["start"] for ev in spans] != [ev["start"] for ev in original if "start" in ev]  # it did move

@@ -33,6 +33,7 @@ def repaired_rows(raw: Sequence[RawQuery], labels: Sequence[Label], docs: Mappin
                 span = {"start": start, "end": end}
                 if ev.text is not None:  # a span that recorded its text keeps recording it, as it reads now
                     span["text"] = docs[doc].text[start:end]
+                span.update(ev.found or {})  # and how its text was first found (how, score): moving it keeps that
                 if doc == j.doc_id:
                     kept.append(span)
                 else:
