@@ -31,8 +31,19 @@ def _cache_entries() -> int:
     return sum(int(kind["entries"]) for kind in ArrayCache(default_cache_dir()).info().values())
 
 
+KINDS = ("bm25", "dense", "hybrid", "reranked")
+
+
 def main() -> None:
-    kinds = sys.argv[1:] or ["bm25", "dense", "hybrid", "reranked"]
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("kinds", nargs="*", metavar="KIND",
+                    help=f"configs/scifact-KIND.yaml to run: {', '.join(KINDS)} (default: all)")
+    kinds = ap.parse_args().kinds or list(KINDS)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        ap.error(f"unknown KIND {', '.join(unknown)}; choose from {', '.join(KINDS)}")
     if not (ROOT.parent / "shared" / "datasets" / "scifact").is_dir():
         sys.exit("../shared/datasets/scifact is not present")
     rows, results = [], {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from enum import Enum
 from pathlib import Path
@@ -41,17 +42,19 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
 
     Example: harness cache info --cache-dir ~/.cache/harness
     """
-    from .cache import ArrayCache, default_cache_dir
+    from .cache import CACHE_ENV, ArrayCache, default_cache_dir
     from .core.errors import InputError
 
+    # (messages name where the folder came from: the option, the environment variable, or the default)
+    source = "--cache-dir" if cache_dir else CACHE_ENV if os.environ.get(CACHE_ENV) else "the default cache folder"
     cache_dir = cache_dir or default_cache_dir()
     if str(cache_dir) == ".":  # `--cache-dir "$UNSET"` reads as "": the current folder
-        raise InputError(f"--cache-dir {cache_dir}: the current folder is not a cache folder (an empty value?); "
+        raise InputError(f"{source} {cache_dir}: the current folder is not a cache folder (an empty value?); "
                          f"give the cache's own folder")
     for path in (cache_dir, *cache_dir.parents):  # the nearest existing part: a file there is no cache folder
         if path.exists():
             if not path.is_dir():
-                raise InputError(f"--cache-dir {cache_dir}: {'is' if path == cache_dir else f'{path} is'} a file, "
+                raise InputError(f"{source} {cache_dir}: {'is' if path == cache_dir else f'{path} is'} a file, "
                                  f"not a cache folder")
             break
     if action == CacheAction.info:
@@ -68,7 +71,7 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
     if foreign:
         shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
         more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        raise InputError(f"--cache-dir {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
+        raise InputError(f"{source} {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
     entries = [p for p in cache_dir.rglob("*") if p.is_file() and not p.is_symlink()] if cache_dir.is_dir() else []
     if not entries:
         print(f"{cache_dir}: no cache entries there; nothing to clear")
@@ -87,6 +90,6 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
         except OSError:
             pass  # a folder that stays is harmless: its files are gone (or listed below)
     if failed:
-        raise InputError(f"--cache-dir {cache_dir}: {len(failed)} of {len(entries)} cache files could not be "
+        raise InputError(f"{source} {cache_dir}: {len(failed)} of {len(entries)} cache files could not be "
                          f"removed", failed[:10] + ([f"... and {len(failed) - 10} more"] if len(failed) > 10 else []))
     print(f"{cache_dir}: cleared {plural(len(entries), 'file')}")

@@ -134,7 +134,7 @@ def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YA
 
 
 @command("build")
-def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, query, answers: [text], doc?, grade?, "
+def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, query, answers: \\[text], doc?, grade?, "
                                                           "tags?} a line"),
           corpus: Path = typer.Option(..., "--corpus", help="the corpus the answers are located in"),
           corpus_format: Optional[CorpusFormat] = typer.Option(None, "--format", help="the corpus format (default: "

@@ -16,7 +16,7 @@ CONFIG = """\
 # A starter experiment: BM25 over corpus.jsonl, judged by goldset.jsonl, a context window of 3 chunks.
 # Run it:      harness run {config}
 # Gate it:     harness gate {out}/results.json --rules {gates}
-# Swap the retriever for a dense one: retriever: {{kind: dense}}  (or --set retriever.kind=dense)
+# Swap the retriever for a dense one: retriever: {{kind: dense}}  (or --set 'retriever={{kind: dense}}')
 name: starter
 corpus:
   path: corpus.jsonl          # one JSON object per line: id, title, text

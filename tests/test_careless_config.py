@@ -257,3 +257,11 @@ def test_a_golden_set_line_with_a_key_given_twice_is_reported_with_the_other_lin
     proc = harness("goldset", "stats", gold)
     assert_input_error(proc, f"{gold}:1: key 'id' is given twice in one object")
     assert f"{gold}:2:" in proc.stderr and f"{gold}:3:" in proc.stderr
+
+
+def test_a_cache_folder_from_the_environment_is_named_as_such(tmp_path, monkeypatch):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(afile))
+    assert_input_error(harness("cache", "info"), f"HARNESS_CACHE_DIR {afile}: is a file")
+    assert_input_error(harness("cache", "info", "--cache-dir", afile), f"--cache-dir {afile}: is a file")

@@ -204,3 +204,16 @@ def test_check_and_stats_read_a_csv_golden_set(tmp_path):
     assert (proc.returncode, proc.stdout.splitlines()[-1]) == (0, "valid: 1, re_anchorable: 0, split: 0, "
                                                                   "orphaned: 0, stale: 0")
     assert harness("goldset", "stats", table).stdout.startswith("queries: 1")
+
+
+def test_the_commands_a_starter_config_suggests_in_its_comments_work(tmp_path):
+    """`harness init`'s config says how to swap in a dense retriever; the --set it showed was refused (k1, b left)."""
+    import re
+    import shlex
+
+    assert harness("init", tmp_path / "p").returncode == 0
+    cfg = tmp_path / "p" / "harness.yaml"
+    line = next(x for x in cfg.read_text().splitlines() if "Swap the retriever" in x)
+    args = shlex.split(re.search(r"\(or (--set .*)\)$", line).group(1))
+    proc = harness("validate", cfg, *args)
+    assert proc.returncode == 0, proc.stderr

@@ -137,22 +137,21 @@ def _parse_rule(item, where: str = "") -> Rule:
     if lhs in KINDS:
         if sl:
             raise InputError("verdict-share rules take no slice")
-        _unit_range(value, f"a {lhs} share", "share")
+        _unit_range(value, f"the {lhs} share")
         return Rule(name or f"{lhs} share {op} {value}", "verdict", lhs, op, value, where=where)
     level, metric = split_metric(lhs)
     if parse_metric(metric).family != "dcg":  # every other family's values lie in [0, 1]
-        _unit_range(value, f"{level}.{metric}", "value")
+        _unit_range(value, f"{level}.{metric} value")
     label = f"{level}.{metric} {op} {value}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
     return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
 
 
-def _unit_range(value: float, what: str, noun: str) -> None:
+def _unit_range(value: float, what: str) -> None:
     """A threshold outside [0, 1] on a number that lies in it can never fail (or never pass): it is almost always a
     count or a percentage meant as a fraction, so it is refused rather than read one way."""
     if not 0.0 <= value <= 1.0:
         hint = f"; for {value:g}%, write {value / 100:g}" if 1 < value <= 100 else ""
-        raise InputError(f"{what} {noun} lies between 0 and 1, so a threshold of {value:g} is always or never met"
-                         f"{hint}")
+        raise InputError(f"{what} lies between 0 and 1, so a threshold of {value:g} is always or never met{hint}")
 
 
 def _has_metric(result: Result, level: str, metric: str) -> bool:
