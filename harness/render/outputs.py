@@ -30,14 +30,21 @@ def to_json(result: Result | dict) -> str:
 
 
 def per_query_csv(result: Result) -> str:
-    """One row per query; ``counted.doc``/``counted.chunk`` (1 or 0) say whether the row enters that level's means,
-    so the mean of the counted rows of a column is the summary's number."""
+    """per_query.csv as text (``write_per_query_csv``)."""
     buf = io.StringIO()
+    write_per_query_csv(result, buf)
+    return buf.getvalue()
+
+
+def write_per_query_csv(result: Result, fh) -> None:
+    """One row per query; ``counted.doc``/``counted.chunk`` (1 or 0) say whether the row enters that level's means,
+    so the mean of the counted rows of a column is the summary's number. Written row by row into ``fh``: a 1M-query
+    run's CSV is ~100 MB, which as one string (and its bytes) was the largest thing its writing held."""
     queries = result.queries
     doc_metrics = list(queries[0].metrics.doc) if queries else []
     chunk_metrics = list(queries[0].metrics.chunk) if queries else []
-    writer = csv.writer(buf, lineterminator="\n")
-    tags = sorted({t for q in queries for t in q.tags})
+    writer = csv.writer(fh, lineterminator="\n")
+    tags = sorted(querycolumns.of(result).tags)  # (the columns know every tag: no pass over the records for it)
     writer.writerow(["query_id", *[f"tag.{t}" for t in tags], "verdict", "flags", "effective_k", "counted.doc",
                      "counted.chunk", *[f"doc.{m}" for m in doc_metrics], *[f"chunk.{m}" for m in chunk_metrics]])
     for q in queries:
@@ -45,7 +52,6 @@ def per_query_csv(result: Result) -> str:
                          q.effective_k, int(q.counted.doc), int(q.counted.chunk),
                          *[repr(q.metrics.doc[m]) for m in doc_metrics],
                          *[repr(q.metrics.chunk[m]) for m in chunk_metrics]])
-    return buf.getvalue()
 
 
 # Characters that start HTML (<), an entity, a link, code, emphasis or a table cell; '_' only where it could open or
@@ -209,7 +215,8 @@ def write_run_files(result: Result, folder: Path) -> None:
     write_hits(folder / result.hits_file, store, result.run_id)
     if result.chunks_file:
         write_chunks(folder / result.chunks_file, [store.chunks[c] for c in store.hit_chunk_ids()], result.run_id)
-    write_text(folder / "per_query.csv", per_query_csv(result))
+    with atomic_open(folder / "per_query.csv") as fh:
+        write_per_query_csv(result, fh)
     write_text(folder / "report.md", markdown(result))
     from . import plots
     from .html import render
