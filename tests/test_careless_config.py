@@ -265,3 +265,10 @@ def test_a_cache_folder_from_the_environment_is_named_as_such(tmp_path, monkeypa
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(afile))
     assert_input_error(harness("cache", "info"), f"HARNESS_CACHE_DIR {afile}: is a file")
     assert_input_error(harness("cache", "info", "--cache-dir", afile), f"--cache-dir {afile}: is a file")
+
+
+def test_an_unquoted_env_variable_inside_a_flow_mapping_gets_a_hint(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("name: x\ncorpus: {path: ${HOME}/corpus.jsonl}\n")
+    assert_input_error(harness("validate", cfg), f"{cfg} (line 2, column 17): not valid YAML",
+                       'must be quoted: path: "${VAR}/file"')

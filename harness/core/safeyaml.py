@@ -169,7 +169,10 @@ def parse_yaml_node(text: str, source: str, error_cls: type[Exception],
         if isinstance(exc, yaml.reader.ReaderError):
             where = f" (character {exc.position + 1})"
             exc = f"character #x{exc.character:04x} is not allowed in YAML" if isinstance(exc.character, int) else exc
-        raise error_cls(f"{source}{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        lines = text.splitlines()
+        line = lines[mark.line] if mark is not None and mark.line < len(lines) else ""
+        hint = ' (a ${VAR} inside {...} or [...] must be quoted: path: "${VAR}/file")' if "${" in line else ""
+        raise error_cls(f"{source}{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}{hint}") from None
     except RecursionError:
         raise error_cls(f"{source}: nested too deeply to read (more than {MAX_DEPTH} levels)") from None
     finally:
