@@ -97,9 +97,13 @@ def quiet_libraries() -> None:
     they read these variables when they start, so they are set before any of them is imported. The CLI only."""
     import os
 
+    import warnings
+
     for name, value in (("TQDM_DISABLE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
                         ("TRANSFORMERS_VERBOSITY", "error"), ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")):
         os.environ.setdefault(name, value)
+    # pgserver asks platformdirs for a runtime folder, which warns where XDG_RUNTIME_DIR is unset (containers, CI)
+    warnings.filterwarnings("ignore", message=r".*XDG_RUNTIME_DIR")
 
 
 def run_summary_json(target: Path, outcome: Any) -> dict:

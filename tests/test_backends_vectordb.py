@@ -243,6 +243,9 @@ def test_lancedb_fulltext_is_a_lexical_kind(cache):
     assert result.summary.means("doc")["hit@5"] > 0.8
     for q in result.queries:
         assert all(h.score > 0 for h in q.hits)
+    # what results.json says of the search is what ran: no vector index or metric (it said flat, dot)
+    info = result.retriever_info
+    assert info["search"] == "fulltext" and info["index"] == "full-text (BM25)" and info["metric"] is None
 
 
 # ---- build mode keeps what it built, never what it did not ---------------------------------------------------

@@ -242,6 +242,8 @@ class VectorStoreRetriever:
         """What results.json records about the backend (``retriever_info``)."""
         out: dict = {"backend": self.kind, "mode": self.config.mode,
                      "index": getattr(self.config, "index", "flat"), "metric": self.config.metric}
+        if getattr(self.config, "search", "vector") == "fulltext":  # lexical: no vector index, no vector metric
+            out.update(search="fulltext", index="full-text (BM25)", metric=None)
         if self.config.mode == "build":
             out["reused_existing_index"] = self._reused
         if not self.exact:
