@@ -272,3 +272,16 @@ def test_an_unquoted_env_variable_inside_a_flow_mapping_gets_a_hint(tmp_path):
     cfg.write_text("name: x\ncorpus: {path: ${HOME}/corpus.jsonl}\n")
     assert_input_error(harness("validate", cfg), f"{cfg} (line 2, column 17): not valid YAML",
                        'must be quoted: path: "${VAR}/file"')
+
+
+def test_a_runs_own_chunk_level_trec_file_imports_as_an_external_run(tmp_path):
+    """A newcomer fed run.chunks.trec back as `kind: external`: every line was 'document ... is not in the corpus'.
+    A TREC docno that is no document but a chunk of the run is that chunk: the same numbers come back."""
+    cfg = CONFIGS / "demo-bm25.yaml"
+    first = harness("run", cfg, "--out", tmp_path / "a", "-q")
+    assert first.returncode == 0, first.stderr
+    again = harness("run", cfg, "--set", f"retriever={{kind: external, path: {tmp_path / 'a' / 'run.chunks.trec'}}}",
+                    "--out", tmp_path / "b", "-q")
+    assert again.returncode == 0, again.stderr
+    a, b = (json.loads((tmp_path / x / "results.json").read_text())["summary"] for x in "ab")
+    assert a["chunk"] == b["chunk"] and a["doc"] == b["doc"]

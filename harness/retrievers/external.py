@@ -94,7 +94,7 @@ class ExternalRetriever:
         for qid, rows in self.raw.items():
             hits = []
             for row in rows:
-                hit = _hit(row, documents)
+                hit = _hit(row, documents, placer)
                 placed = placer.chunk(hit)
                 if isinstance(placed, Chunk):
                     hit = Hit(placed.chunk_id, placed.doc_id, hit.score, 0, placed.start, placed.end)
@@ -115,8 +115,9 @@ class ExternalRetriever:
         return [rank_hits(q.query_id, self.resolved.get(q.query_id, []), k) for q in queries]
 
 
-def _hit(row: dict, documents: Mapping[str, Document]) -> Hit:
-    """A row of the run as a hit: as given (chunk id, span, text), or a document alone as the whole document."""
+def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit:
+    """A row of the run as a hit: as given (chunk id, span, text), or an id alone as the whole document it names,
+    else as the chunk it names (a chunk-level TREC run)."""
     chunk_id = row.get("chunk_id")
     start, end = row.get("start"), row.get("end")
     # Given values go to placement as they are: a span that is not two offsets is reported there, never ignored.
@@ -124,8 +125,13 @@ def _hit(row: dict, documents: Mapping[str, Document]) -> Hit:
     text = row.get("text")
     doc_id = row.get("doc_id") or ""
     doc = documents.get(doc_id)
-    if not chunk_id and span == (-1, -1) and text is None and doc is not None:
-        span = (0, len(doc.text))  # a TREC line names a document: its whole text is the retrieved span
+    if not chunk_id and span == (-1, -1) and text is None:
+        if doc is not None:
+            span = (0, len(doc.text))  # a TREC line names a document: its whole text is the retrieved span
+        elif "chunk_id" not in row and doc_id in placer.by_id:
+            # a TREC line's docno that is no document but one of the run's chunks (harness's own run.chunks.trec);
+            # a JSONL hit's doc_id says it is a document, and stays one
+            chunk_id, doc_id = doc_id, ""
     return Hit(str(chunk_id) if chunk_id else "", doc_id, row["score"], 0, span[0], span[1], text)
 
 
