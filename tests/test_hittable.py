@@ -153,3 +153,60 @@ def test_diagnose_gives_the_same_verdicts_from_lazy_hits(seed):
     assert len({v.kind for v in made.values()}) >= 3  # (missing, wrong chunk, buried, ok, no gold: most of them)
     hits = table.lazy(3).hits
     assert tuple(hits) == lists[3].hits and hits[1:4] == lists[3].hits[1:4] and hits[::2] == lists[3].hits[::2]
+
+
+@pytest.mark.parametrize("backend", ["fast", "rank_bm25"])
+def test_bm25_indexed_lists_give_the_result_of_ranked_lists(tmp_path, monkeypatch, backend):
+    """bm25 answers with positions in its chunks (retrieve_indexed: no Hit made, checked as columns); the run is
+    the one its ranked lists give, hit for hit, metric for metric, verdict for verdict."""
+    from clihelp import demo_config
+    from harness.pipeline.assemble import run_experiment
+    from harness.retrievers.bm25 import BM25Retriever
+
+    config = load_config(demo_config(tmp_path, retriever=f"{{kind: bm25, backend: {backend}}}", depth=20,
+                                     cutoff="{k: 3}", metrics="[ndcg@10, recall@20, rr@10, hit@3]"))
+    used = []
+    add_indexed = HitTableBuilder.add_indexed
+    monkeypatch.setattr(HitTableBuilder, "add_indexed", lambda self, *a: used.append(1) or add_indexed(self, *a))
+    fast = run_experiment(config, progress=False, log=lambda m: None)
+    assert used  # the columns were taken as they came, not made into lists
+    monkeypatch.delattr(BM25Retriever, "retrieve_indexed")
+    slow = run_experiment(config, progress=False, log=lambda m: None)
+    a, b = fast.to_dict(), slow.to_dict()
+    for d in (a, b):
+        for key in ("created_at", "timings", "latency"):
+            d.pop(key)
+    assert a == b
+    assert sum(len(q.hits) for q in fast.queries) > 0
+
+
+def test_indexed_lists_that_break_a_contract_go_the_way_of_ranked_lists():
+    """A batch that is not clean (too many hits, a tie out of order, a chunk twice, an unknown chunk, NaN) is made
+    into ranked lists and checked or placed as any retriever's: the same error, or the same repaired ranking."""
+    from harness.core.types import Query
+    from harness.retrievers.contract import IndexedLists
+
+    rng = random.Random(3)
+    chunks = _chunks(rng, 6)
+    id_rank = np.empty(len(chunks), dtype=np.int64)
+    id_rank[sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)] = np.arange(len(chunks))
+    by_rank = np.argsort(id_rank)  # chunk positions in id order
+    top, second = int(by_rank[-1]), int(by_rank[-2])
+    q = [Query("q", "x")]
+
+    def lists(chunk, scores, lengths=None):
+        return IndexedLists(np.array([len(chunk)] if lengths is None else lengths, dtype=np.int64),
+                            np.array(chunk, dtype=np.int64), np.array(scores, dtype=np.float64))
+
+    assert lists([top, second], [1.0, 1.0]).is_clean(1, 5, id_rank)  # a tie, ids descending
+    assert not lists([second, top], [1.0, 1.0]).is_clean(1, 5, id_rank)  # a tie out of order
+    assert not lists([top, second], [1.0, 2.0]).is_clean(1, 5, id_rank)  # scores ascending
+    assert not lists([top, top], [2.0, 1.0]).is_clean(1, 5, id_rank)  # a chunk twice
+    assert not lists([top, second], [2.0, 1.0]).is_clean(1, 1, id_rank)  # more than k
+    assert not lists([top, len(chunks)], [2.0, 1.0]).is_clean(1, 5, id_rank)  # no such chunk
+    assert not lists([top, second], [2.0, float("nan")]).is_clean(1, 5, id_rank)
+    assert not lists([top], [1.0]).is_clean(2, 5, id_rank)  # one list for two queries
+    assert lists([], [], [0]).is_clean(1, 5, id_rank)
+    made = lists([second, top], [1.0, 1.0]).as_lists(q, chunks)[0]
+    assert [h.chunk_id for h in made.hits] == [chunks[second].chunk_id, chunks[top].chunk_id]
+    assert [h.rank for h in made.hits] == [1, 2]

@@ -193,6 +193,18 @@ class HitTableBuilder:
         if self._spilled is not None or self._held > self._spill_hits:
             self._spill()
 
+    def add_indexed(self, query_ids: Sequence[str], lengths: np.ndarray, chunk: np.ndarray, scores: np.ndarray
+                    ) -> None:
+        """A batch already as columns: hits as positions in the corpus's chunks (the first ``chunks`` given),
+        in rank order, placed and checked (``retrievers.contract.IndexedLists``)."""
+        self._ids.extend(query_ids)
+        self._lengths.append(np.asarray(lengths, dtype=np.int64))
+        self._chunk.append(chunk.astype(np.int32) if len(self._index) < 2**31 else chunk.astype(np.int64))
+        self._scores.append(np.asarray(scores, dtype=np.float64))
+        self._held += len(chunk)
+        if self._spilled is not None or self._held > self._spill_hits:
+            self._spill()
+
     def _spill(self) -> None:
         if self._spilled is None:  # int32 indices unless the corpus is near 2**31 (adopted chunks come after it)
             self._spilled = (SpilledColumn(np.int32 if self._n_corpus < 2**30 else np.int64),

@@ -18,6 +18,7 @@ from .base import BuildContext, RetrieverKind, register
 from .bm25_index import BM25Index, bm25_delta
 from .bm25_tokens import tokenize_corpus
 from .chunktable import ChunkTable
+from .contract import IndexedLists
 from .ranking import top_k
 
 
@@ -104,6 +105,22 @@ class BM25Retriever:
                 scores = all_scores[idx]
             out.append(table.ranked_list(q.query_id, idx, scores))
         return out
+
+    def retrieve_indexed(self, queries: Sequence[Query], k: int) -> IndexedLists:
+        """``retrieve`` as positions in the indexed chunks (``contract.IndexedLists``): no Hit made."""
+        table, parts, scored = self._table, [], []
+        for q in queries:
+            if self._index is not None:
+                idx, scores = self._index.top(self._term_ids(q.text), k, table.id_rank)
+            else:
+                all_scores = self.scores(q.text)
+                idx = top_k(all_scores, k, table.id_rank)
+                scores = all_scores[idx]
+            parts.append(np.asarray(idx, dtype=np.int64))
+            scored.append(np.asarray(scores, dtype=np.float64))
+        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+        return IndexedLists(lengths, np.concatenate(parts) if parts else np.zeros(0, np.int64),
+                            np.concatenate(scored) if scored else np.zeros(0, np.float64))
 
     def shards(self, n: int) -> list["BM25Retriever"]:
         """``n`` picklable retrievers over contiguous slices of the indexed chunks, scoring with the whole corpus's

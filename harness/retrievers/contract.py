@@ -19,12 +19,58 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from ..core.errors import RetrieverError
 from ..core.types import Chunk, Document, Hit, Query, RankedList
 from ..core.normalize import LooseText, find_loose
 from .ranking import rank_hits
 
 MAX_SHOWN = 20  # problems listed in one error or warning; the rest are counted
+
+
+@dataclass(frozen=True)
+class IndexedLists:
+    """One batch's ranked lists as positions in the chunks the retriever indexed (what ``retrieve_indexed``
+    returns, an optional fast path of a retriever that holds its chunks as arrays, ``bm25``): query ``i`` has
+    ``lengths[i]`` hits, in rank order, hit ``j`` being ``chunks[chunk[j]]`` with ``scores[j]``. No ``Hit`` is made:
+    at 100 hits a query, making, checking and placing them cost several times the search."""
+
+    lengths: np.ndarray  # (Q,) int64
+    chunk: np.ndarray  # (n,) int64
+    scores: np.ndarray  # (n,) float64
+
+    def is_clean(self, n_queries: int, k: int, id_rank: np.ndarray) -> bool:
+        """Whether the lists keep both contracts as they are: one per query, at most ``k`` hits, known chunks, no
+        chunk twice in a list, scores numbers, descending, ties by chunk id descending (``id_rank`` is each chunk's
+        rank in id order). A batch that is not goes the way of any retriever's lists (``as_lists``), which names
+        or repairs what is wrong exactly as it does for them."""
+        lengths, chunk, scores = self.lengths, self.chunk, self.scores
+        if len(lengths) != n_queries or len(chunk) != len(scores) or int(lengths.sum()) != len(chunk) \
+                or (len(lengths) and (lengths.min() < 0 or lengths.max() > k)):
+            return False
+        if not len(chunk):
+            return True
+        if chunk.min() < 0 or chunk.max() >= len(id_rank) or np.isnan(scores).any():
+            return False
+        row = np.repeat(np.arange(len(lengths)), lengths)
+        same = row[1:] == row[:-1]  # consecutive hits of one query
+        ranks = id_rank[chunk]
+        in_order = (scores[1:] < scores[:-1]) | ((scores[1:] == scores[:-1]) & (ranks[1:] < ranks[:-1]))
+        if not in_order[same].all():
+            return False
+        keys = row.astype(np.int64) * len(id_rank) + chunk
+        return len(np.unique(keys)) == len(keys)
+
+    def as_lists(self, queries: Sequence[Query], chunks: Sequence[Chunk]) -> list[RankedList]:
+        """The same lists as ``RankedList`` objects (what ``retrieve`` would have returned)."""
+        out, at = [], 0
+        for q, n in zip(queries, self.lengths.tolist()):
+            hits = tuple(Hit(c.chunk_id, c.doc_id, s, r, c.start, c.end) for r, (c, s) in enumerate(
+                zip((chunks[j] for j in self.chunk[at:at + n].tolist()), self.scores[at:at + n].tolist()), 1))
+            out.append(RankedList(q.query_id, hits))
+            at += n
+        return out
 
 
 def check_output(kind: str, queries: Sequence[Query], lists: Sequence[RankedList], k: int) -> None:
