@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-from .api import Comparison, GateOutcome, compare, evaluate, fuse, gate, load_config, run  # noqa: E402
 from .core.errors import HarnessError, InputError  # noqa: E402
 
-# name -> (module, attribute): imported on first use (PEP 562), so `import harness` stays light.
+# name -> (module, attribute): imported on first use (PEP 562), so `import harness` stays light (the console
+# script imports this package before it can install its Ctrl-C handling: the less here, the shorter that window).
 _LAZY = {
+    **{name: ("harness.api", name) for name in ("Comparison", "GateOutcome", "compare", "evaluate", "fuse", "gate",
+                                                "load_config", "run")},
     "register_retriever": ("harness.retrievers.base", "register_retriever"),
     "Qrels": ("harness.core.runtable", "Qrels"),
     "Run": ("harness.core.runtable", "ColumnarRun"),  # the columnar run; ColumnarRun is its older name
@@ -29,6 +31,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from .api import Comparison, GateOutcome, compare, evaluate, fuse, gate, load_config, run
     from .core.result import Result
     from .core.runtable import ColumnarRun, Qrels
     from .core.runtable import ColumnarRun as Run

@@ -17,7 +17,7 @@ from typing import Callable, List, Optional
 
 import typer
 
-from .cli_boundary import pipe_boundary, run_app
+from .cli_boundary import WRITING, pipe_boundary, run_app, strict_stdout
 from .cli_cache import cache_command
 from .cli_compare import compare_command, gate_command, report_command
 from .cli_options import (Executor, HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices,
@@ -102,6 +102,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     log = (lambda m: None) if quiet else _err
     if quiet:
         quiet_libraries()
+    target = None
     try:
         cfg = with_executor(load_config(config, overrides), executor)
         checked = check_before_retrieval(cfg, source=str(config), log=log, cache_dir=cache_dir)  # = validate's
@@ -120,6 +121,13 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
                                         context=context)
                 checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
                 write_outputs(result, folder)
+    except OSError as exc:
+        if exc.errno not in WRITING or exc.filename is not None or target is None:
+            raise
+        from .core.errors import InputError  # a full disk or quota while writing: the folder, not "a file"
+
+        raise InputError(f"{target}: cannot write the outputs ({exc.strerror}); the previous outputs, if "
+                         f"any, are as they were") from None
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
         ignore_further()
         _err(MESSAGE)
@@ -312,6 +320,7 @@ app.add_typer(goldset_app, name="goldset")
 
 def main() -> None:
     _install_signal_handlers()
+    strict_stdout()
     run_app(app)
 
 

@@ -6,6 +6,8 @@ exit 0, since that is how pipes end. Never a traceback for any of them."""
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 from contextlib import contextmanager
@@ -16,6 +18,57 @@ import typer
 from .core.errors import HarnessError
 
 INTERRUPTED = "interrupted: nothing half-written was left behind"
+# OSErrors that are the machine's answer (space, quota, names, permissions, files in the way), not the program's
+# mistake: one line naming the path. Any other OSError is a bug and keeps its traceback.
+WRITING = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+_ENVIRONMENT = WRITING | {errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EEXIST,
+                           errno.ENOENT, errno.EIO, errno.EMFILE, errno.ENFILE, errno.ELOOP, errno.ETXTBSY}
+
+
+class WholeWrites(io.RawIOBase):
+    """A file descriptor whose writes go out whole or raise. CPython's buffered stdout drops the rest of a short
+    write without a word (a full disk under `harness eval ... > out.json` left 64 KiB of JSON and exit 0): writing
+    every byte with ``os.write`` makes the full disk an ``OSError`` the boundary reports."""
+
+    def __init__(self, fd: int):
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data) -> int:
+        view, done = memoryview(data).cast("B"), 0
+        try:
+            while done < len(view):
+                done += os.write(self._fd, view[done:])
+        except OSError as exc:
+            if exc.errno in WRITING:  # named for the user (a closed pipe stays a BrokenPipeError)
+                raise OSError(exc.errno, exc.strerror, "standard output") from None
+            raise
+        return done
+
+    def close(self) -> None:  # the descriptor is the process's, not this object's
+        super().close()
+
+
+def strict_stdout() -> None:
+    """Point ``sys.stdout`` at a ``WholeWrites`` of its descriptor, keeping its encoding and buffering (the CLI only,
+    when stdout is a real file or pipe)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    old = sys.stdout
+    old.flush()
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(WholeWrites(fd)), encoding=old.encoding, errors=old.errors,
+                                  line_buffering=old.line_buffering, write_through=False)
 
 
 class _PipeClosed(Exception):
@@ -109,6 +162,23 @@ def run_app(app: typer.Typer) -> NoReturn:
     except KeyboardInterrupt:
         _tell(INTERRUPTED)
         sys.exit(130)
+    except SystemExit as exc:
+        from .core.interrupt import Terminated, ignore_further
+
+        if isinstance(exc, Terminated):  # SIGTERM in a command that does not say so itself (run does)
+            ignore_further()
+            _tell(INTERRUPTED)
+            sys.stdout.flush()
+            os._exit(143)
+        raise
+    except OSError as exc:
+        if exc.errno not in _ENVIRONMENT:
+            raise
+        # A full disk, a path too long, a read-only or vanished place: what the machine refused, not a bug.
+        where = exc.filename if exc.filename is not None else "the output"
+        _tell(f"error: {where}: cannot write ({exc.strerror})" if exc.errno in WRITING else
+              f"error: {where}: {exc.strerror}")
+        sys.exit(2)
     except Exception as exc:  # click's usage errors: "Usage: ..." and one "Error: ..." line, exit 2
         usage, exits, aborts = _click_exceptions()
         if isinstance(exc, exits):

@@ -96,7 +96,7 @@ def test_a_span_that_no_longer_reads_its_text_is_flagged_and_re_anchored(tmp_pat
     proc = harness("goldset", "check", gold, "--corpus", tmp_path / "corpus.jsonl", "--fix", fixed)
     assert proc.returncode == 1 and "re_anchorable" in proc.stdout
     evidence = json.loads(fixed.read_text())["relevant"][0]["evidence"]
-    assert evidence == [{"start": 11, "end": 35, "text": "The dog ran in the park."}]
+    assert evidence == [{"start": 11, "end": 35, "text": "The dog ran in the park.", "how": "fuzzy", "score": 0.95}]
 
 
 def test_merge_keeps_what_build_recorded_of_a_span(tmp_path):

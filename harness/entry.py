@@ -1,0 +1,28 @@
+"""The ``harness`` console script: signal handling first, then the command line.
+
+Loading the command line imports NumPy, typer and the commands (a few tenths of a second); a Ctrl-C or SIGTERM in
+that time used to end in a KeyboardInterrupt traceback. Here the handlers are installed before any of it loads
+(``core.interrupt`` imports only the standard library), and an interrupt while it loads is the usual line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    from .core.interrupt import MESSAGE, Terminated, exit_code, ignore_further, install
+
+    install()
+    try:
+        from .cli import main as cli_main
+    except (KeyboardInterrupt, Terminated) as exc:
+        ignore_further()
+        sys.stderr.write(MESSAGE + "\n")
+        sys.stderr.flush()
+        os._exit(exit_code(exc))
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
