@@ -110,7 +110,8 @@ class Checked:
 def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path | None = None,
                            log=None, cache_dir: Path | None = None) -> Checked:
     """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
-    model folders, tokenizers, external run files, gate rules (with ``rules``), corpus, chunking and golden set.
+    model folders, tokenizers, the retrievers' optional libraries, external run files, gate rules (with ``rules``),
+    corpus, chunking and golden set.
     Every problem is raised in one error; golden-set problems that a run flags are warnings."""
     errors: list = []
     configs = [config]
@@ -130,7 +131,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     tokenizers: set[str] = set()
     bad_tokenizers: set[str] = set()  # said once, here: the token-budget check below would say it again, unlocated
     for cfg in configs:
-        lines += _retriever_problems(cfg.retriever, seen)
+        lines += _retriever_problems(cfg.retriever, seen, errors)
         if cfg.executor.kind == "ray" and cfg.executor.shards > 1:
             lines += _shard_problems(cfg)
         if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer not in tokenizers | {"words"}:
@@ -200,16 +201,34 @@ def _shard_problems(config: ExperimentConfig) -> list[str]:
     return []
 
 
-def _retriever_problems(section: dict, seen: set[str]) -> list[str]:
-    """Problems only loading would show (model folders, run files), once per distinct retriever section."""
+def _retriever_problems(section: dict, seen: set[str], errors: list) -> list[str]:
+    """Problems only loading would show (model folders, run files), once per distinct retriever section; a missing
+    optional library is added to ``errors`` (see ``_check_installed``)."""
     from ..retrievers import parse_retriever_config
 
     key = json.dumps(section, sort_keys=True, default=str)
     if key in seen:
         return []
     seen.add(key)
+    _check_installed(section, errors)
     cfg = parse_retriever_config(section)
     return cfg.preflight("retriever") if hasattr(cfg, "preflight") else []
+
+
+def _check_installed(section: dict, errors: list) -> None:
+    """The optional libraries (qdrant-client, lancedb, tantivy, faiss...) that building this retriever and its
+    children imports, imported by each kind's ``check_installed`` through the function its build calls: a missing
+    extra is the run's own one line (``pip install 'rag-harness[...]'``), said before any work."""
+    said = {str(exc) for exc in errors}
+    for cfg in _section_configs(section):
+        if not hasattr(cfg, "check_installed"):
+            continue
+        try:
+            cfg.check_installed()
+        except MissingDependencyError as exc:
+            if str(exc) not in said:  # two children of one kind miss one library
+                said.add(str(exc))
+                errors.append(exc)
 
 
 def check_rules(path: Path, config: ExperimentConfig, source: str, gold: GoldSet | None = None) -> None:
@@ -258,6 +277,15 @@ def _sections(section: dict) -> list[dict]:
     """A retriever section and all its children's, depth first."""
     children = list(section.get("children") or []) + ([section["child"]] if section.get("child") else [])
     return [section] + [s for c in children if isinstance(c, dict) for s in _sections(c)]
+
+
+def _section_configs(section: dict) -> list:
+    """The parsed config of a retriever section and of each of its children, depth first."""
+    from ..retrievers import parse_retriever_config
+    from ..retrievers.compose import split_child
+
+    return [parse_retriever_config(part if part is section else split_child(part)[0])  # a child's weight/depth aside
+            for part in _sections(section)]
 
 
 def _uses_external(section: dict) -> bool:

@@ -41,6 +41,18 @@ class DenseConfig(Strict):
         """Problems a run would hit only when loading the model (see ``model_folder_problems``)."""
         return model_folder_problems(self.model, f"{where}.model")
 
+    def check_installed(self) -> None:
+        # Not sentence-transformers: a run whose vectors are all cached never loads the model.
+        _faiss()
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError:
+        raise MissingDependencyError(f"dense retrieval needs faiss-cpu: {INSTALL}") from None
+    return faiss
+
 
 class DenseRetriever:
     def __init__(self, config: DenseConfig, context: BuildContext):
@@ -72,10 +84,7 @@ class DenseRetriever:
         return self.encoder.vectors(kind, texts, prefix, self.config.normalize)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        try:
-            import faiss
-        except ImportError:
-            raise MissingDependencyError(f"dense retrieval needs faiss-cpu: {INSTALL}") from None
+        faiss = _faiss()
         self._chunks = chunks
         vectors, key = self._cached_encode("embeddings", [c.index_text for c in chunks], self.config.passage_prefix)
         if self.config.index == "hnsw":

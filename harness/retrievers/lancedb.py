@@ -50,6 +50,11 @@ class LanceConfig(VectorStoreConfig):
             raise ValueError("index: is a vector index; search: fulltext uses the full-text index")
         return self
 
+    def check_installed(self) -> None:
+        need("lancedb", "lancedb")
+        if self.mode == "build":
+            need("lancedb.index", "lancedb")
+
     def preflight(self, where: str) -> list[str]:
         problems = [] if self.search == "fulltext" else super().preflight(where)
         # A database folder holds a folder per table (name.lance) beside anything else: only a file is refused

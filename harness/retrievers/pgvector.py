@@ -61,6 +61,10 @@ class PgvectorConfig(VectorStoreConfig):
             raise ValueError("; ".join(problems))
         return self
 
+    def check_installed(self) -> None:
+        for module in ("psycopg", "pgvector.psycopg") + (() if self.dsn_env else ("pgserver",)):
+            need(module, "pgvector")
+
     def preflight(self, where: str) -> list[str]:
         problems = super().preflight(where)
         if self.dsn_env and not os.environ.get(self.dsn_env):

@@ -64,6 +64,9 @@ class QdrantConfig(VectorStoreConfig):
                                  f"{{must: [{{key: lang, match: {{value: en}}}}]}}") from None
         return self
 
+    def check_installed(self) -> None:
+        need("qdrant_client", "qdrant")
+
     def preflight(self, where: str) -> list[str]:
         problems = super().preflight(where)
         if self.api_key_env and not os.environ.get(self.api_key_env):

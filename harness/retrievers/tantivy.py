@@ -33,6 +33,9 @@ class TantivyConfig(Strict):
     threads: int = Field(1, ge=1, le=64, description="indexing threads")
     on_disk: bool = Field(False, description="build the index in a temporary folder instead of memory")
 
+    def check_installed(self) -> None:
+        _tantivy()
+
 
 def _tantivy():
     try:

@@ -105,7 +105,8 @@ def identifier_problem(name: str | None, what: str) -> str | None:
 
 
 def need(module: str, extra: str):
-    """Import a backend's client, or a one-line error naming the extra to install."""
+    """Import a backend's client, or a one-line error naming the extra to install (``check_installed`` calls it
+    too, so ``validate`` says it before any work, in the words ``run`` would)."""
     import importlib
 
     try:
