@@ -60,3 +60,54 @@ def test_a_pgvector_server_given_by_dsn_does_not_need_pgserver(tmp_path, monkeyp
     proc = harness("validate", CONFIGS / "demo-pgvector.yaml", "--set", "retriever.dsn_env=PG_DSN")
     assert proc.returncode == 0, proc.stderr
     assert_input_error(harness("validate", CONFIGS / "demo-pgvector.yaml"), "needs pgserver")
+
+
+# ---- 2. an external run's hits that cannot be placed on the corpus ---------------------------------------------
+
+JSONL_RUN = (
+    '{"query_id": "q01", "hits": [{"doc_id": "install-desktop", "score": 3.0}, {"chunk_id": "nope#0-10", "score": 2.0}]}\n'
+    '{"query_id": "q02", "hits": [{"doc_id": "no-such-doc", "score": 1.0}, '
+    '{"doc_id": "install-desktop", "start": 0, "end": 99999, "score": 0.5}]}\n')
+TREC_RUN = "q01 Q0 install-desktop 1 3.0 sys\nq01 Q0 ghost-doc 2 2.0 sys\n"
+
+
+@pytest.mark.parametrize("name, text, lines", [
+    ("ext.jsonl", JSONL_RUN, ["ext.jsonl:1: query 'q01': chunk 'nope#0-10' is not a chunk of this corpus",
+                              "ext.jsonl:2: query 'q02': document 'no-such-doc' is not in the corpus",
+                              "ext.jsonl:2: query 'q02': span 0..99999 is outside document 'install-desktop'"]),
+    ("ext.trec", TREC_RUN, ["ext.trec:2: query 'q01': document 'ghost-doc' is not in the corpus"])])
+def test_validate_finds_the_external_hits_run_cannot_place(tmp_path, name, text, lines):
+    (tmp_path / name).write_text(text)
+    cfg = demo_config(tmp_path, retriever=f"{{kind: external, path: {name}}}")
+    checked = harness("validate", cfg)
+    assert_input_error(checked, f"{len(lines)} hit(s) could not be placed in the corpus", *lines)
+    ran = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert _errors(checked) == _errors(ran)  # the same hits, in the same words
+    assert not (tmp_path / "out").exists()
+
+
+def test_in_a_long_external_run_validate_counts_the_lines_it_read(tmp_path):
+    good = '{"query_id": "q01", "doc_id": "install-desktop", "score": 1.0}\n'
+    bad = '{"query_id": "q01", "doc_id": "ghost-doc", "score": 0.5}\n'
+    (tmp_path / "ext.jsonl").write_text(bad + good * 1_000 + bad)  # lines 1 and 1,002 name no document
+    cfg = demo_config(tmp_path, retriever="{kind: external, path: ext.jsonl}")
+    proc = harness("validate", cfg)
+    assert_input_error(proc, "ext.jsonl: 1 hit(s) in its first 1,000 lines could not be placed in the corpus",
+                       "ext.jsonl:1: query 'q01': document 'ghost-doc' is not in the corpus")
+    assert "ext.jsonl:1002" not in proc.stderr
+
+
+def test_external_hits_that_a_run_would_skip_are_not_errors(tmp_path):
+    (tmp_path / "ext.trec").write_text(TREC_RUN)
+    lenient = demo_config(tmp_path, "lenient.yaml", retriever="{kind: external, path: ext.trec, placement: lenient}")
+    assert harness("validate", lenient).returncode == 0
+    skip = demo_config(tmp_path, "skip.yaml", retriever="{kind: external, path: ext.trec}",
+                       retriever_hits="{unplaceable: skip}")
+    assert harness("validate", skip).returncode == 0
+
+
+def test_an_external_child_of_a_hybrid_is_placed_too(tmp_path):
+    (tmp_path / "ext.trec").write_text(TREC_RUN)
+    cfg = demo_config(tmp_path, retriever="{kind: hybrid, children: [{kind: bm25, backend: fast}, "
+                                          "{kind: external, path: ext.trec, weight: 0.5}]}")
+    assert_input_error(harness("validate", cfg), "ext.trec:2: query 'q01': document 'ghost-doc' is not in the corpus")

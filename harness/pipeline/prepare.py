@@ -111,7 +111,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
                            log=None, cache_dir: Path | None = None) -> Checked:
     """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
     model folders, tokenizers, the retrievers' optional libraries, external run files, gate rules (with ``rules``),
-    corpus, chunking and golden set.
+    corpus, chunking and golden set, and the hits of external runs' first lines against the chunks.
     Every problem is raised in one error; golden-set problems that a run flags are warnings."""
     errors: list = []
     configs = [config]
@@ -163,6 +163,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
                     errors) is None:
             break  # the points after it share its golden set
+        _check_external_hits(cfg, loaded, errors)
     if rules is not None:  # after loading: slice rules are checked against the golden set's tags
         gold = next(iter(prepared.values())).gold if prepared else None
         _attempt(lambda: check_rules(rules, config, source, gold), errors)
@@ -271,6 +272,25 @@ def check_runnable(prepared: Prepared) -> bool:
     if not _uses_external(config.retriever):
         check_token_budget(config.cutoff, prepared.chunks)
     return True
+
+
+def _check_external_hits(config: ExperimentConfig, loaded: Prepared, errors: list) -> None:
+    """The hits of each external run's first lines placed on this config's chunks as the run places them: those
+    that cannot be placed are the run's own error, found before any work (the run then reads every line)."""
+    from ..retrievers.external import ExternalConfig
+
+    parts = [cfg for cfg in _section_configs(config.retriever) if isinstance(cfg, ExternalConfig)]
+    if not parts:
+        return
+    documents = {d.doc_id: d for d in loaded.docs}
+    said = {str(exc) for exc in errors}
+    for cfg in parts:
+        try:
+            cfg.check_placement(loaded.chunks, documents, config.unplaceable())
+        except InputError as exc:
+            if str(exc) not in said:
+                said.add(str(exc))
+                errors.append(exc)
 
 
 def _sections(section: dict) -> list[dict]:

@@ -45,6 +45,12 @@ class ExternalConfig(Strict):
             return [f"{where}.path: {line}" for line in [str(exc).split(chr(10), 1)[0], *exc.problems]]
         return []
 
+    def check_placement(self, chunks: Sequence[Chunk], documents: Mapping[str, Document], unplaceable: str) -> None:
+        """The hits of the first ``PREFLIGHT_LINES`` lines placed on the run's chunks as ``index`` places them
+        (``unplaceable``: the run's ``retriever_hits.unplaceable``): with ``fail``, those that cannot be placed are
+        the run's own error, found before any work."""
+        _external(self, documents, unplaceable).index(chunks, limit=PREFLIGHT_LINES)
+
 
 class ExternalRetriever:
     def __init__(self, config: ExternalConfig, documents: Mapping[str, Document] | None = None,
@@ -81,12 +87,13 @@ class ExternalRetriever:
         if problems:
             raise RunFileError(f"{path}: {len(problems)} problem(s) in the external run", problems[:50])
 
-    def index(self, chunks: Sequence[Chunk]) -> None:
+    def index(self, chunks: Sequence[Chunk], limit: int | None = None) -> None:
         """Reads the run and places its hits with the run's placement rules (``base.HitPlacer``), so a hybrid or
         reranked parent sees chunk ids. Hits that cannot be placed, of every query in the file, are one error
         naming each line (``unplaceable: fail``); with ``skip`` they are kept as read, and the run drops and
-        counts those of the queries it asks for, with every other retriever's."""
-        self._read()
+        counts those of the queries it asks for, with every other retriever's. ``limit``: the file's first that
+        many lines only (``ExternalConfig.check_placement``)."""
+        self._read(limit)
         documents = self.documents or _documents_from(chunks)
         placer = HitPlacer(chunks, documents)
         self.resolved: dict[str, list[Hit]] = {}
@@ -104,7 +111,9 @@ class ExternalRetriever:
             self.resolved[qid] = hits
         self.loosely_placed = list(placer.loose)
         if problems and self.unplaceable == "fail":
-            raise RunFileError(f"{self.config.path}: {len(problems)} hit(s) could not be placed in the corpus "
+            # A check of the first lines says so when the file has more (their hits are not counted yet)
+            lines = f" in its first {limit:,} lines" if limit is not None and _longer(self.config.path, limit) else ""
+            raise RunFileError(f"{self.config.path}: {len(problems)} hit(s){lines} could not be placed in the corpus "
                                f"(retriever_hits.unplaceable: fail; skip drops them)", shown_lines(problems))
 
     def answered_query_ids(self) -> list[str]:
@@ -135,6 +144,11 @@ def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit
     return Hit(str(chunk_id) if chunk_id else "", doc_id, row["score"], 0, span[0], span[1], text)
 
 
+def _longer(path: Path, lines: int) -> bool:
+    """Whether ``path`` has more than that many lines (reading no further than the next one)."""
+    return any(lineno > lines for lineno, _ in utf8_lines(path, RunFileError))
+
+
 def _documents_from(chunks: Sequence[Chunk]) -> dict[str, Document]:
     """No documents given (a retriever built outside a run): each document's text as far as its chunks show it."""
     texts: dict[str, str] = {}
@@ -146,7 +160,10 @@ def _documents_from(chunks: Sequence[Chunk]) -> dict[str, Document]:
     return {d: Document(d, t) for d, t in texts.items()}
 
 
-register(RetrieverKind("external", ExternalConfig,
-                       lambda c, ctx: ExternalRetriever(c, ctx.documents,
-                                                        "skip" if c.placement == "lenient" else ctx.unplaceable),
+def _external(config: ExternalConfig, documents: Mapping[str, Document], unplaceable: str) -> ExternalRetriever:
+    """``placement: lenient`` skips this retriever's unplaceable hits whatever the run's policy."""
+    return ExternalRetriever(config, documents, "skip" if config.placement == "lenient" else unplaceable)
+
+
+register(RetrieverKind("external", ExternalConfig, lambda c, ctx: _external(c, ctx.documents, ctx.unplaceable),
                        "a run produced elsewhere (TREC run or JSONL with chunk hits)"))
