@@ -111,3 +111,36 @@ def test_an_external_child_of_a_hybrid_is_placed_too(tmp_path):
     cfg = demo_config(tmp_path, retriever="{kind: hybrid, children: [{kind: bm25, backend: fast}, "
                                           "{kind: external, path: ext.trec, weight: 0.5}]}")
     assert_input_error(harness("validate", cfg), "ext.trec:2: query 'q01': document 'ghost-doc' is not in the corpus")
+
+
+# ---- 3. TREC qrels given where a native golden set is read -----------------------------------------------------
+
+QRELS = "q01 0 install-desktop 2\nq01 0 install-linux 0\nq02 0 install-desktop 1\n"
+
+
+@pytest.mark.parametrize("name, text", [("qrels.txt", QRELS), ("qrels", QRELS.replace(" ", "\t")),
+                                        ("qrels.tsv", QRELS.replace(" ", "\t"))])
+def test_goldset_stats_on_trec_qrels_is_one_line_saying_what_reads_them(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    proc = harness("goldset", "stats", tmp_path / name)
+    assert_input_error(proc, f"{tmp_path / name}: this looks like TREC qrels", "goldset: {format: trec",
+                       "harness eval QRELS RUN")
+    assert len(_errors(proc)) == 1 and "not valid JSON" not in proc.stderr, proc.stderr
+
+
+def test_a_config_reading_qrels_as_native_gets_the_hint_and_the_hint_works(tmp_path):
+    (tmp_path / "qrels.txt").write_text(QRELS)
+    cfg = demo_config(tmp_path, "native.yaml")
+    proc = harness("validate", cfg, "--set", "goldset.path=qrels.txt")
+    assert_input_error(proc, "this looks like TREC qrels", "read as a native JSONL golden set")
+    assert len(_errors(proc)) == 1, proc.stderr
+    (tmp_path / "queries.tsv").write_text("q01\tHow do I install Orbit on macOS?\nq02\tHow much disk space?\n")
+    proc = harness("validate", cfg, "--set", "goldset={path: qrels.txt, format: trec, queries: queries.tsv}")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_jsonl_and_csv_golden_sets_are_not_taken_for_qrels(tmp_path):
+    (tmp_path / "gold.csv.txt").write_text("query_id,query,doc_id,grade\nq01,install,install-desktop,2\n")
+    proc = harness("goldset", "stats", tmp_path / "gold.csv.txt")
+    assert_input_error(proc, "this looks like a CSV file")
+    assert harness("goldset", "stats", ROOT / "goldsets" / "demo" / "goldset.jsonl").returncode == 0

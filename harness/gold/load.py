@@ -21,7 +21,7 @@ from ..core.jsonl import REPEATED_KEY, parse_line
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
-from .trec import read_beir, read_qrels_file, read_trec  # noqa: F401  (read_qrels_file: harness eval's, from here)
+from .trec import qrels_hint, read_beir, read_qrels_file, read_trec  # noqa: F401  (read_qrels_file: eval's)
 
 
 def read_goldset(cfg: GoldsetConfig) -> list[RawQuery]:
@@ -96,6 +96,9 @@ def _native_rows(path: Path) -> Iterator[tuple[str, object]]:
     for lineno, line in utf8_lines(path, GoldSetError):  # a block at a time: never the whole file as text
         if first:
             from .tabular import looks_tabular
+            hint = qrels_hint(path, line, "a native JSONL")  # before the TSV test: qrels are often tab-separated
+            if hint:
+                raise GoldSetError(hint)
             kind = looks_tabular(path, line)
             if kind:  # one line naming what the file is, not a "not valid JSON" line per row
                 raise GoldSetError(f"{path}: this looks like a {kind} file (first line {_short(line.strip())}), "

@@ -84,6 +84,11 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
             missing = [f"{key} ({name!r})" for key, name in wanted if name not in row]
             missing += [f"tags ({t!r})" for t in cols.tags if t not in row]
             if missing:
+                from .trec import qrels_hint
+                header = ("\t" if cfg.format == "tsv" else ",").join(map(str, row))  # line 1 as it was written
+                hint = qrels_hint(cfg.path, header, f"a {cfg.format.upper()}") if cfg.format != "parquet" else None
+                if hint:  # the "header" is a qrels line
+                    raise GoldSetError(hint)
                 raise GoldSetError(f"{where}: no column for goldset.columns {', '.join(missing)}; the table has "
                                    f"{', '.join(map(repr, row))}; map them with goldset.columns")
             first = False

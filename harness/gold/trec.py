@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
-from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, tab_problem
+from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem
 from ..core.jsonl import parse_line
 from ..core.textfile import read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
@@ -38,6 +38,21 @@ def _grade(text: str) -> int | str:
         return f"relevance {text!r} is not a number"
     return (f"relevance {text!r} is not a whole number (trec_eval would read it as {int(lead.group()) if lead else 0}; "
             f"write the grade you mean)")
+
+
+def qrels_hint(path: Path, line: str, read_as: str) -> str | None:
+    """For a golden set read as ``read_as`` (native JSONL, a CSV or TSV table) whose first line is a TREC qrels
+    line (``qid iter docid rel``: four columns, a whole-number grade last): one line saying what the file is and
+    what reads it, instead of a "not valid JSON" line per row. None for any other line."""
+    parts = split_line(line)
+    if len(parts) != 4 or parts[0].startswith(("{", "[", "#")) or not isinstance(_grade(parts[3]), int):
+        return None
+    shown = repr(line.strip())
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return (f"{path}: this looks like TREC qrels (first line {shown}: query, iteration, document, grade), read as "
+            f"{read_as} golden set; a config reads qrels with goldset: {{format: trec, path: ..., queries: "
+            f"QUERIES.tsv}} (the query texts, id<TAB>text), and harness eval QRELS RUN scores a run against them "
+            f"as they are")
 
 
 def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
