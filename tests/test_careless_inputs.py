@@ -181,3 +181,21 @@ def test_corrupt_compressed_data_in_any_gzipped_input_is_named(tmp_path):
     cases += [("eval", bad["qrels.gz"], run, bad["qrels.gz"]), ("eval", DEMO / "goldset.jsonl", bad["run.gz"], bad["run.gz"])]
     for *args, path in cases:
         assert_input_error(harness(*args), f"{path}: not a complete gzip file")
+
+
+def test_a_runs_reports_inside_its_folder_corpus_are_not_read_as_documents(tmp_path):
+    """A tester's walk: a folder corpus with the config beside it (output under reports/ by default): the second
+    run read the first one's report.md and report.html as documents, and ranked report.html at rank 2."""
+    for i in range(1, 6):
+        (tmp_path / f"d{i}.txt").write_text(f"Document {i} talks about topic number {i} and cats.\n")
+    (tmp_path / "gold.jsonl").write_text('{"id": "q1", "query": "topic number 3", '
+                                         '"relevant": [{"doc": "d3.txt", "grade": 1}]}\n')
+    cfg = tmp_path / "fc.yaml"
+    cfg.write_text("name: fc\ncorpus: {path: ., format: folder}\ngoldset: {path: gold.jsonl}\n"
+                   "retriever: {kind: bm25}\nmetrics: [hit@3]\ndepth: 5\n")
+    for _ in range(2):
+        proc = harness("run", cfg, "-q", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "reports" / "fc" / "results.json").read_text())
+    assert result["corpus"]["documents"] == 5
+    assert f"{tmp_path / 'reports' / 'fc'}: skipped: a harness output folder" in proc.stderr

@@ -15,6 +15,7 @@ from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from ..core.jsonl import parse_line
+from ..core.outdir import MARKER, STAGING
 from ..core.textfile import GZIP_ERRORS, open_binary
 from ..core.types import Document
 
@@ -102,7 +103,7 @@ def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
     root = path.resolve()
     files = []
     for dirpath, dirnames, filenames in os.walk(path):  # does not follow links to folders
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not _harness_output(Path(dirpath) / d, warn))
         for name in dirnames + sorted(filenames):
             p = Path(dirpath) / name
             is_doc = name in filenames and p.suffix.lower() in DOC_SUFFIXES
@@ -162,10 +163,21 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
     return docs
 
 
+def _harness_output(folder: Path, warn: Callable[[str], None] | None = None) -> bool:
+    """A folder harness wrote (its marker) or is writing (a staging folder): a run's reports are not documents. A
+    config without ``output:`` writes under ``reports/`` beside it, which may be inside a folder corpus: the next
+    run read the last one's report.md and report.html as documents."""
+    if folder.name.startswith(STAGING) or (folder / MARKER).is_file():
+        if warn is not None and not folder.name.startswith(STAGING):
+            warn(f"{folder}: skipped: a harness output folder (it holds {MARKER}), not documents")
+        return True
+    return False
+
+
 def _other_files(path: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not _harness_output(Path(dirpath) / d)]
         for name in filenames:
             suffix = Path(name).suffix.lower()
             if suffix not in DOC_SUFFIXES and not name.startswith("."):
