@@ -88,7 +88,7 @@ def temp_space(what: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        from .errors import HarnessError
+        from .errors import InputError  # exit 2, as every write the machine refuses (cli_boundary.WRITING)
 
-        raise HarnessError(f"{tempfile.gettempdir()}: cannot write {what} to a temporary file "
+        raise InputError(f"{tempfile.gettempdir()}: cannot write {what} to a temporary file "
                            f"({exc.strerror or exc}); set TMPDIR to a folder with more room") from exc
