@@ -93,29 +93,22 @@ class BM25Retriever:
             return self._index.get_scores(self._term_ids(query_text))
         return self._engine.get_scores(self.analyze(query_text))
 
+    def _top(self, text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(positions of the top ``k`` chunks in rank order, their scores) for one query."""
+        if self._index is not None:
+            return self._index.top(self._term_ids(text), k, self._table.id_rank)
+        all_scores = self.scores(text)
+        idx = top_k(all_scores, k, self._table.id_rank)
+        return idx, all_scores[idx]
+
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
-        table = self._table
-        out = []
-        for q in queries:
-            if self._index is not None:
-                idx, scores = self._index.top(self._term_ids(q.text), k, table.id_rank)
-            else:
-                all_scores = self.scores(q.text)
-                idx = top_k(all_scores, k, table.id_rank)
-                scores = all_scores[idx]
-            out.append(table.ranked_list(q.query_id, idx, scores))
-        return out
+        return [self._table.ranked_list(q.query_id, *self._top(q.text, k)) for q in queries]
 
     def retrieve_indexed(self, queries: Sequence[Query], k: int) -> IndexedLists:
         """``retrieve`` as positions in the indexed chunks (``contract.IndexedLists``): no Hit made."""
-        table, parts, scored = self._table, [], []
+        parts, scored = [], []
         for q in queries:
-            if self._index is not None:
-                idx, scores = self._index.top(self._term_ids(q.text), k, table.id_rank)
-            else:
-                all_scores = self.scores(q.text)
-                idx = top_k(all_scores, k, table.id_rank)
-                scores = all_scores[idx]
+            idx, scores = self._top(q.text, k)
             parts.append(np.asarray(idx, dtype=np.int64))
             scored.append(np.asarray(scores, dtype=np.float64))
         lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
