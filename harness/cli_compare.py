@@ -9,8 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from .cli_options import choices, format_choices, format_option, metric_option, out_option, output_problems, \
-    write_output
+from .cli_options import choices, format_choices, format_option, free_outputs, metric_option, out_option, \
+    output_problems, write_output
 from .render.fmt import plural
 from .stats.choices import CORRECTIONS, TESTS
 
@@ -81,10 +81,11 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
     from .render.outputs import load_results
 
     inputs = [results, rules] + ([baseline] if baseline else [])
-    problems = output_problems({"--summary": summary, "--junit": junit}, inputs,
-                               kinds={"--summary": "gate-md", "--junit": "junit"})
+    kinds = {"--summary": "gate-md", "--junit": "junit"}
+    problems = output_problems({"--summary": summary, "--junit": junit}, inputs, kinds=kinds)
     if problems:
         raise InputError("cannot write the gate's outputs", problems)
+    free = free_outputs({"--summary": summary, "--junit": junit})
     candidate = load_results(results)
     base = load_results(baseline) if baseline else None
     outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base)
@@ -94,9 +95,10 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
     if skipped:
         _err(f"warning: {plural(skipped, 'regression rule')} skipped: no --baseline given")
     if summary:
-        write_output("--summary", summary, md)
+        write_output("--summary", summary, md, replace=not free["--summary"], kind=kinds["--summary"])
     if junit:
-        write_output("--junit", junit, junit_xml(candidate.name, outcome))
+        write_output("--junit", junit, junit_xml(candidate.name, outcome), replace=not free["--junit"],
+                     kind=kinds["--junit"])
     if any(r.failed for r in outcome):
         raise typer.Exit(1)
 
@@ -118,6 +120,7 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
     problems = output_problems({"--out": out}, list(results), kinds={"--out": "html"})
     if problems:
         raise InputError("cannot write the report", problems)
+    free = free_outputs({"--out": out})["--out"]
     loaded = [load_results(p) for p in results]
     from .render.explain import load_texts
     texts = [load_texts(r, str(p), _err) for r, p in zip(loaded, results)]  # the drill-downs' and windows' texts
@@ -126,5 +129,5 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
     else:
         from .stats.compare import compare_runs
         html_text = render(loaded, texts, comparison=compare_runs(loaded, list(metric)))
-    write_output("--out", out, html_text)
+    write_output("--out", out, html_text, replace=not free, kind="html")
     print(out)

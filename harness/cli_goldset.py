@@ -117,7 +117,7 @@ def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YA
     fixed = []
     if fix is not None:
         rows, fixed = repaired_rows(raw, labels, docs)
-        write_gold(fix, rows, [gold])
+        write_gold(fix, rows, [gold], option="--fix", replace=force)
     if fmt.value == "json":
         print(json.dumps({"labels": [lab.to_dict() for lab in labels], "counts": tally}, ensure_ascii=False,
                          indent=2))
@@ -160,7 +160,7 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
         _out_ok(unresolved, [source, corpus], force, "--unresolved")
     docs = read_corpus(corpus, corpus_format.value if corpus_format else None)
     rows, outcomes = build_goldset(read_answers(source, docs), docs)
-    write_gold(out, rows, [source, corpus])
+    write_gold(out, rows, [source, corpus], replace=force)
     listed = [o for o in outcomes if o.how in ("ambiguous", "missing")]
     for o in listed[:50]:
         places = ", ".join(f"{d}@{m.start}..{m.end}" for d, m in o.places[:5])
@@ -168,7 +168,7 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
     if len(listed) > 50:
         _err(f"... and {len(listed) - 50} more" + ("" if unresolved else " (--unresolved FILE lists them all)"))
     if unresolved is not None:
-        write_gold(unresolved, [o.to_dict() for o in listed], [source, corpus])
+        write_gold(unresolved, [o.to_dict() for o in listed], [source, corpus], option="--unresolved", replace=force)
     _err(f"{out}: {len(rows)} queries; answers: " + ", ".join(f"{k} {n}" for k, n in tally(outcomes).items()))
     if listed:
         raise typer.Exit(1)
@@ -213,7 +213,7 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
     rows = pooling.pool(loaded, docs, depth)
     from .cli_options import write_output
 
-    write_output("-o", out, pooling.sheet_text(out, rows))
+    write_output("-o", out, pooling.sheet_text(out, rows), replace=force)
     for gap in pooling.window_gaps(loaded):
         share = gap.unjudged / gap.window_hits if gap.window_hits else 0.0
         _err(f"{gap.run}: {gap.unjudged} of {gap.window_hits} hits in the context windows are unjudged ({share:.0%}), "
@@ -237,7 +237,7 @@ def merge(gold: Path = typer.Argument(..., help="the golden set"),
     raw = read_gold(gold)
     judged, unjudged = read_sheet(sheet, {q.query_id: q for q in raw})
     rows, report = fold(raw, judged, unjudged)
-    write_gold(out, rows, [gold, sheet])
+    write_gold(out, rows, [gold, sheet], replace=force)
     for line in report.conflicts:
         _err(f"conflict: {line}")
     _err(f"{out}: {report.added} judgment(s) added (with {report.new_quotes} evidence quote(s)), "

@@ -248,15 +248,30 @@ def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
     return problems
 
 
-def write_output(option: str, path: Path, text: str) -> None:
+def write_output(option: str, path: Path, text: str, *, replace: bool = True, kind: str | None = None) -> None:
+    """``text`` written atomically to ``path``, named by ``option`` in any error. ``replace=False`` for a path that
+    was free when the command checked it: a file that appeared there meanwhile is kept. ``kind`` (a SIGNATURES key):
+    a file that is there when publishing must still be one harness wrote."""
+    from .core.errors import InputError, OutputAppeared
     from .core.files import write_text
-    from .core.errors import InputError
 
+    if replace and kind and path.is_file() and not _written_by_harness(path, kind):
+        raise InputError(f"{option} {path}: changed while harness ran and was not written by harness; not replaced "
+                         f"(your file is kept; the output is not written)")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, text)
+        write_text(path, text, replace=replace)
+    except OutputAppeared:
+        raise OutputAppeared(path, option) from None
     except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
         raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def free_outputs(outputs: dict[str, Path | None]) -> dict[str, bool]:
+    """Per output option, whether its path was free (nothing there) when checked: such a path is written with
+    ``write_output(..., replace=False)``, so a file that appears there while the command runs is kept."""
+    import os
+
+    return {option: path is not None and not os.path.lexists(path) for option, path in outputs.items()}
 
 
 # Where `harness run` retrieves (harness.executors); the config's executor: section says the rest (address, workers).

@@ -46,6 +46,17 @@ class RetrieverError(InputError):
     """A retriever's output breaks the retriever or hit contract (``harness.retrievers.contract``); names the kind."""
 
 
+class OutputAppeared(InputError):
+    """A file that was not there when the command checked its output path appeared there before the output was
+    published (another program, a second harness writing the same path): it is kept, and the output is dropped."""
+
+    def __init__(self, path, option: str | None = None):
+        self.path, self.option = path, option
+        where = f"{option} {path}" if option else f"{path}"
+        super().__init__(f"{where}: appeared while harness ran; not replaced (your file is kept; the output is not "
+                         f"written)")
+
+
 class MissingDependencyError(HarnessError):
     """An optional dependency is not installed; the message names the install command."""
 

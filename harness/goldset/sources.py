@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..config.schema import CorpusConfig, GoldsetConfig
-from ..core.errors import InputError
-from ..core.files import not_replaceable, write_text
+from ..core.errors import InputError, OutputAppeared
+from ..core.files import not_replaceable, publish_together, stage
 from ..core.types import Document
 from ..gold.load import RawQuery, read_goldset
 from ..io.documents import load_corpus
@@ -68,18 +68,45 @@ def raw_query_row(query: RawQuery) -> dict:
                              for j in query.relevant])
 
 
-def write_gold(path: Path, rows: Iterable[dict], inputs: Iterable[Path] = ()) -> int:
-    """Native JSONL, one query a line, written atomically; never over one of the command's inputs."""
-    target = path.resolve()
-    if any(target == Path(p).resolve() for p in inputs):
-        raise InputError(f"-o {path}: is one of the inputs; refusing to overwrite it (give another path)")
-    special = not_replaceable(path)
-    if special:
-        raise InputError(f"-o {path}: {special}")
-    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+def write_gold(path: Path, rows: Iterable[dict], inputs: Iterable[Path] = (), *, option: str = "-o",
+               replace: bool = True) -> int:
+    """Native JSONL, one query a line, written atomically; never over one of the command's inputs. ``replace=False``
+    (a path that was free when the command started): a file that appeared there meanwhile is kept."""
+    return write_golds([(option, path, rows)], inputs, replace=replace)[0]
+
+
+def write_golds(outputs: Sequence[tuple[str, Path, Iterable[dict]]], inputs: Iterable[Path] = (), *,
+                replace: bool = True) -> list[int]:
+    """Several native JSONL files (option, path, rows) that belong together, published all or none: each is written
+    to a temporary file first, so a full disk, a file that appeared at one path or an interrupt never leaves one new
+    beside another's old version. Returns each file's number of rows."""
+    inputs = [Path(p).resolve() for p in inputs]
+    for option, path, _ in outputs:
+        if path.resolve() in inputs:
+            raise InputError(f"{option} {path}: is one of the inputs; refusing to overwrite it (give another path)")
+        special = not_replaceable(path)
+        if special:
+            raise InputError(f"{option} {path}: {special}")
+    staged, counts = [], []
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, "\n".join(lines) + ("\n" if lines else ""))
-    except OSError as exc:
-        raise InputError(f"-o {path}: cannot write: {exc.strerror or exc}") from None
-    return len(lines)
+        for option, path, rows in outputs:
+            lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+            counts.append(len(lines))
+            try:
+                staged.append(stage(path, ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"),
+                                    replace=replace))
+            except OSError as exc:
+                raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+        option_of = {str(path): option for option, path, _ in outputs}
+        try:
+            publish_together(staged)
+        except OutputAppeared as exc:
+            raise OutputAppeared(exc.path, option_of.get(str(exc.path))) from None
+        except OSError as exc:
+            raise InputError(f"{option_of.get(exc.filename, '')} {exc.filename}: cannot write: {exc.strerror or exc}"
+                             + (" (none of the files was written)" if len(outputs) > 1 else "")) from None
+    except BaseException:
+        for s in reversed(staged):
+            s.discard()
+        raise
+    return counts
