@@ -151,7 +151,7 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
     Example: harness goldset build --from answers.jsonl --corpus corpus.jsonl -o goldset.jsonl
     """
     from .goldset.build import build_goldset, read_answers, tally
-    from .goldset.sources import read_corpus, write_gold
+    from .goldset.sources import read_corpus, write_golds
 
     _out_ok(out, [source, corpus], force)
     if unresolved is not None:
@@ -160,15 +160,15 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
         _out_ok(unresolved, [source, corpus], force, "--unresolved")
     docs = read_corpus(corpus, corpus_format.value if corpus_format else None)
     rows, outcomes = build_goldset(read_answers(source, docs), docs)
-    write_gold(out, rows, [source, corpus], replace=force)
     listed = [o for o in outcomes if o.how in ("ambiguous", "missing")]
+    # Published together: a golden set beside another run's list of its unresolved answers would mislead
+    write_golds([("-o", out, rows)] + ([("--unresolved", unresolved, [o.to_dict() for o in listed])]
+                                       if unresolved is not None else []), [source, corpus], replace=force)
     for o in listed[:50]:
         places = ", ".join(f"{d}@{m.start}..{m.end}" for d, m in o.places[:5])
         _err(f"{o.where}: query {o.query_id!r}: answer {o.answer[:60]!r} {o.how}" + (f": {places}" if places else ""))
     if len(listed) > 50:
         _err(f"... and {len(listed) - 50} more" + ("" if unresolved else " (--unresolved FILE lists them all)"))
-    if unresolved is not None:
-        write_gold(unresolved, [o.to_dict() for o in listed], [source, corpus], option="--unresolved", replace=force)
     _err(f"{out}: {len(rows)} queries; answers: " + ", ".join(f"{k} {n}" for k, n in tally(outcomes).items()))
     if listed:
         raise typer.Exit(1)

@@ -212,6 +212,87 @@ def test_pool_keeps_a_file_that_appeared_meanwhile(run, tmp_path, monkeypatch):
     assert out.read_text() == "theirs\n" and _leftovers(tmp_path) == []
 
 
+# ---- bug 2: a golden set and its --unresolved list are published together ---------------------------------------------
+
+def _old_pair(tmp: Path) -> tuple[Path, Path]:
+    gold, unres = tmp / "gold.jsonl", tmp / "unres.jsonl"
+    gold.write_text("old gold\n")
+    unres.write_text("old unresolved\n")
+    return gold, unres
+
+
+def test_a_failed_second_file_puts_the_first_back(tmp_path, monkeypatch):
+    gold, unres = _old_pair(tmp_path)
+    real = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst) == unres:
+            raise PermissionError(errno.EACCES, "Permission denied", str(src))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    proc = harness(*_build(tmp_path, "-o", gold, "--unresolved", unres, "--force"), cwd=tmp_path)
+    assert_input_error(proc, f"--unresolved {unres}: cannot write: Permission denied (none of the files was written)")
+    assert f"-o {unres}" not in proc.stderr
+    assert (gold.read_text(), unres.read_text()) == ("old gold\n", "old unresolved\n")
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_full_disk_on_the_second_file_names_it_and_writes_neither(tmp_path, monkeypatch):
+    gold, unres = _old_pair(tmp_path)
+    _full_disk_at(monkeypatch, 2)
+    proc = harness(*_build(tmp_path, "-o", gold, "--unresolved", unres, "--force"), cwd=tmp_path)
+    assert_input_error(proc, f"--unresolved {unres}: cannot write: No space left on device")
+    assert (gold.read_text(), unres.read_text()) == ("old gold\n", "old unresolved\n")
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_unresolved_file_that_appeared_meanwhile_stops_both(tmp_path, monkeypatch):
+    import harness.goldset.build as build
+
+    gold, unres = tmp_path / "gold.jsonl", tmp_path / "unres.jsonl"
+    _appear_during(monkeypatch, build, "build_goldset", unres)
+    proc = harness(*_build(tmp_path, "-o", gold, "--unresolved", unres), cwd=tmp_path)
+    assert_input_error(proc, f"--unresolved {unres}: {APPEARED}")
+    assert not gold.exists() and unres.read_text() == "theirs\n" and _leftovers(tmp_path) == []
+
+
+def test_an_interrupt_while_publishing_waits_for_the_pair(tmp_path, monkeypatch):
+    """Ctrl-C between the two renames is held until both are in place: the pair is the new one, and the command
+    then exits as interrupted."""
+    gold, unres = _old_pair(tmp_path)
+    real = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst) == gold:
+            os.kill(os.getpid(), signal.SIGINT)  # arrives after the first rename starts
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    proc = harness(*_build(tmp_path, "-o", gold, "--unresolved", unres, "--force"), cwd=tmp_path)
+    assert proc.returncode == 130, proc.stderr
+    assert json.loads(gold.read_text().splitlines()[0])["id"] == "q1"
+    assert json.loads(unres.read_text())["query_id"] == "q2"
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_interrupt_while_writing_publishes_neither(tmp_path, monkeypatch):
+    gold, unres = _old_pair(tmp_path)
+    real, calls = os.fsync, []
+
+    def fsync(fd):
+        calls.append(fd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(fd)
+
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    proc = harness(*_build(tmp_path, "-o", gold, "--unresolved", unres, "--force"), cwd=tmp_path)
+    assert proc.returncode == 130, proc.stderr
+    assert (gold.read_text(), unres.read_text()) == ("old gold\n", "old unresolved\n")
+    assert _leftovers(tmp_path) == []
+
+
 # ---- bug 4: a failed write removes the folders made for it ---------------------------------------------------------
 
 def test_a_failed_write_removes_the_folders_it_made(tmp_path, monkeypatch):
