@@ -1,7 +1,7 @@
 """``harness init``: a starter project that runs at once: a config, a tiny corpus and golden set, and gate rules.
 
 The files are the user's to edit from then on, so init never replaces one: a folder that already holds any of them
-is refused, naming them."""
+is refused, naming them. It writes all of them or none, so a failed init can be run again."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import os
 from pathlib import Path
 
-from .core.errors import InputError
-from .core.files import write_text
+from .core.errors import InputError, OutputAppeared
+from .core.files import make_folders, publish_together, remove_folders, stage
 
 CONFIG = """\
 # A starter experiment: BM25 over corpus.jsonl, judged by goldset.jsonl, a context window of 3 chunks.
@@ -100,10 +100,24 @@ def init_project(folder: Path) -> list[Path]:
     if taken:
         raise InputError(f"{folder}: already has {', '.join(p.name for p in taken)}; harness init never replaces "
                          f"a file (yours to edit): choose another folder or move them away")
+    # All or nothing: a half-written project (a full disk) would be refused by the next init, every file of it
+    # being "yours". The files are staged, then published together, never over a file that appeared meanwhile.
+    made: list[Path] = []
+    staged = []
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        made = make_folders(folder)
         for path, text in files.items():
-            write_text(path, text)
-    except OSError as exc:  # checked above; a race or a read-only place: still one line
-        raise InputError(f"{folder}: cannot write the starter project: {exc.strerror or exc}") from None
+            staged.append(stage(path, text.encode("utf-8"), replace=False))
+        publish_together(staged)
+    except BaseException as exc:
+        for item in reversed(staged):
+            item.discard()
+        remove_folders(made)
+        if isinstance(exc, OutputAppeared):
+            raise InputError(f"{exc.path}: appeared while harness init ran; not replaced (your file is kept; the "
+                             f"starter project is not written)") from None
+        if isinstance(exc, OSError):  # checked above; a race, a read-only place or a full disk: still one line
+            raise InputError(f"{folder}: cannot write the starter project: {exc.strerror or exc} (nothing was "
+                             f"written)") from None
+        raise
     return list(files)

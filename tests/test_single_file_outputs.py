@@ -293,6 +293,44 @@ def test_an_interrupt_while_writing_publishes_neither(tmp_path, monkeypatch):
     assert _leftovers(tmp_path) == []
 
 
+# ---- bug 3: harness init writes its project whole or not at all -----------------------------------------------------
+
+def test_init_on_a_full_disk_leaves_nothing_and_can_be_run_again(tmp_path, monkeypatch):
+    project = tmp_path / "new" / "eval"
+    _full_disk_at(monkeypatch, 2)
+    proc = harness("init", project, cwd=tmp_path)
+    assert_input_error(proc, f"{project}: cannot write the starter project: No space left on device")
+    assert list(tmp_path.iterdir()) == []  # the folders it made are gone too
+    monkeypatch.undo()
+    proc = harness("init", project, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["corpus.jsonl", "gates.yaml", "goldset.jsonl",
+                                                          "harness.yaml"]
+
+
+def test_init_into_an_existing_folder_keeps_the_folder_and_its_files(tmp_path, monkeypatch):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    _full_disk_at(monkeypatch, 3)
+    assert_input_error(harness("init", tmp_path, cwd=tmp_path), "No space left on device")
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_init_keeps_a_file_that_appeared_meanwhile_and_writes_none(tmp_path, monkeypatch):
+    project = tmp_path / "eval"
+    real, calls = files.Staged.publish, []
+
+    def publish(self):
+        calls.append(self.path)
+        if len(calls) == 3:
+            self.path.write_text("theirs\n")
+        return real(self)
+
+    monkeypatch.setattr(files.Staged, "publish", publish)
+    proc = harness("init", project, cwd=tmp_path)
+    assert_input_error(proc, f"{calls[2]}: appeared while harness init ran; not replaced")
+    assert [p.name for p in project.iterdir()] == [calls[2].name] and calls[2].read_text() == "theirs\n"
+
+
 # ---- bug 4: a failed write removes the folders made for it ---------------------------------------------------------
 
 def test_a_failed_write_removes_the_folders_it_made(tmp_path, monkeypatch):
