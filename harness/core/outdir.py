@@ -6,8 +6,10 @@ Rules (README, "What a run writes"):
   overwritten, not even with ``force``.
 - A missing or empty folder is fine. A non-empty folder without a marker, or one holding another run's outputs,
   is refused unless ``force`` (then harness writes its files beside the others). A path that is a file is refused.
-- Nothing is written outside the folder: files are staged in ``DIR/.harness-staging-PID-*/`` and moved into place
-  one rename each, when the run is complete. Files the previous run wrote and this one does not are removed.
+- Nothing is written outside the folder: files are staged in ``DIR/.harness-staging-PID-*/`` and published when the
+  run is complete, all or nothing: the previous run's files are moved aside into the staging folder, the new ones
+  moved in, the marker rewritten; a step that fails undoes the ones before it. Files the previous run wrote and this
+  one does not are removed.
 - One run per folder at a time: ``DIR/.harness-lock`` is held with ``flock`` (the kernel releases it when the
   process dies, however it dies) and names the holder. Staging folders of dead runs are removed by the next run.
 """
@@ -23,7 +25,6 @@ import socket
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Iterator
@@ -31,16 +32,7 @@ from typing import Iterator
 from .files import sync_dir, write_text
 from .errors import InputError
 from .interrupt import deferred, raise_if_received
-
-MARKER = ".harness-output"
-LOCK = ".harness-lock"
-STAGING = ".harness-staging-"
-MARKER_FORMAT = 1
-
-
-def _internal(name: str) -> bool:
-    """harness's own bookkeeping entries: not the user's files, not outputs."""
-    return name in (MARKER, LOCK) or name.startswith(STAGING)
+from .outmarker import LOCK, MARKER, STAGING, Marker, internal as _internal, marker_text, read_marker
 
 
 def _now() -> str:
@@ -51,38 +43,6 @@ def _command() -> str:
     argv = list(sys.argv) or ["python"]
     head = "harness" if argv[0].replace("\\", "/").endswith(("harness/cli.py", "/harness")) else Path(argv[0]).name
     return shlex.join([head, *argv[1:]])
-
-
-@dataclass(frozen=True)
-class Marker:
-    run: str
-    files: frozenset[str]
-    written_at: str
-    complete: bool
-
-
-def _valid_rel(rel: object) -> bool:
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel:
-        return False
-    parts = rel.split("/")
-    return all(p not in ("", ".", "..") for p in parts) and not _internal(parts[0])
-
-
-def read_marker(folder: Path) -> tuple[Marker | None, str | None]:
-    """(marker, None), (None, None) when there is none, or (None, why it is not a harness marker)."""
-    path = folder / MARKER
-    if not os.path.lexists(path):
-        return None, None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, f"{MARKER} is not a harness marker ({type(exc).__name__})"
-    files = data.get("files") if isinstance(data, dict) else None
-    if (not isinstance(data, dict) or data.get("harness_output") != MARKER_FORMAT
-            or not isinstance(data.get("run"), str)
-            or not isinstance(files, list) or not all(_valid_rel(f) for f in files)):
-        return None, f"{MARKER} is not a harness marker (unexpected content)"
-    return Marker(data["run"], frozenset(files), str(data.get("written_at", "?")), bool(data.get("complete"))), None
 
 
 def _describe_holder(raw: bytes) -> str:
@@ -205,7 +165,8 @@ class OutputFolder:
     def publish(self) -> Iterator[Path]:
         """Yield an empty staging folder to write every output into. When the block ends normally, the staged
         files replace the previous run's (files it wrote that this run does not are removed) and the marker is
-        rewritten; when it raises, nothing in the output folder has changed. The staging folder is removed."""
+        rewritten, all or nothing; when it raises, nothing in the output folder has changed. The staging folder is
+        removed."""
         stage: Path | None = None
         try:
             with deferred():  # a signal held here is raised inside the try, so the staging folder is removed
@@ -214,12 +175,12 @@ class OutputFolder:
             files.mkdir()
             yield files
             raise_if_received()  # a signal whose exception a library swallowed still stops the run before it publishes
-            with deferred():  # a few renames: an interruption waits for them, so no mix of two runs is left
+            with deferred():  # renames and their undoing: an interruption waits for them, so no mix of two runs is left
                 self._commit(stage, files)
         finally:
             if stage is not None:
                 with deferred():
-                    shutil.rmtree(stage, ignore_errors=True)
+                    shutil.rmtree(stage, ignore_errors=True)  # the previous run's files moved aside go with it
 
     def _commit(self, stage: Path, files: Path) -> None:
         new = _walk(files)
@@ -228,18 +189,76 @@ class OutputFolder:
             raise InputError(f"{self.where}: harness would overwrite what it did not write; move these away or "
                              f"choose another folder", problems)
         new_set = frozenset(new)
-        # Until the last step the marker lists both runs' files, so an interruption nothing can stop (power loss,
-        # SIGKILL) still leaves every file harness wrote listed as its own, for the next run to replace.
-        self._write_marker(stage, self._previous | new_set, complete=False)
-        for rel in new:
-            dest = self.path / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(files / rel, dest)
-        for rel in sorted(self._previous - new_set):
-            self._remove_own(rel)
-        self._write_marker(stage, new_set, complete=True)
+        aside = stage / "previous"
+        undo: list[tuple[str, Path, Path]] = []  # renames done (file, from, to), undone last first
+        made: list[Path] = []  # folders created in the output folder for the new files
+        old_marker = stage / "previous-marker"
+        doing = f"write {MARKER}"
+        try:
+            if os.path.lexists(self.path / MARKER):  # a copy, so a marker is in place at every moment
+                shutil.copy2(self.path / MARKER, old_marker, follow_symlinks=False)
+            # Until the last step the marker lists both runs' files, so an interruption nothing can stop (power loss,
+            # SIGKILL) still leaves every file harness wrote listed as its own, for the next run to replace.
+            self._write_marker(stage, self._previous | new_set, complete=False)
+            for rel in sorted(self._previous):
+                if self._own_file(rel) is not None:
+                    doing = f"move the previous {rel} aside"
+                    (aside / rel).parent.mkdir(parents=True, exist_ok=True)
+                    _rename(rel, self.path / rel, aside / rel, undo)
+            for rel in new:
+                doing = f"move {rel} into place"
+                _make_parents(self.path, rel, made)
+                _rename(rel, files / rel, self.path / rel, undo)
+            doing = f"write {MARKER}"
+            self._write_marker(stage, new_set, complete=True)
+        except BaseException as exc:  # an OSError mostly; anything else is undone as well, then raised as it was
+            stuck = self._undo(undo, made, old_marker)
+            if not isinstance(exc, OSError):
+                raise
+            reason = exc.strerror or str(exc)
+            if stuck:
+                raise InputError(f"{self.where}: cannot {doing}: {reason}; the previous outputs could not all be put "
+                                 f"back ({stuck}), so {MARKER} says complete: false and the next run replaces "
+                                 f"them") from None
+            raise InputError(f"{self.where}: cannot {doing}: {reason}; the previous outputs are as they "
+                             f"were") from None
+        for rel in sorted(self._previous - new_set):  # moved aside, gone with the staging folder
+            _remove_empty_parents(self.path, rel)
         sync_dir(self.path)
         self._previous = new_set
+
+    def _undo(self, undo: list[tuple[str, Path, Path]], made: list[Path], old_marker: Path) -> str:
+        """Put every file back where it was; '' when all went back, else the first that did not and why."""
+        stuck = ""
+        for rel, src, dst in reversed(undo):
+            try:
+                os.replace(dst, src)
+            except OSError as exc:
+                stuck = stuck or f"{rel}: {exc.strerror or exc}"
+        for folder in reversed(made):
+            _rmdir_quietly(folder)
+        if stuck:
+            return stuck  # the marker listing both runs' files stays: it is the true state
+        try:
+            if os.path.lexists(old_marker):
+                os.replace(old_marker, self.path / MARKER)
+            else:
+                (self.path / MARKER).unlink(missing_ok=True)
+        except OSError as exc:
+            return f"{MARKER}: {exc.strerror or exc}"
+        return ""
+
+    def _own_file(self, rel: str) -> Path | None:
+        """The file ``rel`` the previous run wrote, if it is still a regular file reached without a link; else None
+        (gone, or the user put something else there: theirs)."""
+        parts = rel.split("/")
+        node = self.path
+        for part in parts[:-1]:
+            node = node / part
+            if node.is_symlink() or not node.is_dir():
+                return None
+        target = node / parts[-1]
+        return None if target.is_symlink() or not target.is_file() else target
 
     def _blockers(self, new: list[str]) -> list[str]:
         """Every place where writing ``new`` would overwrite something harness did not write, or leave the folder
@@ -266,41 +285,44 @@ class OutputFolder:
                     problems[f"{sub}: exists and harness did not write it"] = None
         return list(problems)
 
-    def _remove_own(self, rel: str) -> None:
-        """Remove a file the previous run wrote, then the folders it leaves empty; never follow a link."""
-        parts = rel.split("/")
-        node = self.path
-        for part in parts[:-1]:
-            node = node / part
-            if node.is_symlink() or not node.is_dir():
-                return
-        target = node / parts[-1]
-        if target.is_symlink() or not target.is_file():
-            return  # the user put something else there: theirs
-        target.unlink()
-        folder = target.parent
-        while folder != self.path and _rmdir_quietly(folder):
-            folder = folder.parent
-
     def _write_marker(self, stage: Path, files: frozenset[str], *, complete: bool) -> None:
-        data = {"harness_output": MARKER_FORMAT, "run": self.run, "complete": complete, "written_at": _now(),
-                "command": _command(), "files": sorted(files),
-                "note": "written by harness: it replaces only the files listed here; anything else is yours"}
+        text = marker_text(run=self.run, files=files, complete=complete, written_at=_now(), command=_command())
         tmp = stage / "marker.json"  # staged inside the folder, so nothing is ever written beside it
-        write_text(tmp, json.dumps(data, indent=1) + "\n")
+        write_text(tmp, text)
         os.replace(tmp, self.path / MARKER)
 
 
-def _check_owner(path: Path, run: str, force: bool, where: str) -> frozenset[str]:
-    """The files the previous run wrote here (which this run may replace or remove); refuse a folder that is not
-    ours unless ``force``."""
+def _rename(rel: str, src: Path, dst: Path, undo: list[tuple[str, Path, Path]]) -> None:
+    os.replace(src, dst)
+    undo.append((rel, src, dst))
+
+
+def _make_parents(root: Path, rel: str, made: list[Path]) -> None:
+    """Create the folders ``root/rel`` needs, adding each to ``made`` (no link is followed: blockers refused any)."""
+    node = root
+    for part in rel.split("/")[:-1]:
+        node = node / part
+        if not os.path.lexists(node):
+            node.mkdir()
+            made.append(node)
+
+
+def _remove_empty_parents(root: Path, rel: str) -> None:
+    folder = (root / rel).parent
+    while folder != root and not folder.is_symlink() and _rmdir_quietly(folder):
+        folder = folder.parent
+
+
+def _check_owner(path: Path, run: str, force: bool, where: str) -> Marker | None:
+    """The previous run's marker (the files it wrote, which this run may replace or remove); refuse a folder that is
+    not ours unless ``force``."""
     marker, problem = read_marker(path)
     if marker is not None:
         if marker.run != run and not force:
             raise InputError(f"{where}: holds the outputs of run '{marker.run}' (written {marker.written_at}), not "
                              f"'{run}'; pass --force to replace them (files harness did not write are kept), or "
                              f"choose another folder")
-        return marker.files
+        return marker
     others = sorted(e.name for e in path.iterdir() if not _internal(e.name))
     if (others or problem) and not force:
         what = problem or f"no {MARKER}"
@@ -308,7 +330,7 @@ def _check_owner(path: Path, run: str, force: bool, where: str) -> frozenset[str
         raise InputError(f"{where}: not empty ({shown or MARKER}) and not written by harness ({what}); choose a new "
                          f"or empty folder, or pass --force to write harness's files beside these (files harness "
                          f"did not write are never deleted or overwritten)")
-    return frozenset()
+    return None
 
 
 @contextmanager
@@ -325,7 +347,8 @@ def open_output(path: Path, *, run: str, force: bool = False, origin: str | None
             created = _make_folder(path, where)
             fd = _lock(path, where)
         _remove_stale_staging(path)
-        yield OutputFolder(path, run, where, _check_owner(path, run, force, where))
+        marker = _check_owner(path, run, force, where)
+        yield OutputFolder(path, run, where, marker.files if marker else frozenset())
     finally:
         with deferred():
             try:
