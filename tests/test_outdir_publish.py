@@ -1,4 +1,5 @@
-"""Publishing a run's outputs is all or nothing (README, "What a run writes"; harness/core/outdir.py).
+"""Publishing a run's outputs is all or nothing, and a file harness wrote that someone changed since is not silently
+replaced (README, "What a run writes"; harness/core/outdir.py, harness/core/outmarker.py).
 
 A rename that fails is simulated by patching os.replace (a test cannot rely on chattr +i): the previous outputs stay
 byte for byte, the error is one line naming the file and the reason, exit 2, and no staging or backup is left."""
@@ -27,6 +28,11 @@ def marker(folder: Path) -> dict:
 def leftovers(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
                   if p.name == ".harness-lock" or p.name.startswith(".harness-staging-"))
+
+
+def outputs(folder: Path) -> dict[str, str]:
+    """``snapshot`` without harness's transient entries (taken while a run holds the folder)."""
+    return {k: v for k, v in snapshot(folder).items() if not k.startswith((".harness-lock", ".harness-staging-"))}
 
 
 def run_ok(tmp: Path, *args) -> None:
@@ -169,7 +175,7 @@ def test_when_putting_back_fails_too_the_marker_says_incomplete(tmp_path: Path, 
                                  f"outputs could not all be put back (a.txt: Operation not permitted), so "
                                  f"{MARKER} says complete: false and the next run replaces them")
     m = marker(folder)
-    assert m["complete"] is False and set(m["files"]) == set(FIRST) | set(SECOND)
+    assert m["complete"] is False and set(m["files"]) == set(FIRST) | set(SECOND) and m["written"] == {}
     assert not leftovers(folder)
     publish(folder, SECOND)  # the next run: every file either run wrote is replaced or removed; the user's stays
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == \
@@ -246,3 +252,114 @@ except Exception as exc:
         assert not (folder / "gone.txt").exists() and marker(folder)["complete"] is True
     assert not leftovers(folder)
 
+
+# --- 2. a file harness wrote and someone changed since is not silently replaced -----------------------------------
+
+NOTES = "\n## My notes\n\nq12 fails because the chunk splits the table.\n"
+
+
+def test_an_edited_output_is_refused_before_the_run_and_kept(tmp_path: Path) -> None:
+    demo_config(tmp_path)
+    run_ok(tmp_path)
+    run_ok(tmp_path)  # an unchanged folder is rerun without --force
+    out = tmp_path / "d"
+    with (out / "report.md").open("a") as fh:
+        fh.write(NOTES)
+    before = snapshot(out)
+    proc = harness("run", "cfg.yaml", "--out", "d", "-q", cwd=tmp_path)
+    assert_input_error(proc, "report.md: changed since harness wrote it; --force replaces it")
+    assert [line for line in proc.stderr.splitlines() if not line.startswith("warning:")] == [
+        "error: --out d: files harness wrote were changed since; move them away to keep them, or pass --force to "
+        "replace them", "  - report.md: changed since harness wrote it; --force replaces it"]
+    assert snapshot(out) == before and (out / "report.md").read_text().endswith(NOTES) and not leftovers(out)
+
+    run_ok(tmp_path, "--force")  # the user's word: replace it
+    assert not (out / "report.md").read_text().endswith(NOTES)
+    run_ok(tmp_path)  # and the folder is harness's again
+
+
+def test_the_marker_records_size_and_mtime_of_every_file(tmp_path: Path) -> None:
+    demo_config(tmp_path)
+    run_ok(tmp_path)
+    out = tmp_path / "d"
+    m = marker(out)
+    assert sorted(m["written"]) == sorted(m["files"])
+    for rel, entry in m["written"].items():
+        st = os.lstat(out / rel)
+        assert entry == {"size": st.st_size, "mtime_ns": st.st_mtime_ns}, rel
+
+
+def test_a_marker_without_sizes_and_times_still_works(tmp_path: Path) -> None:
+    """Folders written before the marker recorded them: their files count as unchanged, and are replaced."""
+    demo_config(tmp_path)
+    run_ok(tmp_path)
+    out = tmp_path / "d"
+    old = marker(out)
+    del old["written"]
+    (out / MARKER).write_text(json.dumps(old, indent=1) + "\n")
+    with (out / "report.md").open("a") as fh:
+        fh.write(NOTES)
+    run_ok(tmp_path)
+    assert not (out / "report.md").read_text().endswith(NOTES) and set(marker(out)["written"]) == set(old["files"])
+
+
+def test_malformed_entries_count_as_unknown() -> None:
+    from harness.core.outmarker import _stamps
+
+    files = frozenset({"a", "b", "c", "d"})
+    raw = {"a": {"size": 3, "mtime_ns": 5}, "b": {"size": "3", "mtime_ns": 5}, "c": [3, 5], "d": {"size": True,
+           "mtime_ns": 5}, "elsewhere": {"size": 1, "mtime_ns": 1}}
+    assert _stamps(raw, files) == {"a": (3, 5)}
+    assert _stamps(["a"], files) == {}
+
+
+def test_a_changed_file_the_run_would_remove_is_refused_too(tmp_path: Path) -> None:
+    from harness.core.errors import InputError
+
+    from harness.core.outdir import open_output
+
+    folder = first_run(tmp_path)
+    with pytest.raises(InputError) as caught:
+        with open_output(folder, run="t") as out:
+            with out.publish() as stage:
+                (stage / "a.txt").write_text("second a\n")
+                (folder / "gone.txt").write_text("only the first run, and my edit\n")
+                before = outputs(folder)
+    assert caught.value.problems == ["gone.txt: changed since harness wrote it; --force removes it"]
+    assert snapshot(folder) == before and not leftovers(folder)
+    with pytest.raises(InputError) as caught:  # known at once when opening, before the run says what it writes
+        publish(folder, SECOND)
+    assert caught.value.problems == ["gone.txt: changed since harness wrote it; --force replaces it"]
+    publish(folder, SECOND, force=True)
+    assert not (folder / "gone.txt").exists() and (folder / "sub" / "mine.txt").is_file()
+
+
+def test_a_file_changed_while_the_run_works_is_refused_when_publishing(tmp_path: Path) -> None:
+    """Checked when the folder is opened (before the work) and again before the first rename (a run takes minutes);
+    a clash with a file harness did not write is reported in the same list."""
+    from harness.core.errors import InputError
+
+    folder = first_run(tmp_path)
+    with pytest.raises(InputError) as caught:
+        from harness.core.outdir import open_output
+
+        with open_output(folder, run="t") as out:
+            with out.publish() as stage:
+                (stage / "a.txt").write_text("second a\n")
+                (stage / "theirs.txt").write_text("harness's\n")
+                (folder / "a.txt").write_text("edited during the run\n")
+                (folder / "theirs.txt").write_text("the user's\n")
+                before = outputs(folder)
+    assert str(caught.value).splitlines()[0].endswith("harness would overwrite what it did not write; move these "
+                                                      "away or choose another folder")
+    assert caught.value.problems == ["theirs.txt: exists and harness did not write it",
+                                     "a.txt: changed since harness wrote it; --force replaces it"]
+    assert snapshot(folder) == before and not leftovers(folder)
+
+
+def test_another_runs_folder_with_force_replaces_its_changed_files(tmp_path: Path) -> None:
+    """--force already means "replace another run's outputs"; a changed one among them is replaced as well."""
+    folder = first_run(tmp_path)
+    (folder / "a.txt").write_text("edited\n")
+    publish(folder, SECOND, run="other", force=True)
+    assert (folder / "a.txt").read_text() == "second a\n" and marker(folder)["run"] == "other"

@@ -6,6 +6,8 @@ Rules (README, "What a run writes"):
   overwritten, not even with ``force``.
 - A missing or empty folder is fine. A non-empty folder without a marker, or one holding another run's outputs,
   is refused unless ``force`` (then harness writes its files beside the others). A path that is a file is refused.
+- A file harness wrote and someone changed since (its size or modification time differs from the marker's) is
+  neither replaced nor removed unless ``force``.
 - Nothing is written outside the folder: files are staged in ``DIR/.harness-staging-PID-*/`` and published when the
   run is complete, all or nothing: the previous run's files are moved aside into the staging folder, the new ones
   moved in, the marker rewritten; a step that fails undoes the ones before it. Files the previous run wrote and this
@@ -32,7 +34,7 @@ from typing import Iterator
 from .files import sync_dir, write_text
 from .errors import InputError
 from .interrupt import deferred, raise_if_received
-from .outmarker import LOCK, MARKER, STAGING, Marker, internal as _internal, marker_text, read_marker
+from .outmarker import LOCK, MARKER, STAGING, Marker, Stamp, internal as _internal, marker_text, read_marker, stamp
 
 
 def _now() -> str:
@@ -155,11 +157,14 @@ class OutputFolder:
     """An output folder opened for one run by ``open_output``: locked, checked, and the files its previous run
     wrote known. ``publish()`` stages a complete set of outputs and moves them in."""
 
-    def __init__(self, path: Path, run: str, where: str, previous: frozenset[str]):
+    def __init__(self, path: Path, run: str, where: str, previous: frozenset[str],
+                 stamps: dict[str, Stamp] | None = None, force: bool = False):
         self.path = path
         self.run = run
         self.where = where
         self._previous = previous
+        self._stamps = dict(stamps or {})  # size and mtime of the previous run's files as it left them
+        self._force = force
 
     @contextmanager
     def publish(self) -> Iterator[Path]:
@@ -184,10 +189,7 @@ class OutputFolder:
 
     def _commit(self, stage: Path, files: Path) -> None:
         new = _walk(files)
-        problems = self._blockers(new)
-        if problems:
-            raise InputError(f"{self.where}: harness would overwrite what it did not write; move these away or "
-                             f"choose another folder", problems)
+        self.refuse_overwrites(new)
         new_set = frozenset(new)
         aside = stage / "previous"
         undo: list[tuple[str, Path, Path]] = []  # renames done (file, from, to), undone last first
@@ -199,18 +201,21 @@ class OutputFolder:
                 shutil.copy2(self.path / MARKER, old_marker, follow_symlinks=False)
             # Until the last step the marker lists both runs' files, so an interruption nothing can stop (power loss,
             # SIGKILL) still leaves every file harness wrote listed as its own, for the next run to replace.
-            self._write_marker(stage, self._previous | new_set, complete=False)
+            self._write_marker(stage, self._previous | new_set, {}, complete=False)
             for rel in sorted(self._previous):
                 if self._own_file(rel) is not None:
                     doing = f"move the previous {rel} aside"
                     (aside / rel).parent.mkdir(parents=True, exist_ok=True)
                     _rename(rel, self.path / rel, aside / rel, undo)
+            stamps: dict[str, Stamp] = {}  # as the new files are in place: a rename keeps size and mtime
             for rel in new:
                 doing = f"move {rel} into place"
                 _make_parents(self.path, rel, made)
                 _rename(rel, files / rel, self.path / rel, undo)
+                if (st := stamp(self.path / rel)) is not None:
+                    stamps[rel] = st
             doing = f"write {MARKER}"
-            self._write_marker(stage, new_set, complete=True)
+            self._write_marker(stage, new_set, stamps, complete=True)
         except BaseException as exc:  # an OSError mostly; anything else is undone as well, then raised as it was
             stuck = self._undo(undo, made, old_marker)
             if not isinstance(exc, OSError):
@@ -225,7 +230,7 @@ class OutputFolder:
         for rel in sorted(self._previous - new_set):  # moved aside, gone with the staging folder
             _remove_empty_parents(self.path, rel)
         sync_dir(self.path)
-        self._previous = new_set
+        self._previous, self._stamps = new_set, stamps
 
     def _undo(self, undo: list[tuple[str, Path, Path]], made: list[Path], old_marker: Path) -> str:
         """Put every file back where it was; '' when all went back, else the first that did not and why."""
@@ -247,6 +252,30 @@ class OutputFolder:
         except OSError as exc:
             return f"{MARKER}: {exc.strerror or exc}"
         return ""
+
+    def refuse_overwrites(self, new: list[str] | None = None) -> None:
+        """Refuse, all problems at once, when publishing ``new`` (None: not known yet) would overwrite what harness
+        did not write, or (without force) replace or remove a file harness wrote that was changed since."""
+        blockers = self._blockers(new or [])
+        changed = [] if self._force else self._changed(None if new is None else frozenset(new))
+        if blockers:
+            raise InputError(f"{self.where}: harness would overwrite what it did not write; move these away or "
+                             f"choose another folder", blockers + changed)
+        if changed:
+            raise InputError(f"{self.where}: files harness wrote were changed since; move them away to keep them, "
+                             f"or pass --force to replace them", changed)
+
+    def _changed(self, new: frozenset[str] | None) -> list[str]:
+        """One line for each file the previous run wrote whose size or modification time is no longer what the
+        marker recorded (a file without a record is unknown: unchanged). ``new``: the files this run writes (it
+        removes the others)."""
+        lines = []
+        for rel in sorted(self._stamps):
+            path = self._own_file(rel)
+            if path is not None and stamp(path) != self._stamps[rel]:
+                verb = "removes" if new is not None and rel not in new else "replaces"
+                lines.append(f"{rel}: changed since harness wrote it; --force {verb} it")
+        return lines
 
     def _own_file(self, rel: str) -> Path | None:
         """The file ``rel`` the previous run wrote, if it is still a regular file reached without a link; else None
@@ -285,8 +314,9 @@ class OutputFolder:
                     problems[f"{sub}: exists and harness did not write it"] = None
         return list(problems)
 
-    def _write_marker(self, stage: Path, files: frozenset[str], *, complete: bool) -> None:
-        text = marker_text(run=self.run, files=files, complete=complete, written_at=_now(), command=_command())
+    def _write_marker(self, stage: Path, files: frozenset[str], stamps: dict[str, Stamp], *, complete: bool) -> None:
+        text = marker_text(run=self.run, files=files, stamps=stamps, complete=complete, written_at=_now(),
+                           command=_command())
         tmp = stage / "marker.json"  # staged inside the folder, so nothing is ever written beside it
         write_text(tmp, text)
         os.replace(tmp, self.path / MARKER)
@@ -348,7 +378,10 @@ def open_output(path: Path, *, run: str, force: bool = False, origin: str | None
             fd = _lock(path, where)
         _remove_stale_staging(path)
         marker = _check_owner(path, run, force, where)
-        yield OutputFolder(path, run, where, marker.files if marker else frozenset())
+        out = OutputFolder(path, run, where, marker.files if marker else frozenset(),
+                           dict(marker.stamps) if marker else None, force)
+        out.refuse_overwrites()  # changed files, before the run's work rather than after it
+        yield out
     finally:
         with deferred():
             try:
