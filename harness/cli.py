@@ -122,7 +122,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
                 checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
                 write_outputs(result, folder)
     except OSError as exc:
-        if exc.errno not in WRITING or exc.filename is not None or target is None:
+        if exc.errno not in WRITING or target is None:
             raise
         from .core.errors import InputError  # a full disk or quota while writing: the folder, not "a file"
 

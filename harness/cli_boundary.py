@@ -18,6 +18,7 @@ import typer
 from .core.errors import HarnessError
 
 INTERRUPTED = "interrupted: nothing half-written was left behind"
+STDOUT = "standard output"  # how an OSError of WholeWrites names the file it could not write
 # OSErrors that are the machine's answer (space, quota, names, permissions, files in the way), not the program's
 # mistake: one line naming the path. Any other OSError is a bug and keeps its traceback.
 WRITING = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
@@ -50,7 +51,7 @@ class WholeWrites(io.RawIOBase):
                 done += os.write(self._fd, view[done:])
         except OSError as exc:
             if exc.errno in WRITING:  # named for the user (a closed pipe stays a BrokenPipeError)
-                raise OSError(exc.errno, exc.strerror, "standard output") from None
+                raise OSError(exc.errno, exc.strerror, STDOUT) from None
             raise
         return done
 
@@ -96,11 +97,16 @@ def _stdout_is_devnull() -> bool:
         return False
 
 
-def _pipe_closed() -> NoReturn:
-    """Exit 0, quietly. stdout is pointed at devnull first so the interpreter's last flush of the buffered output
-    cannot raise again (Python's docs, signal module, "Note on SIGPIPE")."""
+def _drop_stdout() -> None:
+    """Point stdout at devnull, so the interpreter's last flush of what is buffered for it cannot raise again
+    (Python's docs, signal module, "Note on SIGPIPE")."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+
+
+def _pipe_closed() -> NoReturn:
+    """Exit 0, quietly."""
+    _drop_stdout()
     sys.exit(0)
 
 
@@ -168,16 +174,21 @@ def run_app(app: typer.Typer) -> NoReturn:
         if isinstance(exc, Terminated):  # SIGTERM in a command that does not say so itself (run does)
             ignore_further()
             _tell(INTERRUPTED)
-            sys.stdout.flush()
+            try:
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass
             os._exit(143)
         raise
     except OSError as exc:
-        if exc.errno not in _ENVIRONMENT:
+        # A full disk, a path too long, a read-only or vanished place: what the machine refused, not a bug. Only
+        # when it names the path (an errno alone, EMFILE from a leak or EACCES from a sandbox, keeps its traceback).
+        if exc.errno not in _ENVIRONMENT or exc.filename is None:
             raise
-        # A full disk, a path too long, a read-only or vanished place: what the machine refused, not a bug.
-        where = exc.filename if exc.filename is not None else "the output"
-        _tell(f"error: {where}: cannot write ({exc.strerror})" if exc.errno in WRITING else
-              f"error: {where}: {exc.strerror}")
+        _tell(f"error: {exc.filename}: cannot write ({exc.strerror})" if exc.errno in WRITING else
+              f"error: {exc.filename}: {exc.strerror}")
+        if exc.filename == STDOUT:  # what is still buffered for it would fail again in the interpreter's exit
+            _drop_stdout()
         sys.exit(2)
     except Exception as exc:  # click's usage errors: "Usage: ..." and one "Error: ..." line, exit 2
         usage, exits, aborts = _click_exceptions()

@@ -210,3 +210,27 @@ def test_indexed_lists_that_break_a_contract_go_the_way_of_ranked_lists():
     made = lists([second, top], [1.0, 1.0]).as_lists(q, chunks)[0]
     assert [h.chunk_id for h in made.hits] == [chunks[second].chunk_id, chunks[top].chunk_id]
     assert [h.rank for h in made.hits] == [1, 2]
+
+
+def test_lazy_hits_slice_as_a_tuple_does():
+    rng = random.Random(5)
+    chunks = _chunks(rng, 8)
+    lists = [r for r in _lists(rng, chunks, 10, 6) if len(r.hits) >= 3]
+    table = _table(lists, chunks)
+    for i, ranked in enumerate(lists):
+        lazy = table.lazy(i).hits
+        for cut in (slice(None, None, -1), slice(-2, None), slice(1, -1, 2), slice(5, 1), slice(None, 2)):
+            assert lazy[cut] == ranked.hits[cut], cut
+        assert lazy[-1] == ranked.hits[-1]
+
+
+def test_a_subclass_that_overrides_retrieve_is_not_bypassed_by_the_fast_path():
+    from harness.pipeline.execute import _indexed
+    from harness.retrievers.bm25 import BM25Retriever, BM25Config
+
+    class Filtered(BM25Retriever):
+        def retrieve(self, queries, k):
+            return [r for r in super().retrieve(queries, k)]
+
+    assert _indexed(BM25Retriever(BM25Config())) is not None
+    assert _indexed(Filtered(BM25Config())) is None

@@ -98,3 +98,17 @@ def test_the_console_script_is_the_entry_module():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'harness = "harness.entry:main"' in text
     assert "numpy" not in _python("import sys, harness; print(sorted(sys.modules))").stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["eval", "QRELS", "RUN"]])
+def test_a_full_disk_under_a_small_output_is_the_same_one_line(tmp_path, args):
+    """A review: output smaller than the buffer failed at the boundary's flush, was reported, and then failed again
+    in the interpreter's own exit flush: a traceback and exit 120."""
+    qrels, run = _files(tmp_path)
+    argv = [str(qrels) if a == "QRELS" else str(run) if a == "RUN" else a for a in args]
+    code = f"import sys; sys.argv = ['harness', *{argv!r}]\nfrom harness.entry import main; main()"
+    with open("/dev/full", "w") as full:
+        proc = _python(code, stdout=full)
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "error: standard output: cannot write (No space left on device)" in proc.stderr

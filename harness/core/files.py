@@ -63,6 +63,11 @@ def atomic_open(path: Path, mode: str = "w", *, replace: bool = True) -> Iterato
         with staged.open(mode) as fh:
             yield fh
         staged.publish()
+    except OSError as exc:
+        staged.discard()
+        if exc.filename is None and exc.errno is not None:  # a write's error names no file: this one (the CLI says it)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         staged.discard()
         raise

@@ -256,8 +256,7 @@ class LazyHits(Sequence[Hit]):
     def __getitem__(self, i):
         if isinstance(i, slice):
             start, stop, step = i.indices(self._n)
-            hits = tuple(self._hits(start, stop)) if step == 1 or stop <= start else tuple(self._hits(0, self._n))[i]
-            return hits
+            return tuple(self._hits(start, stop)) if step == 1 else tuple(self._hits(0, self._n))[i]
         if i < 0:
             i += self._n
         if not 0 <= i < self._n:

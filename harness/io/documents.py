@@ -15,7 +15,7 @@ from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from ..core.jsonl import parse_line
-from ..core.outdir import MARKER, STAGING
+from ..core.outmarker import MARKER, STAGING
 from ..core.textfile import GZIP_ERRORS, open_binary
 from ..core.types import Document
 

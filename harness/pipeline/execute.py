@@ -14,6 +14,7 @@ from ..config.schema import CutoffConfig
 from ..core.errors import ConfigError, HarnessError, RetrieverError, crash_line
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
 from ..retrievers.contract import HitReport, shown
+from ..retrievers.ranking import id_order
 from ..text import TokenCounter
 from ..core.hittable import HitTable, HitTableBuilder
 from .latency import latency_summary, per_query_ms
@@ -85,9 +86,8 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     table = HitTableBuilder(chunks)
     # A retriever that answers with positions in the chunks it indexed (``contract.IndexedLists``) skips making,
     # checking and placing a Hit per hit, most of a fast BM25 run's time; its lists are checked as columns.
-    indexed = getattr(retriever, "retrieve_indexed", None)
-    id_rank = _id_ranks(chunks) if callable(indexed) else None
-    indexed = indexed if callable(indexed) else None
+    indexed = _indexed(retriever)
+    id_rank = id_order(chunks) if indexed is not None else None
     n_adopted = 0
     problems: list[HitProblem] = []
     duplicates = 0
@@ -133,11 +133,16 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
                      latency_summary(ms, sum(s for s, _ in batches), measured))
 
 
-def _id_ranks(chunks: Sequence[Chunk]) -> np.ndarray:
-    """Each chunk's rank among the chunks' ids (the tie rule orders ties by chunk id descending)."""
-    ranks = np.empty(len(chunks), dtype=np.int64)
-    ranks[sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)] = np.arange(len(chunks))
-    return ranks
+def _indexed(retriever: Retriever):
+    """The retriever's ``retrieve_indexed``, when it answers for the ``retrieve`` the class calls: a subclass that
+    overrides ``retrieve`` (to filter or re-score) must not be bypassed by the parent's columns."""
+    method = getattr(retriever, "retrieve_indexed", None)
+    if not callable(method):
+        return None
+    cls = type(retriever)
+    owner = next((c for c in cls.__mro__ if "retrieve_indexed" in c.__dict__), None)
+    defines_retrieve = next((c for c in cls.__mro__ if "retrieve" in c.__dict__), None)
+    return method if owner is not None and owner is defines_retrieve else None
 
 
 def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tuple[str, ...], tuple[str, ...]]:
