@@ -264,6 +264,9 @@ def write_output(option: str, path: Path, text: str, *, replace: bool = True, ki
         raise OutputAppeared(path, option) from None
     except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
         raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+    from .core.outmarker import restamp
+
+    restamp(path)  # a report rewritten in a run's folder is still harness's own there, not the user's edit
 
 
 def free_outputs(outputs: dict[str, Path | None]) -> dict[str, bool]:

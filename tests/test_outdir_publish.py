@@ -284,9 +284,12 @@ def test_the_marker_records_size_and_mtime_of_every_file(tmp_path: Path) -> None
     out = tmp_path / "d"
     m = marker(out)
     assert sorted(m["written"]) == sorted(m["files"])
+    import hashlib
+
     for rel, entry in m["written"].items():
         st = os.lstat(out / rel)
-        assert entry == {"size": st.st_size, "mtime_ns": st.st_mtime_ns}, rel
+        digest = hashlib.sha256((out / rel).read_bytes()).hexdigest()  # (every demo output is under HASHED_UP_TO)
+        assert entry == {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}, rel
 
 
 def test_a_marker_without_sizes_and_times_still_works(tmp_path: Path) -> None:
@@ -309,7 +312,8 @@ def test_malformed_entries_count_as_unknown() -> None:
     files = frozenset({"a", "b", "c", "d"})
     raw = {"a": {"size": 3, "mtime_ns": 5}, "b": {"size": "3", "mtime_ns": 5}, "c": [3, 5], "d": {"size": True,
            "mtime_ns": 5}, "elsewhere": {"size": 1, "mtime_ns": 1}}
-    assert _stamps(raw, files) == {"a": (3, 5)}
+    assert _stamps(raw, files) == {"a": (3, 5, None)}
+    assert _stamps({"a": {"size": 3, "mtime_ns": 5, "sha256": "x"}}, files) == {"a": (3, 5, None)}  # not a digest
     assert _stamps(["a"], files) == {}
 
 
@@ -363,3 +367,24 @@ def test_another_runs_folder_with_force_replaces_its_changed_files(tmp_path: Pat
     (folder / "a.txt").write_text("edited\n")
     publish(folder, SECOND, run="other", force=True)
     assert (folder / "a.txt").read_text() == "second a\n" and marker(folder)["run"] == "other"
+
+
+def test_harness_rewriting_a_report_in_the_folder_or_a_copy_of_the_folder_is_not_an_edit(tmp_path: Path) -> None:
+    """A review: `harness report results.json -o out/report.html` made the next run refuse the folder, and so did a
+    copy of it (cp -r gives every file a new time). The marker follows harness's own rewrite; a small file whose time
+    moved but whose content did not is unchanged; an edit is still refused."""
+    import shutil
+
+    cfg, out = demo_config(tmp_path), tmp_path / "out"
+    assert harness("run", cfg, "--out", out, "-q").returncode == 0
+    assert harness("report", out / "results.json", "-o", out / "report.html").returncode == 0
+    again = harness("run", cfg, "--out", out, "-q")
+    assert again.returncode == 0, again.stderr
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, copy_function=shutil.copy)  # contents, not times (cp -r)
+    into_copy = harness("run", cfg, "--out", copy, "-q")
+    assert into_copy.returncode == 0, into_copy.stderr
+    with open(copy / "report.md", "a") as fh:
+        fh.write("my notes\n")
+    assert_input_error(harness("run", cfg, "--out", copy, "-q"), "report.md: changed since harness wrote it")
+    assert "my notes" in (copy / "report.md").read_text()

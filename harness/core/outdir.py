@@ -34,7 +34,8 @@ from typing import Iterator
 from .files import sync_dir, write_text
 from .errors import InputError
 from .interrupt import deferred, raise_if_received
-from .outmarker import LOCK, MARKER, STAGING, Marker, Stamp, internal as _internal, marker_text, read_marker, stamp
+from .outmarker import (LOCK, MARKER, STAGING, Marker, Stamp, internal as _internal, marker_text, read_marker, stamp,
+                        unchanged)
 
 
 def _now() -> str:
@@ -272,7 +273,7 @@ class OutputFolder:
         lines = []
         for rel in sorted(self._stamps):
             path = self._own_file(rel)
-            if path is not None and stamp(path) != self._stamps[rel]:
+            if path is not None and not unchanged(path, self._stamps[rel]):
                 verb = "removes" if new is not None and rel not in new else "replaces"
                 lines.append(f"{rel}: changed since harness wrote it; --force {verb} it")
         return lines

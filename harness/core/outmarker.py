@@ -1,7 +1,8 @@
 """The marker of an output folder, ``.harness-output``: the run that wrote the folder, every file it wrote, and each
-file's size and modification time as harness left it, so that a file edited since (notes appended to report.md) is
-told apart from harness's own and is not silently replaced (``outdir``). Size and time, not a hash: a run's
-hits.parquet can be gigabytes, and reading it again at every run would cost more than the run.
+file's size and modification time as harness left it (and a small file's content hash), so that a file edited since
+(notes appended to report.md) is told apart from harness's own and is not silently replaced (``outdir``). A large
+file is known by size and time only: a run's hits.parquet can be gigabytes, and reading it again at every run would
+cost more than the run.
 
 A marker written before sizes and times were recorded has no ``written`` entry: its files count as unchanged, as
 they always did. ``written`` was added without a new format number, so older harness versions still read the marker.
@@ -9,6 +10,7 @@ they always did. ``written`` was added without a new format number, so older har
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -21,7 +23,11 @@ LOCK = ".harness-lock"
 STAGING = ".harness-staging-"
 MARKER_FORMAT = 1
 
-Stamp = tuple[int, int]  # (size in bytes, st_mtime_ns) of a regular file
+Stamp = tuple[int, int, "str | None"]  # (size in bytes, st_mtime_ns, sha256 of a file up to HASHED_UP_TO) of a file
+# A file this small also records its content's hash: a copy (cp -r, an artifact download, a checkout) gives every
+# file a new modification time, and the hash tells that apart from an edit. Larger files (hits.parquet, a large
+# run's results.json) are not read again for it: size and time only.
+HASHED_UP_TO = 32 << 20
 
 
 def internal(name: str) -> bool:
@@ -35,7 +41,62 @@ def stamp(path: Path) -> Stamp | None:
         st = os.lstat(path)
     except OSError:
         return None
-    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return st.st_size, st.st_mtime_ns, _digest(path) if st.st_size <= HASHED_UP_TO else None
+
+
+def unchanged(path: Path, recorded: Stamp) -> bool:
+    """Whether the file at ``path`` is still what harness wrote: the same size, and the same modification time or,
+    when the time moved (a copy), the same content."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != recorded[0]:
+        return False
+    if st.st_mtime_ns == recorded[1]:
+        return True
+    return recorded[2] is not None and _digest(path) == recorded[2]
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def restamp(path: Path) -> None:
+    """``path``, rewritten by harness (``report -o`` into a run's folder), recorded anew in the marker of the folder
+    that holds it, when that marker lists it: the next run must not take harness's own rewrite for the user's edit.
+    Nothing happens in a folder a run is writing (its lock), or without such a marker."""
+    from .files import write_text
+
+    folder, rel = path.parent, path.name
+    marker_path = folder / MARKER
+    if os.path.lexists(folder / LOCK) or not marker_path.is_file() or marker_path.is_symlink():
+        return
+    try:
+        data = json.loads(marker_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return
+    if not isinstance(data, dict) or rel not in (data.get("files") or ()) or not isinstance(data.get("written"), dict):
+        return
+    recorded = stamp(path)
+    if recorded is None:
+        return
+    data["written"][rel] = _entry(recorded)
+    try:
+        write_text(marker_path, json.dumps(data, indent=1) + "\n")
+    except OSError:
+        return  # the output itself is written; the next run asks for --force at worst
+
+
+def _entry(recorded: Stamp) -> dict:
+    size, mtime_ns, digest = recorded
+    return {"size": size, "mtime_ns": mtime_ns, **({"sha256": digest} if digest else {})}
 
 
 @dataclass(frozen=True)
@@ -60,7 +121,8 @@ def _stamps(raw: object, files: frozenset[str]) -> dict[str, Stamp]:
     for rel, entry in (raw.items() if isinstance(raw, dict) else ()):
         values = (entry.get("size"), entry.get("mtime_ns")) if isinstance(entry, dict) else ()
         if rel in files and len(values) == 2 and all(type(v) is int and v >= 0 for v in values):
-            out[rel] = (values[0], values[1])
+            digest = entry.get("sha256")
+            out[rel] = (values[0], values[1], digest if isinstance(digest, str) and len(digest) == 64 else None)
     return out
 
 
@@ -87,7 +149,7 @@ def marker_text(*, run: str, files: frozenset[str], stamps: Mapping[str, Stamp],
                 command: str) -> str:
     data = {"harness_output": MARKER_FORMAT, "run": run, "complete": complete, "written_at": written_at,
             "command": command, "files": sorted(files),
-            "written": {rel: {"size": stamps[rel][0], "mtime_ns": stamps[rel][1]} for rel in sorted(stamps)},
-            "note": "written by harness: it replaces only the files listed here, and one whose size or modification "
-                    "time differs from 'written' only with --force; anything else is yours"}
+            "written": {rel: _entry(stamps[rel]) for rel in sorted(stamps)},
+            "note": "written by harness: it replaces only the files listed here, and one whose size, or time and "
+                    "content, differ from 'written' only with --force; anything else is yours"}
     return json.dumps(data, indent=1) + "\n"
