@@ -59,17 +59,37 @@ class WholeWrites(io.RawIOBase):
         super().close()
 
 
+class Diagnostics(WholeWrites):
+    """stderr's descriptor: when its reader goes away (`harness run ... 2>&1 | head -1`), the rest of the progress
+    and warnings go to devnull and the command goes on. A closed stderr used to end the command as a closed stdout
+    does, quietly with exit 0: a run stopped before it wrote its outputs and said it succeeded."""
+
+    def write(self, data) -> int:
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            _drop(self._fd)
+            return len(memoryview(data).cast("B"))
+
+
+def _drop(fd: int) -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def strict_stdout() -> None:
-    """Point ``sys.stdout`` at a ``WholeWrites`` of its descriptor, keeping its encoding and buffering (the CLI only,
-    when stdout is a real file or pipe)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return
-    old = sys.stdout
-    old.flush()
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(WholeWrites(fd)), encoding=old.encoding, errors=old.errors,
-                                  line_buffering=old.line_buffering, write_through=False)
+    """Point ``sys.stdout`` at a ``WholeWrites`` of its descriptor and ``sys.stderr`` at a ``Diagnostics`` of its,
+    keeping their encoding and buffering (the CLI only, when they are real files or pipes)."""
+    for name, raw in (("stdout", WholeWrites), ("stderr", Diagnostics)):
+        old = getattr(sys, name)
+        try:
+            fd = old.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        old.flush()
+        setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw(fd)), encoding=old.encoding, errors=old.errors,
+                                            line_buffering=old.line_buffering, write_through=name == "stderr"))
 
 
 class _PipeClosed(Exception):
@@ -100,8 +120,7 @@ def _stdout_is_devnull() -> bool:
 def _drop_stdout() -> None:
     """Point stdout at devnull, so the interpreter's last flush of what is buffered for it cannot raise again
     (Python's docs, signal module, "Note on SIGPIPE")."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    _drop(sys.stdout.fileno())
 
 
 def _pipe_closed() -> NoReturn:

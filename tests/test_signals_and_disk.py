@@ -112,3 +112,16 @@ def test_a_full_disk_under_a_small_output_is_the_same_one_line(tmp_path, args):
         proc = _python(code, stdout=full)
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
     assert proc.returncode == 2 and "error: standard output: cannot write (No space left on device)" in proc.stderr
+
+
+def test_a_closed_stderr_does_not_stop_a_run(tmp_path):
+    """A review: `harness run cfg 2>&1 | head -1` stopped the run at its first progress line after head left and
+    exited 0 with no outputs. Progress and warnings to a closed stderr are dropped; the run writes its outputs."""
+    out = tmp_path / "out"
+    code = (f"import sys; sys.argv = ['harness', 'run', {str(demo_config(tmp_path))!r}, '--out', {str(out)!r}]\n"
+            "from harness.entry import main; main()")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc.stderr.close()  # the reader is gone before the first line
+    assert proc.wait(timeout=120) == 0
+    assert (out / "results.json").is_file() and (out / "report.html").is_file()
