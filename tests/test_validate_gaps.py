@@ -144,3 +144,12 @@ def test_jsonl_and_csv_golden_sets_are_not_taken_for_qrels(tmp_path):
     proc = harness("goldset", "stats", tmp_path / "gold.csv.txt")
     assert_input_error(proc, "this looks like a CSV file")
     assert harness("goldset", "stats", ROOT / "goldsets" / "demo" / "goldset.jsonl").returncode == 0
+
+
+@pytest.mark.parametrize("name", ["test.tsv", "test.jsonl"])
+def test_beir_qrels_given_as_a_golden_set_is_one_line_naming_the_beir_format(tmp_path, name):
+    qrels = tmp_path / name
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    proc = harness("goldset", "stats", qrels)
+    assert_input_error(proc, "this looks like BEIR qrels", "goldset: {format: beir, path: THE_DATASET_FOLDER")
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -42,13 +42,19 @@ def _grade(text: str) -> int | str:
 
 def qrels_hint(path: Path, line: str, read_as: str) -> str | None:
     """For a golden set read as ``read_as`` (native JSONL, a CSV or TSV table) whose first line is a TREC qrels
-    line (``qid iter docid rel``: four columns, a whole-number grade last): one line saying what the file is and
-    what reads it, instead of a "not valid JSON" line per row. None for any other line."""
+    line (``qid iter docid rel``: four columns, a whole-number grade last) or BEIR's qrels header (``query-id
+    corpus-id score``): one line saying what the file is and what reads it, instead of a "not valid JSON" line per
+    row or a missing column. None for any other line."""
     parts = split_line(line)
-    if len(parts) != 4 or parts[0].startswith(("{", "[", "#")) or not isinstance(_grade(parts[3]), int):
-        return None
     shown = repr(line.strip())
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    if [p.lower() for p in parts] == ["query-id", "corpus-id", "score"]:  # BEIR's qrels/<split>.tsv header
+        return (f"{path}: this looks like BEIR qrels (first line {shown}), read as {read_as} golden set; a BEIR "
+                f"dataset is read whole with goldset: {{format: beir, path: THE_DATASET_FOLDER, split: "
+                f"{path.stem}}} (its queries.jsonl and qrels/), and harness eval QRELS RUN scores a run against "
+                f"them as they are")
+    if len(parts) != 4 or parts[0].startswith(("{", "[", "#")) or not isinstance(_grade(parts[3]), int):
+        return None
     return (f"{path}: this looks like TREC qrels (first line {shown}: query, iteration, document, grade), read as "
             f"{read_as} golden set; a config reads qrels with goldset: {{format: trec, path: ..., queries: "
             f"QUERIES.tsv}} (the query texts, id<TAB>text), and harness eval QRELS RUN scores a run against them "
