@@ -149,6 +149,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         from ..cache import check_cache_folder  # minutes of encoding must not end in an unwritable cache
         _attempt(lambda: check_cache_folder(cache_dir or BuildContext().cache_dir), errors)
     prepared: dict[str, Prepared] = {}
+    dropped: list[str] = []  # hits an external run will skip, found in its first lines
     for cfg in configs:
         key = json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),
                           cfg.goldset.model_dump(mode="json"), cfg.diagnostics.on_gold_error], sort_keys=True)
@@ -163,14 +164,14 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
                     errors) is None:
             break  # the points after it share its golden set
-        _check_external_hits(cfg, loaded, errors)
+        _check_external_hits(cfg, loaded, errors, dropped)
     if rules is not None:  # after loading: slice rules are checked against the golden set's tags
         gold = next(iter(prepared.values())).gold if prepared else None
         _attempt(lambda: check_rules(rules, config, source, gold), errors)
     if errors:
         raise merge_errors(errors, source)
     # (the config as written: a sweep point's settings are all "given", its parameters merged into a dump)
-    warnings = [f"{source}: {line}" for line in config.unused_settings()]
+    warnings = [f"{source}: {line}" for line in config.unused_settings()] + dropped
     for p in prepared.values():
         for problem in p.problems:
             line = f"{p.config.goldset.path}: {problem.message} (the query is flagged goldset_error)"
@@ -274,9 +275,10 @@ def check_runnable(prepared: Prepared) -> bool:
     return True
 
 
-def _check_external_hits(config: ExperimentConfig, loaded: Prepared, errors: list) -> None:
+def _check_external_hits(config: ExperimentConfig, loaded: Prepared, errors: list, warnings: list[str]) -> None:
     """The hits of each external run's first lines placed on this config's chunks as the run places them: those
-    that cannot be placed are the run's own error, found before any work (the run then reads every line)."""
+    that cannot be placed are the run's own error, found before any work (the run then reads every line), or with
+    ``unplaceable: skip`` a warning counting what it will drop."""
     from ..retrievers.external import ExternalConfig
 
     parts = [cfg for cfg in _section_configs(config.retriever) if isinstance(cfg, ExternalConfig)]
@@ -286,7 +288,9 @@ def _check_external_hits(config: ExperimentConfig, loaded: Prepared, errors: lis
     said = {str(exc) for exc in errors}
     for cfg in parts:
         try:
-            cfg.check_placement(loaded.chunks, documents, config.unplaceable())
+            dropped = cfg.check_placement(loaded.chunks, documents, config.unplaceable())
+            if dropped and dropped not in warnings:
+                warnings.append(dropped)
         except InputError as exc:
             if str(exc) not in said:
                 said.add(str(exc))

@@ -45,11 +45,19 @@ class ExternalConfig(Strict):
             return [f"{where}.path: {line}" for line in [str(exc).split(chr(10), 1)[0], *exc.problems]]
         return []
 
-    def check_placement(self, chunks: Sequence[Chunk], documents: Mapping[str, Document], unplaceable: str) -> None:
+    def check_placement(self, chunks: Sequence[Chunk], documents: Mapping[str, Document], unplaceable: str
+                        ) -> str | None:
         """The hits of the first ``PREFLIGHT_LINES`` lines placed on the run's chunks as ``index`` places them
         (``unplaceable``: the run's ``retriever_hits.unplaceable``): with ``fail``, those that cannot be placed are
-        the run's own error, found before any work."""
-        _external(self, documents, unplaceable).index(chunks, limit=PREFLIGHT_LINES)
+        the run's own error, found before any work; with ``skip``, a warning line counting the hits the run will
+        drop (None when there are none)."""
+        retriever = _external(self, documents, unplaceable)
+        retriever.index(chunks, limit=PREFLIGHT_LINES)
+        if not retriever.unplaced:
+            return None
+        lines = f"in its first {PREFLIGHT_LINES:,} lines " if _longer(self.path, PREFLIGHT_LINES) else ""
+        return (f"{self.path}: {len(retriever.unplaced)} hit(s) {lines}name no chunk of the corpus and will be "
+                f"dropped (retriever_hits.unplaceable: skip), e.g. {retriever.unplaced[0]}")
 
 
 class ExternalRetriever:
@@ -59,6 +67,7 @@ class ExternalRetriever:
         self.documents = documents
         self.unplaceable = unplaceable
         self.raw: dict[str, list[dict]] = {}
+        self.unplaced: list[str] = []
 
     def _read(self, limit: int | None = None) -> None:
         """The run's rows by query (``limit``: its first that many lines only)."""
@@ -110,6 +119,7 @@ class ExternalRetriever:
                 hits.append(hit)
             self.resolved[qid] = hits
         self.loosely_placed = list(placer.loose)
+        self.unplaced = problems  # (with skip: what the run will drop, each with its line)
         if problems and self.unplaceable == "fail":
             # A check of the first lines says so when the file has more (their hits are not counted yet)
             lines = f" in its first {limit:,} lines" if limit is not None and _longer(self.config.path, limit) else ""
