@@ -54,12 +54,8 @@ class HitTable(Sequence[RankedList]):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(i)
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        chunks = self.chunks
-        hits = tuple(Hit(c.chunk_id, c.doc_id, s, rank, c.start, c.end)
-                     for rank, (c, s) in enumerate(zip((chunks[j] for j in self.chunk[lo:hi].tolist()),
-                                                       self.scores[lo:hi].tolist()), 1))
-        return RankedList(str(self.query_ids[i]), hits)
+        lazy = self.lazy(i)
+        return RankedList(lazy.query_id, tuple(lazy.hits))
 
     def __iter__(self) -> Iterator[RankedList]:
         for i in range(len(self)):
