@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from .cli_options import choices, format_choices, format_option, free_outputs, metric_option, out_option, \
-    output_problems, write_output
+    output_problems, write_output, write_outputs_together
 from .render.fmt import plural
 from .stats.choices import CORRECTIONS, TESTS
 
@@ -94,11 +94,9 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
     skipped = sum(r.skipped for r in outcome)
     if skipped:
         _err(f"warning: {plural(skipped, 'regression rule')} skipped: no --baseline given")
-    if summary:
-        write_output("--summary", summary, md, replace=not free["--summary"], kind=kinds["--summary"])
-    if junit:
-        write_output("--junit", junit, junit_xml(candidate.name, outcome), replace=not free["--junit"],
-                     kind=kinds["--junit"])
+    texts = {"--summary": (summary, lambda: md), "--junit": (junit, lambda: junit_xml(candidate.name, outcome))}
+    write_outputs_together([(option, path, text(), not free[option], kinds[option])
+                            for option, (path, text) in texts.items() if path is not None])
     if any(r.failed for r in outcome):
         raise typer.Exit(1)
 

@@ -269,6 +269,38 @@ def write_output(option: str, path: Path, text: str, *, replace: bool = True, ki
     restamp(path)  # a report rewritten in a run's folder is still harness's own there, not the user's edit
 
 
+def write_outputs_together(items: list[tuple[str, Path, str, bool, str]]) -> None:
+    """Several outputs of one command (``(option, path, text, replace, kind)`` each, as ``write_output`` takes
+    them) published all or none: gate's --summary and --junit describe one verdict, and an interrupt or a failure
+    between them must not leave one new and the other old."""
+    from .core.errors import InputError, OutputAppeared
+    from .core.files import publish_together, stage
+    from .core.outmarker import restamp
+
+    for option, path, _, replace, kind in items:
+        if replace and kind and path.is_file() and not _written_by_harness(path, kind):
+            raise InputError(f"{option} {path}: changed while harness ran and was not written by harness; not "
+                             f"replaced (your file is kept; the outputs are not written)")
+    option_of = {str(path): option for option, path, *_ in items}
+    staged = []
+    try:
+        try:
+            for option, path, text, replace, _ in items:
+                staged.append(stage(path, text.encode("utf-8"), replace=replace))
+        except BaseException:
+            for item in staged:
+                item.discard()
+            raise
+        publish_together(staged)  # (which removes every temporary file when it fails)
+    except OutputAppeared as exc:
+        raise OutputAppeared(exc.path, option_of.get(str(exc.path))) from None
+    except OSError as exc:
+        where = f"{option_of[exc.filename]} {exc.filename}" if exc.filename in option_of else "the outputs"
+        raise InputError(f"{where}: cannot write: {exc.strerror or exc} (none of them was written)") from None
+    for _, path, *_ in items:
+        restamp(path)
+
+
 def free_outputs(outputs: dict[str, Path | None]) -> dict[str, bool]:
     """Per output option, whether its path was free (nothing there) when checked: such a path is written with
     ``write_output(..., replace=False)``, so a file that appears there while the command runs is kept."""

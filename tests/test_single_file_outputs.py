@@ -195,7 +195,7 @@ def test_gate_keeps_files_that_appeared_meanwhile(run, tmp_path, monkeypatch):
     _appear_during(monkeypatch, gates, "evaluate_gates", summary)
     proc = harness("gate", run, "--rules", rules, "--summary", summary, "--junit", junit)
     assert_input_error(proc, f"--summary {summary}: {APPEARED}")
-    assert summary.read_text() == "theirs\n"
+    assert summary.read_text() == "theirs\n" and not junit.exists()  # one verdict: both files or neither
     monkeypatch.undo()
     _appear_during(monkeypatch, gates, "evaluate_gates", junit)
     proc = harness("gate", run, "--rules", rules, "--junit", junit)
@@ -350,3 +350,29 @@ def test_folders_that_existed_or_got_other_files_stay(tmp_path):
             raise RuntimeError("the writer failed")
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["kept", "kept/a",
                                                                                  "kept/a/theirs.txt"]
+
+
+def test_gate_writes_its_summary_and_junit_together(run, tmp_path, monkeypatch):
+    """--summary and --junit describe one verdict: a failure publishing the second leaves neither (and an earlier
+    pair of files as it was)."""
+    import errno
+
+    import harness.core.files as files
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('rules:\n  - "doc.ndcg@10 >= 0.0"\n')
+    summary, junit = tmp_path / "gate.md", tmp_path / "gate.xml"
+    assert harness("gate", run, "--rules", rules, "--summary", summary, "--junit", junit).returncode == 0
+    before = summary.read_text(), junit.read_text()
+    publish = files.Staged.publish
+
+    def failing(self):
+        if self.path == junit:
+            raise OSError(errno.EIO, "Input/output error")
+        return publish(self)
+
+    monkeypatch.setattr(files.Staged, "publish", failing)
+    rules.write_text('rules:\n  - "doc.ndcg@10 >= 0.5"\n')
+    proc = harness("gate", run, "--rules", rules, "--summary", summary, "--junit", junit)
+    assert_input_error(proc, f"--junit {junit}: cannot write: Input/output error (none of them was written)")
+    assert (summary.read_text(), junit.read_text()) == before and _leftovers(tmp_path) == []
