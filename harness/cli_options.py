@@ -252,53 +252,33 @@ def write_output(option: str, path: Path, text: str, *, replace: bool = True, ki
     """``text`` written atomically to ``path``, named by ``option`` in any error. ``replace=False`` for a path that
     was free when the command checked it: a file that appeared there meanwhile is kept. ``kind`` (a SIGNATURES key):
     a file that is there when publishing must still be one harness wrote."""
-    from .core.errors import InputError, OutputAppeared
-    from .core.files import write_text
+    write_outputs_together([(option, path, text, replace, kind)])
 
-    if replace and kind and path.is_file() and not _written_by_harness(path, kind):
-        raise InputError(f"{option} {path}: changed while harness ran and was not written by harness; not replaced "
-                         f"(your file is kept; the output is not written)")
-    try:
-        write_text(path, text, replace=replace)
-    except OutputAppeared:
-        raise OutputAppeared(path, option) from None
-    except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
-        raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+
+def write_outputs_together(items: list[tuple[str, Path, str, bool, str | None]]) -> None:
+    """Outputs of one command (``(option, path, text, replace, kind)`` each, as ``write_output`` takes them)
+    published all or none: gate's --summary and --junit describe one verdict, and an interrupt or a failure between
+    them must not leave one new and the other old."""
+    from .core.errors import InputError, OutputAppeared
+    from .core.files import write_together
     from .core.outmarker import restamp
 
-    restamp(path)  # a report rewritten in a run's folder is still harness's own there, not the user's edit
-
-
-def write_outputs_together(items: list[tuple[str, Path, str, bool, str]]) -> None:
-    """Several outputs of one command (``(option, path, text, replace, kind)`` each, as ``write_output`` takes
-    them) published all or none: gate's --summary and --junit describe one verdict, and an interrupt or a failure
-    between them must not leave one new and the other old."""
-    from .core.errors import InputError, OutputAppeared
-    from .core.files import publish_together, stage
-    from .core.outmarker import restamp
-
+    outputs = "the output is" if len(items) == 1 else "the outputs are"
     for option, path, _, replace, kind in items:
         if replace and kind and path.is_file() and not _written_by_harness(path, kind):
             raise InputError(f"{option} {path}: changed while harness ran and was not written by harness; not "
-                             f"replaced (your file is kept; the outputs are not written)")
+                             f"replaced (your file is kept; {outputs} not written)")
     option_of = {str(path): option for option, path, *_ in items}
-    staged = []
     try:
-        try:
-            for option, path, text, replace, _ in items:
-                staged.append(stage(path, text.encode("utf-8"), replace=replace))
-        except BaseException:
-            for item in staged:
-                item.discard()
-            raise
-        publish_together(staged)  # (which removes every temporary file when it fails)
+        write_together([(path, text.encode("utf-8"), replace) for _, path, text, replace, _ in items])
     except OutputAppeared as exc:
         raise OutputAppeared(exc.path, option_of.get(str(exc.path))) from None
-    except OSError as exc:
+    except OSError as exc:  # checked up front; this is a race or a full disk: still one line, no traceback
         where = f"{option_of[exc.filename]} {exc.filename}" if exc.filename in option_of else "the outputs"
-        raise InputError(f"{where}: cannot write: {exc.strerror or exc} (none of them was written)") from None
+        raise InputError(f"{where}: cannot write: {exc.strerror or exc}"
+                         + (" (none of them was written)" if len(items) > 1 else "")) from None
     for _, path, *_ in items:
-        restamp(path)
+        restamp(path)  # a report rewritten in a run's folder is still harness's own there, not the user's edit
 
 
 def free_outputs(outputs: dict[str, Path | None]) -> dict[str, bool]:

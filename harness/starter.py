@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from .core.errors import InputError, OutputAppeared
-from .core.files import make_folders, publish_together, remove_folders, stage
+from .core.files import make_folders, remove_folders, write_together
 
 CONFIG = """\
 # A starter experiment: BM25 over corpus.jsonl, judged by goldset.jsonl, a context window of 3 chunks.
@@ -103,15 +103,10 @@ def init_project(folder: Path) -> list[Path]:
     # All or nothing: a half-written project (a full disk) would be refused by the next init, every file of it
     # being "yours". The files are staged, then published together, never over a file that appeared meanwhile.
     made: list[Path] = []
-    staged = []
     try:
         made = make_folders(folder)
-        for path, text in files.items():
-            staged.append(stage(path, text.encode("utf-8"), replace=False))
-        publish_together(staged)
+        write_together([(path, text.encode("utf-8"), False) for path, text in files.items()])
     except BaseException as exc:
-        for item in reversed(staged):
-            item.discard()
         remove_folders(made)
         if isinstance(exc, OutputAppeared):
             raise InputError(f"{exc.path}: appeared while harness init ran; not replaced (your file is kept; the "

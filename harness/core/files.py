@@ -73,6 +73,24 @@ def atomic_open(path: Path, mode: str = "w", *, replace: bool = True) -> Iterato
         raise
 
 
+def write_together(files: Sequence[tuple[Path, bytes, bool]]) -> None:
+    """Files that belong together, ``(path, data, replace)`` each, written all or none: each is staged (written
+    complete beside its path), then they are published together (``publish_together``). A failure at any step leaves
+    no temporary file, and an OSError names the file it was for (``filename``)."""
+    staged: list[Staged] = []
+    try:
+        for path, data, replace in files:
+            try:
+                staged.append(stage(path, data, replace=replace))
+            except OSError as exc:  # (mkstemp names the folder, a write nothing): the file it was for
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    except BaseException:
+        for item in reversed(staged):
+            item.discard()
+        raise
+    publish_together(staged)
+
+
 def stage(path: Path, data: bytes, *, replace: bool = True) -> Staged:
     """``data`` written, complete, to a temporary file beside ``path``: ``publish_together`` puts it in place."""
     staged = Staged.begin(path, replace)

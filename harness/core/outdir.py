@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
-from .files import sync_dir, write_text
+from .files import make_folders, sync_dir, write_text
 from .errors import InputError
 from .interrupt import deferred, raise_if_received
 from .outmarker import (LOCK, MARKER, STAGING, Marker, Stamp, internal as _internal, marker_text, read_marker, stamp,
@@ -111,30 +111,21 @@ def _remove_stale_staging(folder: Path) -> None:
 
 
 def _make_folder(path: Path, where: str) -> list[Path]:
-    """Create ``path`` and missing parents; return the folders created here, deepest first."""
+    """Create ``path`` and missing parents (``files.make_folders``); return the folders created here, deepest first."""
     if os.path.lexists(path) and not path.is_dir():
         kind = "a broken link" if path.is_symlink() and not path.exists() else "a file"
         raise InputError(f"{where}: is {kind}, not a folder; give a folder for the outputs")
-    missing = []
     node = path
     while not os.path.lexists(node) and node != node.parent:
-        missing.append(node)
         node = node.parent
-    if missing and not node.is_dir():
+    if node != path and not node.is_dir():
         raise InputError(f"{where}: cannot create the folder: {node} is a file")
-    created = []
-    for folder in reversed(missing):
-        try:
-            folder.mkdir()
-            created.append(folder)
-        except FileExistsError:  # another run created it meanwhile: theirs, not ours to remove
-            if not folder.is_dir():
-                raise InputError(f"{where}: cannot create the folder: {folder} is a file") from None
-        except OSError as exc:
-            for made in reversed(created):
-                _rmdir_quietly(made)
-            raise InputError(f"{where}: cannot create the folder: {exc.strerror}") from None
-    return created[::-1]
+    try:
+        return make_folders(path)
+    except FileExistsError as exc:  # a file another program put there meanwhile
+        raise InputError(f"{where}: cannot create the folder: {exc.filename} is a file") from None
+    except OSError as exc:
+        raise InputError(f"{where}: cannot create the folder: {exc.strerror}") from None
 
 
 def _rmdir_quietly(folder: Path) -> bool:

@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 
 from ..config.schema import CorpusConfig, GoldsetConfig
 from ..core.errors import InputError, OutputAppeared
-from ..core.files import not_replaceable, publish_together, stage
+from ..core.files import not_replaceable, write_together
 from ..core.types import Document
 from ..gold.load import RawQuery, read_goldset
 from ..io.documents import load_corpus
@@ -87,26 +87,17 @@ def write_golds(outputs: Sequence[tuple[str, Path, Iterable[dict]]], inputs: Ite
         special = not_replaceable(path)
         if special:
             raise InputError(f"{option} {path}: {special}")
-    staged, counts = [], []
+    files, counts = [], []
+    for option, path, rows in outputs:
+        lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+        counts.append(len(lines))
+        files.append((path, ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"), replace))
+    option_of = {str(path): option for option, path, _ in outputs}
     try:
-        for option, path, rows in outputs:
-            lines = [json.dumps(r, ensure_ascii=False) for r in rows]
-            counts.append(len(lines))
-            try:
-                staged.append(stage(path, ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"),
-                                    replace=replace))
-            except OSError as exc:
-                raise InputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
-        option_of = {str(path): option for option, path, _ in outputs}
-        try:
-            publish_together(staged)
-        except OutputAppeared as exc:
-            raise OutputAppeared(exc.path, option_of.get(str(exc.path))) from None
-        except OSError as exc:
-            raise InputError(f"{option_of.get(exc.filename, '')} {exc.filename}: cannot write: {exc.strerror or exc}"
-                             + (" (none of the files was written)" if len(outputs) > 1 else "")) from None
-    except BaseException:
-        for s in reversed(staged):
-            s.discard()
-        raise
+        write_together(files)
+    except OutputAppeared as exc:
+        raise OutputAppeared(exc.path, option_of.get(str(exc.path))) from None
+    except OSError as exc:
+        raise InputError(f"{option_of.get(exc.filename, '')} {exc.filename}: cannot write: {exc.strerror or exc}"
+                         + (" (none of the files was written)" if len(outputs) > 1 else "")) from None
     return counts
