@@ -17,7 +17,7 @@ from typing import Callable, List, Optional
 
 import typer
 
-from .cli_boundary import WRITING, pipe_boundary, run_app, strict_stdout
+from .cli_boundary import WRITING, guard_std_streams, pipe_boundary, run_app
 from .cli_cache import cache_command
 from .cli_compare import compare_command, gate_command, report_command
 from .cli_options import (Executor, HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices,
@@ -92,7 +92,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     from .config.schema import load_config
     from .pipeline.assemble import check_before_retrieval, run_experiment
     from .core.heap import return_large_frees
-    from .core.interrupt import MESSAGE, Terminated, exit_code, ignore_further
+    from .core.interrupt import Terminated, leave
     from .core.outdir import open_output
     from .render.outputs import write_outputs
 
@@ -129,13 +129,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         raise InputError(f"{target}: cannot write the outputs ({exc.strerror}); the previous outputs, if "
                          f"any, are as they were") from None
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
-        ignore_further()
-        _err(MESSAGE)
-        # Every cleanup has run; leave now. Under load a raising exit was seen (about 1 in 10) to end as a death by
-        # SIGINT (-2) after this line, in the interpreter's shutdown: os._exit leaves nothing for it to do.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(exit_code(exc))
+        leave(exc)
     if fmt.value == "json":
         print(json.dumps(run_summary_json(target, board if cfg.sweep else result), indent=2, ensure_ascii=False))
         return
@@ -320,7 +314,7 @@ app.add_typer(goldset_app, name="goldset")
 
 def main() -> None:
     _install_signal_handlers()
-    strict_stdout()
+    guard_std_streams()
     run_app(app)
 
 

@@ -16,8 +16,8 @@ from typing import Iterator, NoReturn
 import typer
 
 from .core.errors import HarnessError
+from .core.interrupt import MESSAGE
 
-INTERRUPTED = "interrupted: nothing half-written was left behind"
 STDOUT = "standard output"  # how an OSError of WholeWrites names the file it could not write
 # OSErrors that are the machine's answer (space, quota, names, permissions, files in the way), not the program's
 # mistake: one line naming the path. Any other OSError is a bug and keeps its traceback.
@@ -55,9 +55,6 @@ class WholeWrites(io.RawIOBase):
             raise
         return done
 
-    def close(self) -> None:  # the descriptor is the process's, not this object's
-        super().close()
-
 
 class Diagnostics(WholeWrites):
     """stderr's descriptor: when its reader goes away (`harness run ... 2>&1 | head -1`), the rest of the progress
@@ -78,7 +75,7 @@ def _drop(fd: int) -> None:
     os.close(devnull)
 
 
-def strict_stdout() -> None:
+def guard_std_streams() -> None:
     """Point ``sys.stdout`` at a ``WholeWrites`` of its descriptor and ``sys.stderr`` at a ``Diagnostics`` of its,
     keeping their encoding and buffering (the CLI only, when they are real files or pipes)."""
     for name, raw in (("stdout", WholeWrites), ("stderr", Diagnostics)):
@@ -177,7 +174,7 @@ def run_app(app: typer.Typer) -> NoReturn:
             raise
         sys.stdout.flush()  # inside the boundary: a closed pipe found by the interpreter's exit flush is noisy
         if code == 130:  # typer turns Ctrl-C into exit code 130 itself
-            _tell(INTERRUPTED)
+            _tell(MESSAGE)
         sys.exit(code if isinstance(code, int) else 0)
     except (_PipeClosed, BrokenPipeError):
         _pipe_closed()
@@ -185,19 +182,13 @@ def run_app(app: typer.Typer) -> NoReturn:
         _tell(f"error: {exc}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        _tell(INTERRUPTED)
+        _tell(MESSAGE)
         sys.exit(130)
     except SystemExit as exc:
-        from .core.interrupt import Terminated, ignore_further
+        from .core.interrupt import Terminated, leave
 
         if isinstance(exc, Terminated):  # SIGTERM in a command that does not say so itself (run does)
-            ignore_further()
-            _tell(INTERRUPTED)
-            try:
-                sys.stdout.flush()
-            except (OSError, ValueError):
-                pass
-            os._exit(143)
+            leave(exc)
         raise
     except OSError as exc:
         # A full disk, a path too long, a read-only or vanished place: what the machine refused, not a bug. Only
@@ -224,6 +215,6 @@ def run_app(app: typer.Typer) -> NoReturn:
             sys.exit(130)
         from .core.interrupt import received
         if received() is not None:  # the signal's exception turned into another on the way (a library's import)
-            _tell(INTERRUPTED)
+            _tell(MESSAGE)
             sys.exit(128 + received())
         raise

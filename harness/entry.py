@@ -6,21 +6,15 @@ that time used to end in a KeyboardInterrupt traceback. Here the handlers are in
 
 from __future__ import annotations
 
-import os
-import sys
-
 
 def main() -> None:
-    from .core.interrupt import MESSAGE, Terminated, exit_code, ignore_further, install
+    from .core.interrupt import Terminated, install, leave
 
     install()
     try:
         from .cli import main as cli_main
     except (KeyboardInterrupt, Terminated) as exc:
-        ignore_further()
-        sys.stderr.write(MESSAGE + "\n")
-        sys.stderr.flush()
-        os._exit(exit_code(exc))
+        leave(exc)
     cli_main()
 
 
