@@ -179,20 +179,16 @@ class HitTableBuilder:
 
     def add(self, lists: Sequence[RankedList]) -> None:
         index = self._index
-        self._ids.extend(r.query_id for r in lists)
-        self._lengths.append(np.fromiter((len(r.hits) for r in lists), dtype=np.int64, count=len(lists)))
-        n = int(self._lengths[-1].sum())
-        codes = np.fromiter((index[h.chunk_id] for r in lists for h in r.hits), dtype=np.int64, count=n)
-        self._chunk.append(codes.astype(np.int32) if len(index) < 2**31 else codes)
-        self._scores.append(np.fromiter((h.score for r in lists for h in r.hits), dtype=np.float64, count=n))
-        self._held += n
-        if self._spilled is not None or self._held > self._spill_hits:
-            self._spill()
+        lengths = np.fromiter((len(r.hits) for r in lists), dtype=np.int64, count=len(lists))
+        n = int(lengths.sum())
+        self.add_indexed([r.query_id for r in lists], lengths,
+                         np.fromiter((index[h.chunk_id] for r in lists for h in r.hits), dtype=np.int64, count=n),
+                         np.fromiter((h.score for r in lists for h in r.hits), dtype=np.float64, count=n))
 
     def add_indexed(self, query_ids: Sequence[str], lengths: np.ndarray, chunk: np.ndarray, scores: np.ndarray
                     ) -> None:
-        """A batch already as columns: hits as positions in the corpus's chunks (the first ``chunks`` given),
-        in rank order, placed and checked (``retrievers.contract.IndexedLists``)."""
+        """A batch as columns: each hit's chunk index (the corpus's chunks, then the adopted ones) and score, in
+        rank order, placed and checked (``add``'s lists, or a retriever's ``contract.IndexedLists``)."""
         self._ids.extend(query_ids)
         self._lengths.append(np.asarray(lengths, dtype=np.int64))
         self._chunk.append(chunk.astype(np.int32) if len(self._index) < 2**31 else chunk.astype(np.int64))
@@ -241,13 +237,9 @@ class LazyHits(Sequence[Hit]):
 
     def _hits(self, start: int, stop: int) -> Iterator[Hit]:
         if start >= stop:
-            return
-        lo, chunks = self._lo, self._table.chunks
-        codes = self._table.chunk[lo + start:lo + stop].tolist()
-        scores = self._table.scores[lo + start:lo + stop].tolist()
-        for rank, (j, score) in enumerate(zip(codes, scores), start + 1):
-            c = chunks[j]
-            yield Hit(c.chunk_id, c.doc_id, score, rank, c.start, c.end)
+            return iter(())
+        lo, table = self._lo, self._table
+        return hits_of(table.chunks, table.chunk[lo + start:lo + stop], table.scores[lo + start:lo + stop], start + 1)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -261,3 +253,10 @@ class LazyHits(Sequence[Hit]):
 
     def __iter__(self) -> Iterator[Hit]:
         return self._hits(0, self._n)
+
+
+def hits_of(chunks: Sequence[Chunk], codes: np.ndarray, scores: np.ndarray, first_rank: int = 1) -> Iterator[Hit]:
+    """The hits on ``chunks[codes[j]]`` with ``scores[j]``, ranked from ``first_rank``, made one at a time."""
+    for rank, (j, score) in enumerate(zip(codes.tolist(), scores.tolist()), first_rank):
+        c = chunks[j]
+        yield Hit(c.chunk_id, c.doc_id, score, rank, c.start, c.end)

@@ -10,6 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.types import Chunk, Hit, RankedList
+from .ranking import id_order
 
 
 def _pack(strings: Sequence[str]) -> tuple[bytes, np.ndarray]:
@@ -41,11 +42,9 @@ class ChunkTable:
         docs: dict[str, int] = {}
         doc_of = np.fromiter((docs.setdefault(c.doc_id, len(docs)) for c in chunks), dtype=np.int32,
                              count=len(chunks))
-        id_rank = np.empty(len(ids), dtype=np.int64)
-        id_rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
         return cls(*_pack(ids), doc_of, *_pack(list(docs)),
                    np.fromiter((c.start for c in chunks), dtype=np.int64, count=len(chunks)),
-                   np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks)), id_rank)
+                   np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks)), id_order(chunks))
 
     def __len__(self) -> int:
         return len(self.doc_of)

@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..core.errors import RetrieverError
+from ..core.hittable import hits_of
 from ..core.types import Chunk, Document, Hit, Query, RankedList
 from ..core.normalize import LooseText, find_loose
 from .ranking import rank_hits
@@ -66,9 +67,7 @@ class IndexedLists:
         """The same lists as ``RankedList`` objects (what ``retrieve`` would have returned)."""
         out, at = [], 0
         for q, n in zip(queries, self.lengths.tolist()):
-            hits = tuple(Hit(c.chunk_id, c.doc_id, s, r, c.start, c.end) for r, (c, s) in enumerate(
-                zip((chunks[j] for j in self.chunk[at:at + n].tolist()), self.scores[at:at + n].tolist()), 1))
-            out.append(RankedList(q.query_id, hits))
+            out.append(RankedList(q.query_id, tuple(hits_of(chunks, self.chunk[at:at + n], self.scores[at:at + n]))))
             at += n
         return out
 
