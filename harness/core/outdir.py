@@ -172,15 +172,18 @@ class OutputFolder:
             files.mkdir()
             yield files
             raise_if_received()  # a signal whose exception a library swallowed still stops the run before it publishes
+            new = _walk(files)
+            # What the marker records of each new file (a small one's hash read here, before signals are held; a
+            # rename keeps size, time and content)
+            stamps = {rel: st for rel in new if (st := stamp(files / rel)) is not None}
             with deferred():  # renames and their undoing: an interruption waits for them, so no mix of two runs is left
-                self._commit(stage, files)
+                self._commit(stage, files, new, stamps)
         finally:
             if stage is not None:
                 with deferred():
                     shutil.rmtree(stage, ignore_errors=True)  # the previous run's files moved aside go with it
 
-    def _commit(self, stage: Path, files: Path) -> None:
-        new = _walk(files)
+    def _commit(self, stage: Path, files: Path, new: list[str], stamps: dict[str, Stamp]) -> None:
         self.refuse_overwrites(new)
         new_set = frozenset(new)
         aside = stage / "previous"
@@ -199,13 +202,10 @@ class OutputFolder:
                     doing = f"move the previous {rel} aside"
                     (aside / rel).parent.mkdir(parents=True, exist_ok=True)
                     _rename(rel, self.path / rel, aside / rel, undo)
-            stamps: dict[str, Stamp] = {}  # as the new files are in place: a rename keeps size and mtime
             for rel in new:
                 doing = f"move {rel} into place"
                 _make_parents(self.path, rel, made)
                 _rename(rel, files / rel, self.path / rel, undo)
-                if (st := stamp(self.path / rel)) is not None:
-                    stamps[rel] = st
             doing = f"write {MARKER}"
             self._write_marker(stage, new_set, stamps, complete=True)
         except BaseException as exc:  # an OSError mostly; anything else is undone as well, then raised as it was
