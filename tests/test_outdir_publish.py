@@ -75,7 +75,10 @@ def test_a_failing_rename_keeps_the_previous_outputs(tmp_path: Path, monkeypatch
     assert not leftovers(out)
 
 
-def publish(folder: Path, files: dict[str, str], run: str = "t", force: bool = False) -> None:
+def publish(folder: Path, files: dict[str, str], run: str = "t", force: bool = False, *, replace=None,
+            monkeypatch=None) -> None:
+    """``files`` staged and published as a run's outputs; ``replace`` (with ``monkeypatch``): what ``os.replace``
+    does once they are staged, while they are published."""
     from harness.core.outdir import open_output
 
     with open_output(folder, run=run, force=force) as out:
@@ -83,6 +86,8 @@ def publish(folder: Path, files: dict[str, str], run: str = "t", force: bool = F
             for rel, text in files.items():
                 (stage / rel).parent.mkdir(parents=True, exist_ok=True)
                 (stage / rel).write_text(text)
+            if replace is not None:
+                monkeypatch.setattr(os, "replace", replace)
 
 
 FIRST = {"a.txt": "first a\n", "gone.txt": "only the first run\n", "sub/b.txt": "first b\n"}
@@ -101,14 +106,8 @@ def count_renames(tmp: Path, monkeypatch) -> int:
     calls = []
     real = os.replace
     folder = first_run(tmp / "count")
-    from harness.core.outdir import open_output
-
-    with open_output(folder, run="t") as out:
-        with out.publish() as stage:
-            for rel, text in SECOND.items():
-                (stage / rel).parent.mkdir(parents=True, exist_ok=True)
-                (stage / rel).write_text(text)
-            monkeypatch.setattr(os, "replace", lambda s, d, **kw: (calls.append(d), real(s, d, **kw))[1])
+    publish(folder, SECOND, replace=lambda s, d, **kw: (calls.append(d), real(s, d, **kw))[1],
+            monkeypatch=monkeypatch)
     monkeypatch.undo()
     assert (folder / "a.txt").read_text() == "second a\n"
     return len(calls)
@@ -118,7 +117,6 @@ def test_every_step_of_publishing_can_fail_and_leaves_the_previous_outputs(tmp_p
     """Fail the 1st, 2nd, ... rename of the publishing (moving aside, moving in, the marker): each time the folder is
     byte for byte what the first run and the user left, including the marker, with no new folder and no leftovers."""
     from harness.core.errors import InputError
-    from harness.core.outdir import open_output
 
     total = count_renames(tmp_path, monkeypatch)
     assert total >= 2 * len(SECOND) + 2  # aside, in, two markers: every one of them is a step tried below
@@ -135,12 +133,7 @@ def test_every_step_of_publishing_can_fail_and_leaves_the_previous_outputs(tmp_p
             return real(src, dst, **kw)
 
         with pytest.raises(InputError) as caught:
-            with open_output(folder, run="t") as out:
-                with out.publish() as stage:
-                    for rel, text in SECOND.items():
-                        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
-                        (stage / rel).write_text(text)
-                    monkeypatch.setattr(os, "replace", replace)
+            publish(folder, SECOND, replace=replace, monkeypatch=monkeypatch)
         monkeypatch.undo()
         message = str(caught.value)
         assert "\n" not in message and "Input/output error; the previous outputs are as they were" in message, k
@@ -185,8 +178,6 @@ def test_when_putting_back_fails_too_the_marker_says_incomplete(tmp_path: Path, 
 def test_ctrl_c_while_publishing_waits_for_the_new_complete_set(tmp_path: Path, monkeypatch) -> None:
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         pytest.skip("SIGINT is not Python's default handler in this process")
-    from harness.core.outdir import open_output
-
     real = os.replace
     for k in (0, 3, 6):
         folder = first_run(tmp_path / f"k{k}")
@@ -199,12 +190,7 @@ def test_ctrl_c_while_publishing_waits_for_the_new_complete_set(tmp_path: Path, 
             return real(src, dst, **kw)
 
         with pytest.raises(KeyboardInterrupt):
-            with open_output(folder, run="t") as out:
-                with out.publish() as stage:
-                    for rel, text in SECOND.items():
-                        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
-                        (stage / rel).write_text(text)
-                    monkeypatch.setattr(os, "replace", replace)
+            publish(folder, SECOND, replace=replace, monkeypatch=monkeypatch)
         monkeypatch.undo()
         got = {p.relative_to(folder).as_posix(): p.read_text() for p in folder.rglob("*") if p.is_file()}
         assert {k: v for k, v in got.items() if k != MARKER} == {**SECOND, "sub/mine.txt": got["sub/mine.txt"]}
