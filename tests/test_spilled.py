@@ -1,5 +1,6 @@
 """Hit columns spilled to a temp file (core/spilled.SpilledColumn, HitTableBuilder past SPILL_HITS) read back as the
-in-memory columns they replace: every slice, every ranked list, every derived column, and a whole run's outputs."""
+in-memory columns they replace: every slice, every ranked list, every derived column, and a whole run's outputs; a
+large table's metric values (SpilledRows, engine.SPILL_VALUES_ABOVE) give the same means, rows and columns."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.core import hittable
-from harness.core.spilled import SpilledColumn
+from harness.core.spilled import SpilledColumn, SpilledRows
 from test_hittable import _chunks, _lists, _table
 
 
@@ -114,6 +115,7 @@ def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff, ke
     from clihelp import demo_config
     from harness import api
     from harness.core import hitjudge, selection
+    from harness.metrics import engine
 
     monkeypatch.setattr(hitjudge, "BATCH_QUERIES", 7)
     if kept is not None:
@@ -121,16 +123,81 @@ def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff, ke
     config = demo_config(tmp_path, cutoff=cutoff, depth=100)
     api.run(config, out=tmp_path / "held")
     monkeypatch.setattr(hittable, "SPILL_HITS", 0)
-    spilled = []
+    monkeypatch.setattr(engine, "SPILL_VALUES_ABOVE", 0)  # the metric values too
+    spilled, tables = [], []
     real = hittable.HitTableBuilder.build
     monkeypatch.setattr(hittable.HitTableBuilder, "build",
                         lambda self, chunks: spilled.append(real(self, chunks)) or spilled[-1])
+    real_parts = engine.evaluate_parts
+    monkeypatch.setattr(engine, "evaluate_parts", lambda *a, **k: tables.append(real_parts(*a, **k)) or tables[-1])
     api.run(config, out=tmp_path / "spilled")
     assert spilled and isinstance(spilled[0].chunk, SpilledColumn)
+    assert len(tables) == 2 and all(isinstance(t.values, SpilledRows) for t in tables)
     held, spilled_out = _outputs(tmp_path / "held"), _outputs(tmp_path / "spilled")
     assert held[0] == spilled_out[0] and held[1] == spilled_out[1]
     assert len(held[2]) == len(spilled_out[2]) == (1 if kept is None else 2)
     assert all(a.equals(b) for a, b in zip(held[2], spilled_out[2]))
+
+
+@pytest.mark.parametrize("width", [2, 5, 13])
+def test_spilled_rows_read_back_what_was_written_and_give_numpys_means(width, monkeypatch):
+    """Rows written in batches in any order (some never: zeros) read back as the matrix: a row, a cell, a column, a
+    mask, every row; a table's means over them are numpy's to the last bit (the summary of a spilled run is the
+    number an in-memory one prints), whatever the block size."""
+    from harness.metrics.spec import parse_metrics
+    from harness.metrics.table import build_table
+
+    monkeypatch.setattr(SpilledRows, "BLOCK", 1000)
+    rng = np.random.default_rng(width)
+    n = 10_007
+    whole = rng.random((n, width)) ** 3
+    written = np.sort(rng.choice(n, size=n - 50, replace=False))  # 50 rows never written: they read as zeros
+    whole[np.setdiff1d(np.arange(n), written)] = 0.0
+    rows = SpilledRows(n, width)
+    for part in np.array_split(rng.permutation(written), 37):  # each batch's rows in no order
+        rows[part] = whole[part]
+    assert len(rows) == n and rows.shape == whole.shape and rows.nbytes == whole.nbytes
+    assert np.array_equal(np.asarray(rows), whole) and np.array_equal(np.array(list(rows)), whole)
+    for i in (0, 1, 999, 1000, 5555, n - 1, -1):
+        assert np.array_equal(rows[i], whole[i]) and rows[i, width - 1] == whole[i, width - 1]
+    for j in range(width):
+        assert np.array_equal(rows[:, j], whole[:, j])
+    mask = rng.random(n) < 0.6
+    assert np.array_equal(rows[mask], whole[mask])
+    specs = tuple(parse_metrics([f"p@{k}" for k in range(1, width + 1)]))
+    ids = [f"q{i}" for i in range(n)]
+    n_rel, in_run = rng.integers(0, 3, n), np.ones(n, bool)
+    held = build_table(ids, specs, whole, n_rel, in_run, query_policy="exclude", conventions={})
+    spilled = build_table(ids, specs, rows, n_rel, in_run, query_policy="exclude", conventions={})
+    assert spilled.mean() == held.mean() and spilled.mean(mask) == held.mean(mask)
+    assert spilled.mean(np.zeros(n, bool)) == held.mean(np.zeros(n, bool))
+    assert np.array_equal(spilled.column(specs[1].name), held.column(specs[1].name))
+    assert spilled.per_query() == held.per_query()
+    import pickle
+
+    assert np.array_equal(pickle.loads(pickle.dumps(rows)), whole)
+    with pytest.raises(IndexError):
+        rows[np.array([3, 3])] = whole[[3, 3]]
+    with pytest.raises(IndexError):
+        rows[np.array([n])] = whole[:1]
+    with pytest.raises(TypeError):
+        rows[1:5]
+
+
+def test_spilled_rows_on_a_full_disk_name_the_folder(monkeypatch):
+    import errno
+    import os
+
+    rows = SpilledRows(10, 2)
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "pwrite", full)
+    from harness.core.errors import InputError
+
+    with pytest.raises(InputError, match="cannot write the run's metric values to a temporary file .*TMPDIR"):
+        rows[np.arange(3)] = np.ones((3, 2))
 
 
 def test_mallocs_mmap_threshold_is_fixed_unless_the_user_set_it():

@@ -67,8 +67,15 @@ def assert_same_table(got, want):
 
 # ---- the same table as the whole run's ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("spill", [False, True])
 @pytest.mark.parametrize("options", [{}, {"order": "rank"}, {"trec_compat": True}, {"query_policy": "zero"}])
-def test_batches_score_as_the_whole_run(tmp_path, small_blocks, options):
+def test_batches_score_as_the_whole_run(tmp_path, small_blocks, options, spill, monkeypatch):
+    """(``spill``: the table's values go to a temp file, as a run of more than SPILL_VALUES_ABOVE queries' do.)"""
+    from harness.core.spilled import SpilledRows
+    from harness.metrics import engine
+
+    if spill:
+        monkeypatch.setattr(engine, "SPILL_VALUES_ABOVE", 0)
     rng = np.random.default_rng(1)
     run_queries = [f"q{i}" for i in range(300)]
     judged = [f"q{i}" for i in range(0, 340, 2)]  # some run queries unjudged, some judged ones absent
@@ -77,6 +84,7 @@ def test_batches_score_as_the_whole_run(tmp_path, small_blocks, options):
     got = streamed.evaluate_files(qrels, run, METRICS, **options)
     assert_same_table(got, _whole(qrels, run, **options))
     assert got.counts["unjudged_run_queries"] == 150 and got.counts["absent_from_run"] == 20
+    assert isinstance(got.values, SpilledRows) == spill
 
 
 def test_one_query_across_many_blocks(tmp_path, small_blocks):
@@ -147,7 +155,7 @@ def small_buckets(monkeypatch):
 
 @pytest.mark.parametrize("options", [{}, {"order": "rank"}, {"trec_compat": True}, {"query_policy": "zero"}])
 @pytest.mark.parametrize("how", ["shuffled", "by rank", "long ids", "gzip"])
-def test_a_run_whose_queries_are_not_together(tmp_path, small_blocks, small_buckets, options, how):
+def test_a_run_whose_queries_are_not_together(tmp_path, small_blocks, small_buckets, options, how, monkeypatch):
     """Rows in random order, or rank by rank (every query's first hit, then every second...), with ids that do not
     pack, or gzip: scored through buckets, the same table as the whole run's (duplicates and ties included: a
     query's rows keep their file order)."""
@@ -161,6 +169,10 @@ def test_a_run_whose_queries_are_not_together(tmp_path, small_blocks, small_buck
         lines = list(rng.permutation(lines))
     qrels, run = _write(tmp_path, lines, _qrels_lines(rng, queries[::2] + ["absent"], long_ids=how == "long ids"),
                         gz=how == "gzip")
+    if how == "shuffled":  # each batch's judged rows in no order, written to a spilled table
+        from harness.metrics import engine
+
+        monkeypatch.setattr(engine, "SPILL_VALUES_ABOVE", 0)
     got = streamed.evaluate_files(qrels, run, METRICS, **options)
     assert_same_table(got, _whole(qrels, run, **options))
 

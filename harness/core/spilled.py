@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from typing import Iterator
 
 import numpy as np
 
@@ -81,3 +82,108 @@ class SpilledColumn:
 
     def __reduce__(self):  # pickled (sent to another process, deep-copied) as the array it reads as: a file is not
         return np.asarray, (self._read(0, self._length),)
+
+
+class SpilledRows:
+    """A (rows, width) matrix in an unlinked temporary file, zero where nothing was written: a large run's metric
+    values (``MetricTable.values``: 8 bytes a query and a metric at each level, ~130 MB for the two levels of a
+    1M-query run), written as the engine scores each batch and read back a block of rows at a time by the summary,
+    the records and the reports.
+
+    Rows are written in any order (``values[rows] = block``, ``rows`` distinct positions: one write per run of
+    consecutive rows) and read by ``values[i]``, ``values[i, j]``, ``values[:, j]`` (a column: width times less than
+    the matrix), a boolean mask of rows, or ``blocks()``. The last block read is kept, so a walk over the rows in
+    order reads each block once."""
+
+    ndim = 2
+    BLOCK = 1 << 16  # rows read at a time
+
+    def __init__(self, n_rows: int, width: int, dtype=np.float64, folder: str | None = None):
+        self.dtype = np.dtype(dtype)
+        self.shape = (int(n_rows), int(width))
+        self._row_bytes = self.shape[1] * self.dtype.itemsize
+        with temp_space("the run's metric values"):
+            self._file = tempfile.TemporaryFile(prefix="harness-values-", dir=folder)
+            self._file.truncate(self.shape[0] * self._row_bytes)  # a sparse file: unwritten rows read as zeros
+        self._fd = self._file.fileno()
+        self._cached: tuple[int, np.ndarray] | None = None  # (first row, the block read)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self._row_bytes
+
+    def __setitem__(self, rows, block) -> None:
+        rows = np.asarray(rows, dtype=np.int64)
+        block = np.broadcast_to(block, (len(rows), self.shape[1]))
+        if len(rows) > 1 and (np.diff(rows) <= 0).any():
+            order = np.argsort(rows, kind="stable")
+            rows, block = rows[order], block[order]
+        block = np.ascontiguousarray(block, dtype=self.dtype)
+        if len(rows) and (rows[0] < 0 or rows[-1] >= self.shape[0] or (len(rows) > 1 and (np.diff(rows) == 0).any())):
+            raise IndexError("spilled rows are written once each, at positions inside the matrix")
+        self._cached = None
+        starts = np.flatnonzero(np.diff(rows, prepend=-2) != 1)  # where each run of consecutive rows begins
+        ends = np.append(starts[1:], len(rows))
+        with temp_space("the run's metric values"):
+            for lo, hi in zip(starts.tolist(), ends.tolist()):
+                data = memoryview(block[lo:hi]).cast("B")
+                offset = int(rows[lo]) * self._row_bytes
+                while len(data):  # a write may take less than given
+                    done = os.pwrite(self._fd, data, offset)
+                    data, offset = data[done:], offset + done
+
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        """Rows ``lo:hi`` as a new array."""
+        lo, hi = max(lo, 0), min(hi, self.shape[0])
+        out = np.empty((max(hi - lo, 0), self.shape[1]), dtype=self.dtype)
+        view, offset = memoryview(out).cast("B"), lo * self._row_bytes
+        while len(view):
+            n = os.preadv(self._fd, [view], offset)
+            if not n:
+                raise EOFError(f"spilled rows: {len(view)} bytes missing at row {offset // self._row_bytes}")
+            view, offset = view[n:], offset + n
+        return out
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, the rows from it) a block at a time, in order."""
+        for lo in range(0, self.shape[0], self.BLOCK):
+            yield lo, self.rows(lo, lo + self.BLOCK)
+
+    def _row(self, i: int) -> np.ndarray:
+        if i < 0:
+            i += self.shape[0]
+        if not 0 <= i < self.shape[0]:
+            raise IndexError(f"row {i} of {self.shape[0]}")
+        lo = i - i % self.BLOCK
+        if self._cached is None or self._cached[0] != lo:
+            self._cached = (lo, self.rows(lo, lo + self.BLOCK))
+        return self._cached[1][i - lo]
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            return self._row(int(key)).copy()
+        if isinstance(key, tuple) and len(key) == 2:
+            row, col = key
+            if isinstance(row, (int, np.integer)):
+                return self._row(int(row))[col]
+            if row == slice(None):
+                return np.concatenate([block[:, col] for _, block in self.blocks()]) if self.shape[0] else \
+                    np.zeros((0, self.shape[1]), self.dtype)[:, col]
+        if isinstance(key, np.ndarray) and key.dtype == bool and key.shape == (self.shape[0],):
+            return np.concatenate([block[key[lo:lo + len(block)]] for lo, block in self.blocks()]) \
+                if self.shape[0] else np.zeros((0, self.shape[1]), self.dtype)
+        raise TypeError(f"spilled rows are read by a row, a row and a column, a column or a boolean mask, not {key!r}")
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for _, block in self.blocks():
+            yield from block
+
+    def __array__(self, dtype=None, copy=None):
+        whole = self.rows(0, self.shape[0])
+        return whole if dtype is None else whole.astype(dtype, copy=False)
+
+    def __reduce__(self):  # pickled (sent to another process, deep-copied) as the array it reads as
+        return np.asarray, (self.rows(0, self.shape[0]),)

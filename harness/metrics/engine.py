@@ -25,6 +25,7 @@ from ..core.errors import MetricError
 from .spec import MetricSpec, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
 from ..core.runtable import ColumnarRun, Qrels
+from ..core.spilled import SpilledRows
 
 ORDERS = ("score", "rank")
 
@@ -358,18 +359,20 @@ def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec]
 def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str | MetricSpec], *,
                    unjudged_run_queries: Callable[[], int] = lambda: 0, query_policy: str = "exclude",
                    order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
-                   window: Window | None = None) -> MetricTable:
+                   window: Window | None = None, spill: bool = False) -> MetricTable:
     """The table of a run given in parts, each ``(rows, judged, run, present)``: judged queries (their rows in
     ``qrels``, a query in one part at most), their judgments (``qrels.select(rows)``, its doc codes in ``run``'s
     vocabulary), run rows, each judged query's row in ``run`` (-1: absent). A part is scored as the whole run would
     be (kernels work row by row); judged queries no part names score as absent; ``unjudged_run_queries`` is asked
-    once every part is read; the table is built once, under one rule."""
+    once every part is read; the table is built once, under one rule. ``spill``: the values go to a temporary file
+    as each part is scored (``core.spilled.SpilledRows``), read back a block at a time: a large run's table holds a
+    few bytes a query in memory (its counts and flags), not 8 a metric."""
     if query_policy not in QUERY_POLICIES:
         raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
     if trec_compat:
         query_policy = "zero"
     specs = parse_metrics(metrics)
-    values = np.zeros((qrels.n_queries, len(specs)), dtype=np.float64)
+    values = SpilledRows(qrels.n_queries, len(specs)) if spill else np.zeros((qrels.n_queries, len(specs)))
     in_run, scored = np.zeros(qrels.n_queries, dtype=bool), np.zeros(qrels.n_queries, dtype=bool)
     dropped = 0
     for rows, judged, run, present in _and_absent(parts, qrels, scored):
@@ -394,6 +397,10 @@ def _and_absent(parts: Iterable[tuple], qrels: Qrels, scored: np.ndarray) -> Ite
     if len(rows := np.flatnonzero(~scored)):
         yield rows, qrels.select(rows), ColumnarRun.empty(), np.full(len(rows), -1, np.int64)
 
+
+# A table of more judged queries than this keeps its values in a temporary file (``evaluate_parts(spill=True)``,
+# asked for by a pipeline run and `harness eval`'s file path; ``evaluate`` returns arrays in memory as it always did).
+SPILL_VALUES_ABOVE = 1 << 16
 
 # Judged queries are joined and scored at most this many hits at a time (of the run's greatest depth): one batch's
 # (queries x depth) matrices are in memory, ~54 bytes a hit, not the whole run's.

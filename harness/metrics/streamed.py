@@ -19,6 +19,7 @@ from ..core.runtable import ColumnarRun, Qrels
 from ..io import fast_trec, packed_ids, run_batches, run_buckets
 from ..io.arrow_text import Declined, arrow
 from ..io.run_stream import LongIds
+from . import engine
 from .engine import evaluate_parts
 from .spec import MetricSpec
 from .table import MetricTable
@@ -109,7 +110,8 @@ def _evaluate(qrels: Qrels, query_ids, vocab, batches: Iterable, packed: bool, m
                               batch.scores, batch.ranks, coded.doc_order)
             yield rows, replace(judged, doc_vocab=coded.vocab, doc_codes=coded.judged_codes), run, present
 
-    return evaluate_parts(qrels, parts(), metrics, unjudged_run_queries=rows_of.unjudged, **options)
+    return evaluate_parts(qrels, parts(), metrics, unjudged_run_queries=rows_of.unjudged,
+                          spill=qrels.n_queries > engine.SPILL_VALUES_ABOVE, **options)
 
 
 class _QueryRows:

@@ -50,7 +50,7 @@ class MetricTable:
 
     query_ids: tuple[str, ...]
     metrics: tuple[MetricSpec, ...]
-    values: np.ndarray  # (Q, M)
+    values: np.ndarray  # (Q, M); a large pipeline run's are ``core.spilled.SpilledRows``, read a block at a time
     n_relevant: np.ndarray  # (Q,)
     in_run: np.ndarray  # (Q,) bool
     included: np.ndarray  # (Q,) bool: the answer of ``included()``
@@ -90,7 +90,14 @@ class MetricTable:
         mask = self.included if rows is None else self.included & rows
         if not mask.any():
             return {name: None for name in self.names}
-        means = self.values[mask].mean(axis=0)
+        if isinstance(self.values, np.ndarray):
+            means = self.values[mask].mean(axis=0)
+        else:  # spilled (``core.spilled.SpilledRows``): summed a block at a time, each block added to the total so
+            # far as one more row, the same sums in the same order as numpy's over the rows (for two metrics or more)
+            total = np.zeros(self.values.shape[1], dtype=np.float64)
+            for lo, block in self.values.blocks():
+                total = np.add.reduce(np.vstack([total[None], block[mask[lo:lo + len(block)]]]), axis=0)
+            means = total / int(mask.sum())
         return {name: float(v) for name, v in zip(self.names, means)}
 
     def per_query(self) -> dict[str, dict[str, float]]:

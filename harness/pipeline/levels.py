@@ -90,7 +90,7 @@ def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mappin
             parts, unjudged, window = _level_parts(lists, qrels, window_k, coverage, level)
             tables.append(engine.evaluate_parts(qrels, parts, specs, unjudged_run_queries=unjudged,
                                                 query_policy=query_policy, order="rank", gold_errors=gold_errors,
-                                                window=window))
+                                                window=window, spill=len(qrels.query_ids) > engine.SPILL_VALUES_ABOVE))
         return Levels(*tables)
     doc_window, chunk_window = _window_cuts(lists, window_k)
     tables = [evaluate(as_qrels(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
