@@ -8,6 +8,7 @@ uses those flags instead of deciding again from verdict kinds or relevant counts
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
@@ -42,6 +43,15 @@ def included(n_relevant: np.ndarray, query_policy: str, gold_error: np.ndarray |
     if gold_error is not None:
         keep &= ~np.asarray(gold_error, dtype=bool)
     return keep
+
+
+def mean_of(values) -> float:
+    """THE mean of a metric over queries, wherever one is shown (summary, compare, gate and its slices, the verdicts'
+    means): the values' exact sum (``math.fsum``, correctly rounded) over their count. Exact, so it does not depend
+    on the order or the blocks the values are read in: a table spilled to disk, results.json's columns and a slice
+    of them give one number to the last digit. ``values``: a non-empty 1-D array or sequence."""
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    return math.fsum(values) / len(values)
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,7 @@ class MetricTable:
         return self.values[:, names.index(name)]
 
     def mean(self, rows: np.ndarray | None = None) -> dict[str, float | None]:
-        """Means over the included queries (and, with ``rows``, only those of them ``rows`` selects); None when no
+        """Means (``mean_of``) over the included queries (and, with ``rows``, only those of them ``rows`` selects); None when no
         query is in."""
         if rows is not None:
             rows = np.asarray(rows)
@@ -90,15 +100,8 @@ class MetricTable:
         mask = self.included if rows is None else self.included & rows
         if not mask.any():
             return {name: None for name in self.names}
-        if isinstance(self.values, np.ndarray):
-            means = self.values[mask].mean(axis=0)
-        else:  # spilled (``core.spilled.SpilledRows``): summed a block at a time, each block added to the total so
-            # far as one more row, the same sums in the same order as numpy's over the rows (for two metrics or more)
-            total = np.zeros(self.values.shape[1], dtype=np.float64)
-            for lo, block in self.values.blocks():
-                total = np.add.reduce(np.vstack([total[None], block[mask[lo:lo + len(block)]]]), axis=0)
-            means = total / int(mask.sum())
-        return {name: float(v) for name, v in zip(self.names, means)}
+        # A column at a time (``values[:, j]``: one pass over a spilled table's file each), as ``mean_of`` rules.
+        return {name: mean_of(self.values[:, j][mask]) for j, name in enumerate(self.names)}
 
     def per_query(self) -> dict[str, dict[str, float]]:
         return {q: {n: float(v) for n, v in zip(self.names, row)} for q, row in zip(self.query_ids, self.values)}

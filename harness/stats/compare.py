@@ -20,6 +20,7 @@ from ..core.errors import InputError
 from ..core.outcomes import Comparison, ComparisonRow, distinct_names
 from ..core.result import Result, as_result
 from ..metrics.spec import parse_metric
+from ..metrics.table import mean_of
 from .choices import CORRECTIONS, TESTS
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
 
@@ -232,7 +233,7 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
                    "slices": {}}
             if len(d):  # no query counted in both runs: nothing to compare (n/a), not a delta of 0 and p 1
                 lo, hi, _ = bootstrap_ci(d)
-                row.update({"baseline_mean": float(xa.mean()), "mean": float(xb.mean()), "delta": float(d.mean()),
+                row.update({"baseline_mean": mean_of(xa), "mean": mean_of(xb), "delta": mean_of(d),
                             "ci95": (lo, hi), "p": p_value(test, xa, xb), "wins": int((d > 0).sum()),
                             "ties": int((d == 0).sum()), "losses": int((d < 0).sum()), "mde": mde(d),
                             "slices": _slices(base, pos, d)})
@@ -250,7 +251,7 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
 
 def _slices(a: Result, pos: np.ndarray, d: np.ndarray) -> dict:
     """Mean paired difference per slice ("tag=value") over the paired queries (``pos``: their positions in a) that
-    have it; each slice's differences summed in query order."""
+    have it (``mean_of``)."""
     columns = querycolumns.of(a)
     groups: dict[str, list[np.ndarray]] = defaultdict(list)
     for tag, codes in columns.tags.items():
@@ -262,8 +263,7 @@ def _slices(a: Result, pos: np.ndarray, d: np.ndarray) -> dict:
     out = {}
     for key in sorted(groups):  # two (tag, value) pairs may read alike ("a=b", "c" and "a", "b=c"): one slice
         at = np.sort(np.concatenate(groups[key]), kind="stable")
-        values = d[at].tolist()
-        out[key] = {"n": len(values), "delta": sum(values) / len(values)}
+        out[key] = {"n": len(at), "delta": mean_of(d[at])}
     return out
 
 

@@ -28,6 +28,7 @@ from .compare import compare_runs, split_metric
 from ..core import querycolumns
 from ..core.errors import InputError
 from ..core.outcomes import GateOutcome, GateResult, Rule
+from ..metrics.table import mean_of
 from ..core.result import KINDS, Result, as_result
 from ..core.safeyaml import load_yaml
 from ..metrics.spec import parse_metric
@@ -219,7 +220,7 @@ def metric_value(result: Result, rule: Rule) -> tuple[float | None, int]:
         return None, 0
     if not rule.slice:  # the summary's number itself (the same mask: the schema checks the counts against it)
         return result.summary.means(level)[metric], n
-    return sum(columns.value(level, metric)[rows].tolist()) / n, n  # summed in query order, as the records were
+    return mean_of(columns.value(level, metric)[rows]), n
 
 
 def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | dict | None = None) -> GateOutcome:
