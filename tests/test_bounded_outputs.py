@@ -117,6 +117,37 @@ def test_small_run_keeps_every_hit_and_the_window_texts(small):
     assert not (small / "chunks.parquet").exists()
 
 
+def test_a_report_of_the_saved_run_is_the_runs_own_report(tmp_path):
+    """`harness report results.json` shows what the run's report.html shows (a tester found "(text not loaded)" 25
+    times where the run's page had the texts: a relevant document never retrieved shows its start, which
+    results.json did not carry). Depth 3: several queries' gold documents are never retrieved."""
+    data = tmp_path / "data"
+    shutil.copytree(DEMO, data)
+    # A relevant document no query retrieves (a whole-document judgment: its start is what a drill-down shows).
+    with open(data / "corpus.jsonl", "a") as f:
+        f.write(json.dumps({"id": "zz-archive", "text": "Archived notes. Nothing here matches any question."}) + "\n")
+    with open(data / "goldset.jsonl", "a") as f:
+        f.write(json.dumps({"id": "q-unseen", "query": "How do I install Orbit on Windows?",
+                            "relevant": [{"doc": "zz-archive", "grade": 1}]}) + "\n")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"name: shallow\ncorpus: {{path: {data / 'corpus.jsonl'}}}\n"
+                   f"chunking: {{strategy: sentences, size: 2}}\ngoldset: {{path: {data / 'goldset.jsonl'}}}\n"
+                   "retriever: {kind: bm25, backend: fast}\ncutoff: {k: 3}\ndepth: 3\nmetrics: [ndcg@3, recall@3]\n")
+    proc = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "out/results.json").read_text())
+    unseen = next(q for q in data["queries"] if q["id"] == "q-unseen")
+    assert unseen["verdict"]["kind"] == "missing_document"
+    assert not any(h["doc_id"] == "zz-archive" for q in data["queries"] for h in q["hits"])
+    shutil.rmtree(tmp_path / "data")  # the report reads results.json only
+    proc = harness("report", tmp_path / "out/results.json", "-o", tmp_path / "again.html")
+    assert proc.returncode == 0, proc.stderr
+    section = lambda html: html[html.index("<h2>Queries</h2>"):html.index("<h2>Conventions</h2>")]
+    written, again = (tmp_path / "out/report.html").read_text(), (tmp_path / "again.html").read_text()
+    assert "(text not loaded)" not in section(written)
+    assert section(again) == section(written)
+
+
 def test_explain_and_report_work_with_the_corpus_moved(small, tmp_path):
     proc = harness("explain", small / "results.json", "q16", "--format", "json")
     assert proc.returncode == 0, proc.stderr

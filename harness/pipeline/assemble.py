@@ -152,6 +152,16 @@ class _Rows:
         return bool(self.table.included[self._row(i, qid)])
 
 
+def _first_chunks(chunks: Sequence, doc_ids: set[str]) -> list:
+    """The first chunk (lowest start) of each of ``doc_ids``, in one pass over the chunks."""
+    first: dict[str, object] = {}
+    if doc_ids:
+        for c in chunks:
+            if c.doc_id in doc_ids and (c.doc_id not in first or c.start < first[c.doc_id].start):
+                first[c.doc_id] = c
+    return list(first.values())
+
+
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                  coverage: Coverage = Coverage(), hits: HitReport | None = None,
                  retriever_info: dict | None = None, *, latency: dict | None = None,
@@ -204,7 +214,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     # The texts explain and the reports show: the windows of the kept hits (chunks.parquet has every hit's).
     # The texts explain and the drill-downs show without the corpus: each kept query's window, and below it the
     # chunks down to its first relevant one (what outranked the evidence), at most OUTRANKING_SHOWN more.
-    window_chunks = {}
+    window_chunks, unretrieved = {}, set()
     for i in sorted(keep_set):
         hits_i = lists[i].hits
         relevant = grades_at(cq, i, query_ids[i])
@@ -217,6 +227,9 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
             if h.doc_id in gold_docs:
                 gold_docs.discard(h.doc_id)
                 window_chunks.setdefault(h.chunk_id, store.chunks[h.chunk_id])
+        unretrieved.update(gold_docs)
+    # and the first chunk of each relevant document never retrieved (a drill-down shows the document's start)
+    window_chunks.update((c.chunk_id, c) for c in _first_chunks(chunks, unretrieved) if c.chunk_id not in window_chunks)
 
     conventions = metric_conventions(order="rank", query_policy=policy, trec_compat=False)
     conventions["order"] = "retriever score descending, ties by chunk id descending; documents at their best chunk"
