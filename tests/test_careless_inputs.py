@@ -199,3 +199,27 @@ def test_a_runs_reports_inside_its_folder_corpus_are_not_read_as_documents(tmp_p
     result = json.loads((tmp_path / "reports" / "fc" / "results.json").read_text())
     assert result["corpus"]["documents"] == 5
     assert f"{tmp_path / 'reports' / 'fc'}: skipped: a harness output folder" in proc.stderr
+
+
+def test_a_results_json_given_where_another_file_belongs_is_said_once(tmp_path):
+    """A results.json given as a config, a golden set, a corpus, qrels or a run (second walk, 2026-12-04: 398,263
+    "not valid JSON" problems with 50 shown, or 30 lines of pydantic's path errors): one line naming what it is."""
+    results = _run(tmp_path, "first")
+    as_trec = tmp_path / "results.trec"
+    shutil.copy(results, as_trec)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q01 0 install-desktop 1\n")
+    said = "a harness results.json: harness report, explain, compare and gate read it"
+    cases = [(("validate", results), results, "not a config"),
+             (("run", results, "--out", tmp_path / "o"), results, "not a config"),
+             (("goldset", "stats", results), results, said),
+             (("goldset", "check", results, "--corpus", DEMO / "corpus.jsonl"), results, said),
+             (("validate", _config(tmp_path, "gold", goldset=f"{{path: {results}}}")), results, said),
+             (("validate", _config(tmp_path, "corpus", corpus=results)), results, said),
+             (("eval", results, as_trec), results, "not TREC qrels"),
+             (("eval", qrels, as_trec), as_trec, "not a TREC run"),
+             (("eval", qrels, results), results, said)]
+    for args, named, fragment in cases:
+        proc = harness(*args)
+        assert_input_error(proc, f"{named}: ", fragment)
+        assert len(proc.stderr.strip().splitlines()) <= 3, (args, proc.stderr)  # (a config's: heading + the file's)

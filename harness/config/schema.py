@@ -360,7 +360,11 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     duplicates: list[str] = []  # reported with the config's other problems, all together
-    data = apply_overrides(load_yaml(path, ConfigError, duplicates), overrides)
+    data = load_yaml(path, ConfigError, duplicates)
+    if isinstance(data, dict) and {"harness_version", "summary", "queries"} <= data.keys():
+        raise ConfigError(f"{path}: a harness results.json (of run {str(data.get('name'))!r}), not a config: harness "
+                          "report, explain, compare and gate read it; harness run reads the config that made it")
+    data = apply_overrides(data, overrides)
     source = str(path) + (f" (with {', '.join('--set ' + o for o in overrides)})" if overrides else "")
     try:
         config = parse_config(data, source, path.parent.resolve())

@@ -93,3 +93,22 @@ def jsonl_rows(text: str) -> Iterator[tuple[int, object, str | None]]:
     """``(line number, value, None)`` for each JSON line of ``text``, ``(line number, None, why)`` for the others."""
     for lineno, line in numbered_lines(text):
         yield (lineno, *parse_line(line))
+
+
+def one_document(path, expected: str = "JSON Lines (one JSON object a line)") -> str | None:
+    """Why ``path`` is not JSON Lines when it is one JSON document written over many lines (a results.json, a
+    pretty-printed export): its first line is a lone "{" or "[". Said once, instead of a problem for each of its
+    lines (a results.json given as a golden set was 398,263 of them). None for any other file."""
+    from .textfile import open_binary
+
+    try:
+        with open_binary(path) as fh:
+            head = fh.read(1 << 16)
+    except (OSError, EOFError):
+        return None
+    first = next((line.strip() for line in head.split(b"\n") if line.strip()), b"").removeprefix(b"\xef\xbb\xbf")
+    if first not in (b"{", b"["):
+        return None
+    what = (" (a harness results.json: harness report, explain, compare and gate read it)"
+            if b'"harness_version"' in head and b'"summary"' in head else "")
+    return f"one JSON document written over many lines{what}, not {expected}"

@@ -17,7 +17,7 @@ import yaml
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, is_whole, read_id
-from ..core.jsonl import REPEATED_KEY, parse_line
+from ..core.jsonl import REPEATED_KEY, one_document, parse_line
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
 from ..core.textfile import base_suffix, read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
@@ -44,6 +44,8 @@ def iter_goldset(cfg: GoldsetConfig) -> Iterator[RawQuery]:
 
 
 def _fail(path: Path, problems: list[str]) -> None:
+    if problems and base_suffix(path) in (".jsonl", ".json") and (whole := one_document(path)):
+        raise GoldSetError(f"{path}: {whole}")
     if problems:
         shown = problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
         raise GoldSetError(f"{path}: {len(problems)} problem(s) in the golden set", shown)

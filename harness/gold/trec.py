@@ -11,7 +11,7 @@ from pathlib import Path
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem
-from ..core.jsonl import parse_line
+from ..core.jsonl import one_document, parse_line
 from ..core.textfile import read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 
@@ -101,6 +101,8 @@ def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
             continue
         first[(qid, doc)] = lineno
         qrels[qid][doc] = value
+    if problems and (whole := one_document(path, "TREC qrels (query, iteration, document, grade a line)")):
+        raise GoldSetError(f"{path}: {whole}")
     if problems:
         raise GoldSetError(f"{path}: {len(problems)} problem(s) in the qrels", _capped(problems))
     return dict(qrels)

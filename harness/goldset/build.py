@@ -15,7 +15,7 @@ from typing import Mapping
 
 from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem
-from ..core.jsonl import jsonl_rows
+from ..core.jsonl import jsonl_rows, one_document
 from ..core.textfile import read_utf8
 from ..core.types import Document
 from ..gold.load import query_of, tags_of
@@ -93,6 +93,8 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
             problems.append(f"{where}: query {qid!r}: {bad}")
             continue
         rows.append(AnswerRow(where, qid, query, answers, None if doc is None else str(doc), grade, tags))
+    if problems and (whole := one_document(path)):
+        raise GoldSetError(f"{path}: {whole}")
     if problems:
         shown = problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
         raise GoldSetError(f"{path}: {len(problems)} problem(s) in the answers", shown)

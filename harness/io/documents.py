@@ -14,7 +14,7 @@ from typing import Callable
 from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
-from ..core.jsonl import parse_line
+from ..core.jsonl import one_document, parse_line
 from ..core.outmarker import MARKER, STAGING
 from ..core.textfile import GZIP_ERRORS, open_binary
 from ..core.types import Document
@@ -48,6 +48,8 @@ def _load_jsonl(path: Path) -> list[Document]:
                 _read_line(path, lineno, raw, docs, problems, first_line)
     except GZIP_ERRORS as exc:
         raise CorpusError(f"{path}: not a complete gzip file ({exc})") from None
+    if problems and (whole := one_document(path)):
+        raise CorpusError(f"{path}: {whole}")
     if problems:
         raise CorpusError(f"{path}: {len(problems)} problem(s) in the corpus", problems[:50] + (
             [f"... and {len(problems) - 50} more"] if len(problems) > 50 else []))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.errors import RunFileError
 from ..core.ids import is_finite_number
-from ..core.jsonl import parse_line
+from ..core.jsonl import one_document, parse_line
 from ..core.textfile import utf8_lines
 
 HIT_FIELDS = ("doc_id", "chunk_id", "start", "end", "text", "score")
@@ -120,6 +120,8 @@ def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run",
                 continue
             grouped_line[qid] = lineno
         runs.setdefault(qid, []).extend(hits)
+    if problems and (whole := one_document(path)):
+        raise RunFileError(f"{path}: {whole}")
     if problems:
         raise RunFileError(f"{path}: {len(problems)} problem(s) in the {what}", problems[:50] + (
             [f"... and {len(problems) - 50} more"] if len(problems) > 50 else []))

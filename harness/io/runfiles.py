@@ -16,6 +16,7 @@ import numpy as np
 
 from . import fast_trec
 from ..core.errors import RunFileError
+from ..core.jsonl import one_document
 from ..core.ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
 from ..core.runtable import ColumnarRun, _offsets
 from ..core.textfile import base_suffix, read_utf8
@@ -68,6 +69,8 @@ def _line_problems(path: Path, text: str) -> RunFileError:
             problems.append(f"{path}:{lineno}: {problem}")
     if not problems:
         return RunFileError(f"{path}: malformed run file")
+    if whole := one_document(path, "a TREC run (query Q0 document rank score tag a line)"):
+        return RunFileError(f"{path}: {whole}")
     shown = problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
     return RunFileError(f"{path}: {len(problems)} problem(s) in the run", shown)
 
