@@ -141,8 +141,10 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
         return
     s = result.summary
     if not quiet:
-        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(s.chunk.items())[:4] if v is not None)
-        _err(f"chunk level: {shown}")
+        for level in ("doc", "chunk"):  # both: a bare metric name means doc level in compare and gate
+            means = s.means(level)
+            shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:4] if v is not None) or "no query counted"
+            _err(f"{level} level: {shown}")
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
     print(target / "report.md")
 

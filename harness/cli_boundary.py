@@ -206,6 +206,8 @@ def run_app(app: typer.Typer) -> NoReturn:
             sys.exit(exc.exit_code)
         if isinstance(exc, usage):
             if exc.format_message().strip():  # `harness` alone: typer has printed the help already
+                if isinstance(getattr(exc, "message", None), str):  # typer's choices speak through pydantic's prefix
+                    exc.message = exc.message.replace("Value error, ", "", 1)
                 try:
                     exc.show()
                 except BrokenPipeError:

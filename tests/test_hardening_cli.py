@@ -483,3 +483,20 @@ def test_explain_live_checks_what_the_user_typed(args, expect):
 def test_cache_clear_of_a_missing_folder_says_so(tmp_path):
     proc = run_harness("cache", "clear", "--cache-dir", tmp_path / "nope", cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'nope'}: no cache entries there; nothing to clear\n")
+
+
+def test_a_wrong_choice_is_said_in_plain_words():
+    """typer's choice check spoke through pydantic's "Value error, " prefix (`--executor dask`)."""
+    proc = run_harness("run", ROOT / "configs/demo-bm25.yaml", "--executor", "dask")
+    assert proc.returncode == 2 and "'dask' is not one of 'local', 'ray'" in proc.stderr, proc.stderr
+    assert "Value error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_runs_terminal_summary_shows_both_levels(tmp_path):
+    """A bare `ndcg@10` is doc level in compare and gate: the run's stderr summary said only the chunk level's."""
+    proc = run_harness("run", ROOT / "configs/demo-bm25.yaml", "--out", tmp_path / "o")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "o/results.json").read_text())["summary"]
+    for level in ("doc", "chunk"):
+        metric, value = next(iter(summary[level].items()))
+        assert f"{level} level: {metric} {value:.4f}" in proc.stderr, proc.stderr
