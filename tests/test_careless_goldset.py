@@ -217,3 +217,13 @@ def test_the_commands_a_starter_config_suggests_in_its_comments_work(tmp_path):
     args = shlex.split(re.search(r"\(or (--set .*)\)$", line).group(1))
     proc = harness("validate", cfg, *args)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("command", [["check", "--corpus", "CORPUS"], ["stats"]])
+def test_an_empty_golden_set_is_refused_as_run_refuses_it(tmp_path, command):
+    """`goldset check` of an empty file printed "valid: 0" and exit 0 (a pass), `stats` zeros, while run refuses it."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    args = [str(DEMO / "corpus.jsonl") if a == "CORPUS" else a for a in command]
+    proc = harness("goldset", command[0], empty, *args[1:])
+    assert_input_error(proc, f"{empty}: the golden set has no queries")

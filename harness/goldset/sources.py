@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..config.schema import CorpusConfig, GoldsetConfig
-from ..core.errors import InputError, OutputAppeared
+from ..core.errors import GoldSetError, InputError, OutputAppeared
 from ..core.files import not_replaceable, write_together
 from ..core.types import Document
 from ..gold.load import RawQuery, read_goldset
@@ -35,9 +35,11 @@ TABULAR = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 def read_gold(path: Path) -> list[RawQuery]:
     """A native JSONL/YAML golden set, a BEIR folder (queries.jsonl + qrels/test.tsv), or a table (CSV, TSV,
     Parquet: by its extension, with the default columns query_id, query, doc_id, grade, quote, start, end)."""
-    if path.is_dir():
-        return read_goldset(GoldsetConfig(path=path, format="beir"))
-    return read_goldset(GoldsetConfig(path=path, format=TABULAR.get(path.suffix.lower(), "native")))
+    cfg = GoldsetConfig(path=path, format="beir" if path.is_dir() else TABULAR.get(path.suffix.lower(), "native"))
+    queries = read_goldset(cfg)
+    if not queries:  # as `harness run` says of it: a check or statistics of nothing would read as a pass
+        raise GoldSetError(f"{path}: the golden set has no queries")
+    return queries
 
 
 def query_row(query: RawQuery, relevant: list[dict]) -> dict:
