@@ -49,6 +49,11 @@ def test_sweep_writes_leaderboard_and_runnable_best_config(tmp_path):
     best.write_text((tmp_path / "out/best.yaml").read_text())
     loaded = load_config(best)
     assert loaded.name == board["best"] and loaded.sweep is None
+    # the defaults best.yaml spells out that nothing reads are left out: running it warned "has no effect" of
+    # chunking.unit and cutoff.tokenizer (a tester); the run it makes is the sweep point's (the same hash)
+    assert loaded.unused_settings() == [] and "unit:" not in best.read_text()
+    best_run = json.loads((tmp_path / "out" / board["best"] / "results.json").read_text())
+    assert loaded.config_hash() == best_run["config_hash"]
     assert "| 1 | " + board["best"] in (tmp_path / "out/leaderboard.md").read_text()
     page = (tmp_path / "out/leaderboard.html").read_text()
     assert "leaderboard by doc.ndcg@10" in page and board["best"] in page and "<svg" in page

@@ -98,10 +98,25 @@ def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bo
     best_cfg = {**best[0].resolved(), "goldset": config.resolved()["goldset"], "output": None}
     for key in ("sweep", "sweep_metric", "select_on"):
         best_cfg.pop(key, None)
+    _drop_idle_defaults(best_cfg, best[0])
     chosen = f" on {_describe(config.selection_goldset())}" if config.select_on is not None else ""
     write_text(out_dir / "best.yaml", f"# best run of sweep {config.name} by {level}.{primary}{chosen}\n"
                + yaml.safe_dump(relative_paths(best_cfg, final_dir or out_dir), sort_keys=False))
     return leaderboard
+
+
+def _drop_idle_defaults(data: dict, config) -> None:
+    """Leave out of ``data`` (a resolved config) the defaults it spells out that its settings do not read
+    (``chunking.unit`` with sentences, ``cutoff.tokenizer`` with k): written, they read as given and a run of
+    best.yaml warned that each has no effect. Defaults only, so the config and its hash are the same."""
+    for section in ("chunking", "cutoff"):
+        part = getattr(config, section)
+        model = type(part)
+        every = model.model_validate(part.model_dump())  # every field given, as best.yaml writes them
+        for problem in every.unused():
+            key = problem.split(":", 1)[0].split(".", 1)[1]
+            if data.get(section, {}).get(key) == model.model_fields[key].default:
+                data[section].pop(key)
 
 
 def _describe(goldset) -> str:
