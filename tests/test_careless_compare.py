@@ -165,6 +165,18 @@ def test_thresholds_outside_0_1_on_bounded_numbers_are_refused(runs, tmp_path, r
     assert_input_error(harness("gate", runs["a"], "--rules", rules), "rules.0", fragment)
 
 
+@pytest.mark.parametrize("budget, fragment", [(2, "for 2%, write 0.02"), (1, "for 1%, write 0.01"),
+                                              (250, "could never fail")])
+def test_a_regression_budget_of_1_or_more_is_refused_as_a_likely_percentage(runs, tmp_path, budget, fragment):
+    """A drop of a metric in 0..1 is at most 1: `budget: 2` (meant as 2%) made a rule that could never fail."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(f"rules:\n  - 'doc.ndcg@10 >= 0.1'\n  - {{regression: doc.ndcg@10, budget: {budget}}}\n")
+    proc = harness("gate", runs["a"], "--rules", rules, "--baseline", runs["b"])
+    assert_input_error(proc, "rules.1: budget: doc.ndcg@10 lies between 0 and 1", fragment)
+    rules.write_text("rules: [{regression: doc.ndcg@10, budget: 0.02}]\n")
+    assert harness("gate", runs["a"], "--rules", rules, "--baseline", runs["a"]).returncode == 0
+
+
 def test_dcg_is_not_bounded_and_rule_names_are_unique(runs, tmp_path):
     rules = tmp_path / "rules.yaml"
     rules.write_text("metrics_free: 1\n")

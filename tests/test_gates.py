@@ -88,3 +88,11 @@ def test_rules_that_do_not_fit_the_run_are_input_errors():
     assert exc.value.problems == ["rules.0: metric doc.ndcg@7 is not in this run; it has ndcg@10",
                                   "rules.1: slice topic=c matches no query; topic values in this run are a, b",
                                   "rules.2: slice tag 'lang' is not in this run; its tags are topic"]
+
+
+def test_a_budget_of_1_or_more_is_refused_except_on_dcg():
+    for budget in (1, 2, 1.5):
+        with pytest.raises(InputError, match="budget: doc.ndcg@10 lies between 0 and 1"):
+            _parse_rule({"regression": "ndcg@10", "budget": budget})
+    assert _parse_rule({"regression": "dcg@10", "budget": 2}).budget == 2.0  # dcg is not bounded by 1
+    assert _parse_rule({"regression": "chunk.recall@5", "budget": 0.99}).budget == 0.99

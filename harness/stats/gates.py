@@ -114,6 +114,11 @@ def _parse_rule(item, where: str = "") -> Rule:
         budget = _number(item, "budget") if "budget" in item else 0.0
         if budget < 0:
             raise InputError(f"budget: expected a number >= 0, got {item['budget']!r}")
+        if budget >= 1 and parse_metric(metric).family != "dcg":  # every other family's values lie in [0, 1]
+            # a drop of such a metric is at most 1, so the rule could never fail: a percentage meant as a fraction
+            hint = f"; for {budget:g}%, write {budget / 100:g}" if budget <= 100 else ""
+            raise InputError(f"budget: {level}.{metric} lies between 0 and 1, so it never drops by more than "
+                             f"{budget:g} and the rule could never fail{hint}")
         return Rule(name or f"no significant regression of {level}.{metric} beyond {budget}",
                     "regression", f"{level}.{metric}", budget=budget, where=where)
     if "budget" in item:
