@@ -96,3 +96,34 @@ def test_a_budget_of_1_or_more_is_refused_except_on_dcg():
             _parse_rule({"regression": "ndcg@10", "budget": budget})
     assert _parse_rule({"regression": "dcg@10", "budget": 2}).budget == 2.0  # dcg is not bounded by 1
     assert _parse_rule({"regression": "chunk.recall@5", "budget": 0.99}).budget == 0.99
+
+
+@pytest.mark.parametrize("text, value", [("doc.ndcg@10 >= 0.5e0", 0.5), ("ndcg@10 >= .5", 0.5), ("ndcg@10>=+5E-1", 0.5),
+                                         ("ndcg@10 > 1_0e-1", 1.0), ("latency.p95_ms <= 3e2", 300.0)])
+def test_a_threshold_is_any_float_literal(text, value):
+    assert _parse_rule(text).value == value
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("ndcg@10 >= nan", "the threshold 'nan' is not a finite number"),
+    ("latency.p95_ms <= inf", "the threshold 'inf' is not a finite number"),
+    ("ndcg@10 >= -Infinity", "not a finite number"),
+    ("latency.p95_ms <= 1e999", "not a finite number"),
+    ("ndcg@10 >= 1.2.3", "cannot read check 'ndcg@10 >= 1.2.3': the threshold '1.2.3' is not a number"),
+    ("ndcg@10 >= 0.5 0.6", "cannot read check"),
+    ("latency.p95_ms <= -5", "latency.p95_ms is never negative, so a threshold of -5 is always or never met"),
+    ("latency.queries_per_s >= -0.5e1", "latency.queries_per_s is never negative"),
+])
+def test_unreadable_or_meaningless_thresholds_are_refused(text, fragment):
+    with pytest.raises(InputError) as exc:
+        _parse_rule(text)
+    assert fragment in str(exc.value)
+
+
+def test_a_negative_latency_bound_is_located_to_its_rule(tmp_path):
+    p = tmp_path / "g.yaml"
+    p.write_text("rules:\n  - 'latency.p95_ms <= 300'\n  - 'latency.p95_ms <= -5'\n  - 'doc.ndcg@10 >= 0.5e0'\n")
+    with pytest.raises(InputError) as exc:
+        load_rules(p)
+    assert exc.value.problems == ["rules.1: latency.p95_ms is never negative, so a threshold of -5 is always or "
+                                  "never met"]

@@ -33,8 +33,8 @@ from ..core.result import KINDS, Result, as_result
 from ..core.safeyaml import load_yaml
 from ..metrics.spec import parse_metric
 
-_CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*"
-                    r"(?P<value>-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*$")
+# The threshold is any number Python's float() reads (0.8, .8, 8e-1, 0.5e0), nan and inf aside (``_threshold``).
+_CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*(?P<value>[^\s<>=]+)\s*$")
 OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 KEYS = ("check", "slice", "regression", "budget", "name")
 LATENCY_FIELDS = ("p50_ms", "p95_ms", "max_ms", "mean_ms", "queries_per_s")
@@ -128,7 +128,7 @@ def _parse_rule(item, where: str = "") -> Rule:
     m = _CHECK.match(item["check"])
     if not m:
         raise InputError(f"cannot read check {item.get('check')!r}; expected e.g. 'chunk.recall@5 >= 0.80'")
-    lhs, op, value = m["lhs"], m["op"], float(m["value"])
+    lhs, op, value = m["lhs"], m["op"], _threshold(m["value"], item["check"])
     raw_slice = item.get("slice")
     if raw_slice is not None and (not isinstance(raw_slice, dict) or not raw_slice
                                   or any(isinstance(v, (dict, list)) or v is None for v in raw_slice.values())):
@@ -139,6 +139,8 @@ def _parse_rule(item, where: str = "") -> Rule:
             raise InputError("latency rules take no slice (latency is recorded for the whole run)")
         if lhs[len("latency."):] not in LATENCY_FIELDS:
             raise InputError(f"{lhs}: latency has {', '.join(f'latency.{f}' for f in LATENCY_FIELDS)}")
+        if value < 0:  # milliseconds and queries/s are never negative
+            raise InputError(f"{lhs} is never negative, so a threshold of {value:g} is always or never met")
         return Rule(name or f"{lhs} {op} {value}", "latency", lhs[len("latency."):], op, value, where=where)
     if lhs in KINDS:
         if sl:
@@ -150,6 +152,19 @@ def _parse_rule(item, where: str = "") -> Rule:
         _unit_range(value, f"{level}.{metric} value")
     label = f"{level}.{metric} {op} {value}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
     return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
+
+
+def _threshold(text: str, check: str) -> float:
+    """A check's threshold: any literal float() reads (``0.5e0``, ``.5``, ``+0.5``); nan and inf compare as never
+    or always met, so they are refused."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"cannot read check {check!r}: the threshold {text!r} is not a number; expected e.g. "
+                         f"'chunk.recall@5 >= 0.80'") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise InputError(f"check {check!r}: the threshold {text!r} is not a finite number")
+    return value
 
 
 def _unit_range(value: float, what: str) -> None:
