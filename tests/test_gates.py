@@ -127,3 +127,26 @@ def test_a_negative_latency_bound_is_located_to_its_rule(tmp_path):
         load_rules(p)
     assert exc.value.problems == ["rules.1: latency.p95_ms is never negative, so a threshold of -5 is always or "
                                   "never met"]
+
+
+def test_an_observed_value_that_prints_like_its_threshold_shows_the_digits_that_differ():
+    """`❌ | doc.ndcg@10 >= 0.6771 | doc.ndcg@10 is 0.6771` could not be explained: the mean was 0.67705."""
+    run = fake("cand", [0.67705, 0.67705], ["ok", "buried_evidence"], ["a", "b"])
+    rules = [_parse_rule("doc.ndcg@10 >= 0.6771"), _parse_rule("doc.ndcg@10 >= 0.5"),
+             _parse_rule("doc.ndcg@10 >= 0.67705"), _parse_rule("buried_evidence <= 0.4999")]
+    res = evaluate_gates(run, rules)
+    assert [r.passed for r in res] == [False, True, True, False]
+    assert [r.message.split(" over ")[0] for r in res[:3]] == ["doc.ndcg@10 is 0.67705", "doc.ndcg@10 is 0.6771",
+                                                               "doc.ndcg@10 is 0.6771"]  # equal: 4 decimals
+    assert res[3].message.startswith("buried_evidence share is 0.5000 (1 queries)")
+    md = summary_markdown("cand", res)
+    assert "| ❌ | doc.ndcg@10 >= 0.6771 | doc.ndcg@10 is 0.67705 over 2 queries |" in md
+    suite = ET.fromstring(junit_xml("cand", res).split("?>", 1)[1])
+    assert suite.find("testcase/failure").get("message") == "doc.ndcg@10 is 0.67705 over 2 queries"
+
+
+def test_a_regression_just_past_its_budget_shows_the_digits_that_pass_it():
+    base = fake("main", [0.9] * 40, ["ok"] * 40, ["a"] * 40)
+    cand = fake("c", [0.9 - 0.02004] * 40, ["ok"] * 40, ["a"] * 40)
+    res = evaluate_gates(cand, [_parse_rule({"regression": "ndcg@10", "budget": 0.02})], base)[0]
+    assert res.failed and res.message.startswith("delta -0.02004 (95% CI")

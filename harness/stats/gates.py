@@ -263,11 +263,13 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
             share = getattr(shares, rule.target)
             ok = OPS[rule.op](share, rule.value)
             count = getattr(counts, rule.target)
-            out.append(GateResult(rule, ok, share, f"{rule.target} share is {share:.3f} ({count} queries)"))
+            out.append(GateResult(rule, ok, share, f"{rule.target} share is {_shown(share, rule.value, 3)} "
+                                                   f"({count} queries)"))
         elif rule.kind == "latency":
             value = float(getattr(result.latency, rule.target))
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
-                                  f"latency.{rule.target} is {value:.1f} over {result.latency.queries} queries "
+                                  f"latency.{rule.target} is {_shown(value, rule.value, 1)} over "
+                                  f"{result.latency.queries} queries "
                                   f"(measured {result.latency.measured})", n=result.latency.queries))
         elif rule.kind == "metric":
             value, n = metric_value(result, rule)
@@ -276,7 +278,7 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
                 out.append(GateResult(rule, False, None, f"no query is counted {where} (none with relevant, checkable gold)", n=0))
                 continue
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
-                                  f"{rule.target} is {value:.4f} over {n} queries", n=n))
+                                  f"{rule.target} is {_shown(value, rule.value, 4)} over {n} queries", n=n))
         elif baseline is None:
             out.append(GateResult(rule, False, None, "regression rules need --baseline "
                                                      "(a results.json of the main branch)", skipped=True))
@@ -288,12 +290,24 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
                 continue
             dropped = -row.delta > rule.budget
             failed = dropped and row.significant
-            msg = (f"delta {row.delta:+.4f} (95% CI {row.ci95[0]:+.4f}..{row.ci95[1]:+.4f}), "
+            msg = (f"delta {_shown(row.delta, -rule.budget, 4, '+')} (95% CI {row.ci95[0]:+.4f}..{row.ci95[1]:+.4f}), "
                    f"corrected p {row.p_corrected:.4f}, budget {rule.budget}")
             if dropped and not row.significant:
                 msg += f"; the drop is not significant (MDE {row.mde:.4f})"
             out.append(GateResult(rule, not failed, row.delta, msg, n=row.n))
     return GateOutcome(result.name, out)
+
+
+def _shown(value: float, threshold: float, digits: int, sign: str = "") -> str:
+    """``value`` with ``digits`` decimals, or as many more as tell it apart from ``threshold`` when the two would
+    print alike: a failing `doc.ndcg@10 >= 0.6771` shows `is 0.67705`, not `is 0.6771`."""
+    if value != threshold:
+        for places in range(digits, 18):
+            shown = format(value, f"{sign}.{places}f")
+            if shown != format(threshold, f"{sign}.{places}f"):
+                return shown
+        return format(value, sign)  # (1e-20 against 0) the shortest repr that is this value
+    return format(value, f"{sign}.{digits}f")
 
 
 def _cell(text: str) -> str:
