@@ -93,3 +93,24 @@ def test_compare_refuses_different_golden_sets_and_warns_on_cutoffs():
         compare_runs([a, fake("b", [0.5], ["ok"], gold="g2")], ["ndcg@10"])
     b = fake("b", [0.5], ["ok"], describe="k=10")
     assert compare_runs([a, b], ["ndcg@10"]).warnings == ["cutoffs differ: a k=5, b k=10"]
+
+
+def test_markdown_warnings_stand_apart_from_the_table():
+    """`> warning: ...` right before the table made CommonMark readers swallow the table into the quote (and two
+    warnings into one paragraph): each warning is its own quote, followed by a blank line."""
+    from markdown_it import MarkdownIt
+
+    from harness.render.compare_view import to_markdown
+
+    a = fake("a", [0.5, 0.9, 1.0, 0.0], ["ok"] * 4, counted=[True, True, True, True])
+    b = fake("b", [0.7, 0.1, 0.9, 0.4], ["ok"] * 4, counted=[True, True, True, False], describe="k=10")
+    c = compare_runs([a, b], ["ndcg@10"])
+    assert len(c.warnings) == 2
+    tokens = MarkdownIt("commonmark").enable("table").parse(to_markdown(c))
+    depth, quotes, tables_in_quote, tables = 0, 0, 0, 0
+    for t in tokens:
+        depth += {"blockquote_open": 1, "blockquote_close": -1}.get(t.type, 0)
+        quotes += t.type == "blockquote_open"
+        tables += t.type == "table_open"
+        tables_in_quote += t.type == "table_open" and depth > 0
+    assert quotes == 2 and tables >= 1 and tables_in_quote == 0

@@ -54,7 +54,8 @@ def transition_lines(c: Comparison) -> list[tuple[str, str, list[str]]]:
 
 def to_markdown(c: Comparison) -> str:
     out = [f"## Comparison against `{c.baseline}` ({c.test} test, {c.correction} correction)", ""]
-    out += [f"> warning: {w}" for w in c.warnings]
+    for w in c.warnings:  # a blank line after each: a table right after a quote is read as part of the quote
+        out += [f"> warning: {' '.join(str(w).splitlines())}", ""]
     out += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(cells(r)) + " |" for r in c.rows]
     out += ["", NOTE]
