@@ -247,7 +247,7 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
 
 
 @command(cls=registry_help(verdict_kinds))
-def explain(source: Path = typer.Argument(..., help="a results.json, or an experiment YAML with --query"),
+def explain(source: Path = typer.Argument(..., help="a results.json (or the folder its run wrote), or an experiment YAML with --query"),
             query_id: Optional[str] = typer.Argument(None, help="query id (with a results.json)"),
             query: Optional[str] = typer.Option(None, "--query", help="ad-hoc query text (with a config)"),
             doc: Optional[str] = typer.Option(None, "--doc", help="the document that should be found"),
@@ -262,10 +262,10 @@ def explain(source: Path = typer.Argument(..., help="a results.json, or an exper
     from .core.errors import InputError
     from .render.explain import explain_live, explain_saved, print_rich, to_markdown
 
-    if source.suffix == ".json":
+    if source.suffix == ".json" or source.is_dir():  # a run's folder stands for its results.json
         from .render.outputs import load_results
         if not query_id:
-            raise InputError("give a query id after the results.json, e.g. harness explain results.json q17")
+            raise InputError(f"give a query id after {source}, e.g. harness explain results.json q17")
         given = [o for o, v in (("--query", query), ("--doc", doc), ("--quote", quote)) if v is not None]
         if given:  # ignoring them would explain something other than what was asked
             raise InputError(f"{', '.join(given)}: only with an experiment YAML; with a results.json give a query id")

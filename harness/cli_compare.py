@@ -36,7 +36,7 @@ def _finite(value):
     return value
 
 
-def compare_command(results: List[Path] = typer.Argument(..., help="two or more results.json files"),
+def compare_command(results: List[Path] = typer.Argument(..., help="two or more results.json files (or the folders runs wrote)"),
                     baseline: Optional[str] = typer.Option(None, "--baseline", help="run name (default: the first)"),
                     metric: List[str] = metric_option(COMPARE_DEFAULT_METRICS),
                     test: Test = typer.Option(Test.randomization, "--test", help="the paired significance test"),
@@ -64,9 +64,9 @@ def compare_command(results: List[Path] = typer.Argument(..., help="two or more 
         print_table(result)
 
 
-def gate_command(results: Path = typer.Argument(..., help="the candidate's results.json"),
+def gate_command(results: Path = typer.Argument(..., help="the candidate's results.json (or the folder its run wrote)"),
                  rules: Path = typer.Option(..., "--rules", help="rules YAML (see configs/gates.yaml)"),
-                 baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json to check regressions against"),
+                 baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json (or a run's folder) to check regressions against"),
                  summary: Optional[Path] = typer.Option(None, "--summary", help="write a Markdown summary here (missing "
                                                                                  "folders are created)"),
                  junit: Optional[Path] = typer.Option(None, "--junit", help="write JUnit XML here (one test case per rule)")) -> None:
@@ -77,9 +77,11 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
     Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
     """
     from .core.errors import InputError
+    from .core.result_load import results_path
     from .stats.gates import check_rules, evaluate_gates, junit_xml, summary_markdown
     from .render.outputs import load_results
 
+    results, baseline = results_path(results), baseline and results_path(baseline)  # a run's folder: its results.json
     inputs = [results, rules] + ([baseline] if baseline else [])
     kinds = {"--summary": "gate-md", "--junit": "junit"}
     problems = output_problems({"--summary": summary, "--junit": junit}, inputs, kinds=kinds)
@@ -101,7 +103,7 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
         raise typer.Exit(1)
 
 
-def report_command(results: List[Path] = typer.Argument(..., help="one results.json, or several for a comparison"),
+def report_command(results: List[Path] = typer.Argument(..., help="one results.json (or the folder its run wrote), or several for a comparison"),
                    out: Path = out_option("the HTML file", required=True),
                    metric: List[str] = metric_option(f"with several results: {COMPARE_DEFAULT_METRICS}")) -> None:
     """Build the self-contained HTML report for one run or a comparison of several.
@@ -109,9 +111,11 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
     Example: harness report reports/demo-bm25/results.json -o demo.html
     """
     from .core.errors import InputError
+    from .core.result_load import results_path
     from .render.html import render
     from .render.outputs import load_results
 
+    results = [results_path(p) for p in results]  # a run's folder: its results.json
     if metric and len(results) == 1:  # silently ignored, a typo in it would go unnoticed
         raise InputError("--metric: chooses what a comparison of several results.json files tests; one run's report "
                          "shows every metric the run has (give two or more results.json files, or drop --metric)")

@@ -175,7 +175,7 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
 
 
 @command("pool")
-def pool(results: List[Path] = typer.Argument(..., help="one or more results.json files"),
+def pool(results: List[Path] = typer.Argument(..., help="one or more results.json files (or the folders runs wrote)"),
          depth: int = typer.Option(10, "--depth", min=1, help="pool the top DEPTH hits of each run"),
          out: Path = out_option("the judging sheet: .csv or .jsonl", required=True),
          corpus: Optional[Path] = typer.Option(None, "--corpus", help="the corpus for the chunk texts (default: the "
@@ -185,10 +185,11 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
 
     Example: harness goldset pool reports/demo-bm25/results.json --depth 10 -o to_judge.csv
     """
-    from .core.result_load import load_result
+    from .core.result_load import load_result, results_path
     from .goldset import pool as pooling
     from .goldset.sources import read_corpus
 
+    results = [results_path(p) for p in results]  # a run's folder: its results.json
     pooling.check_sheet_path(out, "-o")
     _out_ok(out, list(results) + ([corpus] if corpus else []), force)
     loaded = [load_result(p) for p in results]

@@ -186,6 +186,41 @@ def test_dcg_is_not_bounded_and_rule_names_are_unique(runs, tmp_path):
     assert_input_error(harness("gate", runs["a"], "--rules", rules), "rules.1", "named 'same' like rules.0")
 
 
+def test_a_runs_folder_stands_for_its_results_json(runs, tmp_path):
+    """`compare runA runB` said "results file not found": a folder a run wrote is read as its results.json, in
+    compare, gate (and --baseline), explain, report and goldset pool; a folder without one says so."""
+    a, b = runs["a"].parent, runs["b"].parent
+    by_file = harness("compare", runs["a"], runs["b"], "--format", "json")
+    by_folder = harness("compare", a, b, "--format", "json")
+    assert by_folder.returncode == 0, by_folder.stderr
+    assert json.loads(by_folder.stdout) == json.loads(by_file.stdout)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules: ['doc.ndcg@10 >= 0.1', {regression: doc.ndcg@10, budget: 0.5}]\n")
+    gate = harness("gate", a, "--rules", rules, "--baseline", b)
+    assert gate.returncode == 0 and "SKIPPED" not in gate.stdout, gate.stdout + gate.stderr
+    assert gate.stdout == harness("gate", runs["a"], "--rules", rules, "--baseline", runs["b"]).stdout
+    explained = harness("explain", a, "q01", "--format", "json")
+    assert explained.returncode == 0 and json.loads(explained.stdout)["query_id"] == "q01", explained.stderr
+    page = tmp_path / "page.html"
+    assert harness("report", a, "-o", page).returncode == 0 and page.is_file()
+    sheet = tmp_path / "sheet.csv"
+    assert harness("goldset", "pool", a, "-o", sheet).returncode == 0 and sheet.is_file()
+    # the folder is the input: its results.json is not an output path
+    assert_input_error(harness("gate", a, "--rules", rules, "--summary", runs["a"]), f"--summary {runs['a']}: is the input")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for args in (["compare", a, empty], ["gate", empty, "--rules", rules], ["explain", empty, "q01"],
+                 ["report", empty, "-o", tmp_path / "x.html"]):
+        assert_input_error(harness(*args), f"{empty}: a folder without a results.json; give a results.json, or the "
+                                           f"folder a run wrote")
+    assert not (tmp_path / "x.html").exists()
+    sweep = tmp_path / "sweep"
+    (sweep / "size-2").mkdir(parents=True)
+    (sweep / "size-2" / "results.json").write_bytes(runs["a"].read_bytes())
+    assert_input_error(harness("compare", a, sweep), f"{sweep}: a folder without a results.json; a sweep's folder? "
+                                                     f"give one of its runs, e.g. {sweep / 'size-2'}")
+
+
 def test_report_of_one_run_refuses_a_metric_it_would_ignore(runs, tmp_path):
     assert_input_error(harness("report", runs["a"], "-m", "zzz@3", "-o", tmp_path / "x.html"), "--metric")
     assert not (tmp_path / "x.html").exists()

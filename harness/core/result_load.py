@@ -17,9 +17,25 @@ from .result_check import consistency_problems
 from .result_stream import read
 
 
-def load_result(path: Path) -> Result:
-    """Read and validate a results.json."""
+RESULTS_FILE = "results.json"
+
+
+def results_path(path: Path) -> Path:
+    """Where a run's results are: a run's output folder stands for the results.json in it; any other path is
+    itself (``load_result`` says what is wrong with it)."""
     path = Path(path)
+    inside = path / RESULTS_FILE
+    return inside if path.is_dir() and inside.is_file() else path
+
+
+def load_result(path: Path) -> Result:
+    """Read and validate a results.json, or the one in a run's output folder."""
+    path = results_path(path)
+    if path.is_dir():
+        runs = sorted(p.parent.name for p in path.glob(f"*/{RESULTS_FILE}") if p.is_file())
+        hint = (f"; a sweep's folder? give one of its runs, e.g. {path / runs[0]}" if runs else
+                f"; give a results.json, or the folder a run wrote")
+        raise InputError(f"{path}: a folder without a {RESULTS_FILE}{hint}")
     if not path.is_file():
         raise InputError(f"{path}: results file not found")
     # A large run's layout (one record a line) is read a record at a time, in bounded memory; anything else whole.
