@@ -103,10 +103,17 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
         raise typer.Exit(1)
 
 
-def report_command(results: List[Path] = typer.Argument(..., help="one results.json (or the folder its run wrote), or several for a comparison"),
-                   out: Path = out_option("the HTML file", required=True),
+# What `harness report -o` writes, chosen by the output's extension.
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "report-md", ".markdown": "report-md"}
+
+
+def report_command(results: List[Path] = typer.Argument(..., help="one results.json (or the folder its run wrote), "
+                                                                  "or several for a comparison"),
+                   out: Path = out_option("the report: FILE.html, or FILE.md for one run's Markdown report",
+                                          required=True),
                    metric: List[str] = metric_option(f"with several results: {COMPARE_DEFAULT_METRICS}")) -> None:
-    """Build the self-contained HTML report for one run or a comparison of several.
+    """Build the self-contained HTML report for one run or a comparison of several; -o FILE.md writes one run's
+    report as Markdown (the report.md a run writes).
 
     Example: harness report reports/demo-bm25/results.json -o demo.html
     """
@@ -119,17 +126,27 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
     if metric and len(results) == 1:  # silently ignored, a typo in it would go unnoticed
         raise InputError("--metric: chooses what a comparison of several results.json files tests; one run's report "
                          "shows every metric the run has (give two or more results.json files, or drop --metric)")
-    problems = output_problems({"--out": out}, list(results), kinds={"--out": "html"})
+    kind = REPORT_FORMATS.get(out.suffix.lower())
+    problems = output_problems({"--out": out}, list(results), kinds={"--out": kind})
+    if not problems and kind is None:
+        problems = [f"--out {out}: a report is HTML (.html, .htm) or, for one run, Markdown (.md, .markdown), chosen "
+                    f"by the extension; give one of them"]
+    if not problems and kind == "report-md" and len(results) > 1:
+        problems = [f"--out {out}: a comparison's report is HTML (give a .html path); for the comparison as "
+                    f"Markdown, harness compare ... --format md"]
     if problems:
         raise InputError("cannot write the report", problems)
     free = free_outputs({"--out": out})["--out"]
     loaded = [load_results(p) for p in results]
     from .render.explain import load_texts
     texts = [load_texts(r, str(p), _err) for r, p in zip(loaded, results)]  # the drill-downs' and windows' texts
-    if len(loaded) == 1:
-        html_text = render(loaded, texts)
+    if kind == "report-md":
+        from .render.outputs import markdown
+        text = markdown(loaded[0], texts=texts[0])
+    elif len(loaded) == 1:
+        text = render(loaded, texts)
     else:
         from .stats.compare import compare_runs
-        html_text = render(loaded, texts, comparison=compare_runs(loaded, list(metric)))
-    write_output("--out", out, html_text, replace=not free, kind="html")
+        text = render(loaded, texts, comparison=compare_runs(loaded, list(metric)))
+    write_output("--out", out, text, replace=not free, kind=kind)
     print(out)

@@ -191,18 +191,34 @@ def registry_help(*sources: Callable[[], str]) -> type[TyperCommand]:
 # without it is someone else's, and is never overwritten.
 SIGNATURES = {
     "html": b'<meta name="generator" content="harness">',
+    "report-md": b"# Retrieval report: ",
     "gate-md": b"## Retrieval gate for `",
     "junit": b'<testsuite name="harness gate ',
 }
+# What each is, for a message about a file of one kind at a path another kind would be written to.
+KIND_NAMES = {"html": "an HTML page", "report-md": "a Markdown report", "gate-md": "a gate summary (gate --summary)",
+              "junit": "a gate's JUnit XML (gate --junit)"}
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(1024)
+    except OSError:
+        return b""
 
 
 def _written_by_harness(path: Path, kind: str) -> bool:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(1024)
-    except OSError:
-        return False
-    return SIGNATURES[kind] in head
+    return SIGNATURES[kind] in _head(path)
+
+
+def _not_ours(path: Path) -> str:
+    """Why an existing file at an output path is not replaced: what harness wrote it as, if it did."""
+    head = _head(path)
+    other = next((k for k, signature in SIGNATURES.items() if signature in head), None)
+    if other:
+        return f"is {KIND_NAMES[other]} harness wrote, not this kind of output; refusing to overwrite it (give another path)"
+    return "exists and was not written by harness; refusing to overwrite it (remove it or give another path)"
 
 
 def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
@@ -227,8 +243,7 @@ def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
             continue
         kind = (kinds or {}).get(option)
         if kind and path.is_file() and path.resolve() not in input_ids and not _written_by_harness(path, kind):
-            problems.append(f"{where}: exists and was not written by harness; refusing to overwrite it "
-                            f"(remove it or give another path)")
+            problems.append(f"{where}: {_not_ours(path)}")
             continue
         ancestor = path.parent
         while not ancestor.exists() and ancestor != ancestor.parent:
