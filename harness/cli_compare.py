@@ -115,6 +115,8 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
     """Build the self-contained HTML report for one run or a comparison of several; -o FILE.md writes one run's
     report as Markdown (the report.md a run writes).
 
+    Into a run's output folder it replaces only that run's own report (never another run's, nor one you edited).
+
     Example: harness report reports/demo-bm25/results.json -o demo.html
     """
     from .core.errors import InputError
@@ -127,7 +129,7 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
         raise InputError("--metric: chooses what a comparison of several results.json files tests; one run's report "
                          "shows every metric the run has (give two or more results.json files, or drop --metric)")
     kind = REPORT_FORMATS.get(out.suffix.lower())
-    problems = output_problems({"--out": out}, list(results), kinds={"--out": kind})
+    problems = output_problems({"--out": out}, list(results), kinds={"--out": kind}, reporting=list(results))
     if not problems and kind is None:
         problems = [f"--out {out}: a report is HTML (.html, .htm) or, for one run, Markdown (.md, .markdown), chosen "
                     f"by the extension; give one of them"]

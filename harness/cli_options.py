@@ -198,6 +198,7 @@ SIGNATURES = {
 # What each is, for a message about a file of one kind at a path another kind would be written to.
 KIND_NAMES = {"html": "an HTML page", "report-md": "a Markdown report", "gate-md": "a gate summary (gate --summary)",
               "junit": "a gate's JUnit XML (gate --junit)"}
+REPORT_KINDS = ("html", "report-md")  # what `harness report -o` writes, and a run writes as report.html, report.md
 
 
 def _head(path: Path) -> bytes:
@@ -221,12 +222,65 @@ def _not_ours(path: Path) -> str:
     return "exists and was not written by harness; refusing to overwrite it (remove it or give another path)"
 
 
+def _same_file_contents(a: Path, b: Path) -> bool:
+    import os
+
+    try:
+        if os.path.samefile(a, b):
+            return True
+        if os.path.getsize(a) != os.path.getsize(b):
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                block = fa.read(1 << 20)
+                if block != fb.read(1 << 20):
+                    return False
+                if not block:
+                    return True
+    except OSError:
+        return False
+
+
+def _run_output_problem(path: Path, kind: str | None, reporting: list[Path] | None) -> str | None:
+    """Why ``path``, a file a run wrote into its output folder (its marker lists it), may not be written, or None.
+    Only `harness report` rewrites one, and only a report of the run that folder holds (its results.json, the same
+    bytes) into an unchanged file: anything else would leave the folder mixing two runs, or lose the user's edits."""
+    from .core import outmarker
+
+    found = outmarker.owner(path)
+    if found is None:
+        return None
+    folder, marker, rel = found
+    shown = path
+    for _ in rel.split("/"):
+        shown = shown.parent  # the folder as the user named it
+    held = f"run '{marker.run}' (written {marker.written_at})"
+    if reporting is None or kind not in REPORT_KINDS:
+        return (f"is {rel}, an output of {held} listed in {shown / outmarker.MARKER}; refusing to overwrite it "
+                f"(give another path)")
+    recorded = marker.stamps.get(rel)
+    if path.is_file() and recorded is not None and not outmarker.unchanged(path, recorded):
+        return (f"{rel} of {held} was changed since harness wrote it; not replaced (move it away to keep it, or "
+                f"give another path)")
+    results = (Path(rel).parent / "results.json").as_posix()
+    same = (len(reporting) == 1 and results in marker.files
+            and (results not in marker.stamps or outmarker.unchanged(folder / results, marker.stamps[results]))
+            and _same_file_contents(reporting[0], folder / results))
+    if same:
+        return None
+    what = "this report compares several runs" if len(reporting) > 1 else f"{reporting[0]} is not its results.json"
+    return (f"{shown} holds the outputs of {held}, and {rel} is that run's; {what}: write this report elsewhere (a "
+            f"new file name, or another folder), so the folder keeps one run's outputs")
+
+
 def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
-                    kinds: dict[str, str] | None = None) -> list[str]:
+                    kinds: dict[str, str] | None = None, reporting: list[Path] | None = None) -> list[str]:
     """One line per output option that cannot be written as given, found before any work is done. A missing parent
     folder is created when the file is written; a path that is a folder, lies under a file, is one of the
-    command's own input files, or is an existing file harness did not write (``kinds``: option -> a SIGNATURES
-    key) is refused: overwriting it would lose the user's data."""
+    command's own input files, is an existing file harness did not write (``kinds``: option -> a SIGNATURES
+    key), or is a file a run wrote into its output folder (only a report of that run, ``reporting`` the
+    results.json files reported, replaces one) is refused: overwriting it would lose the user's data or mix two
+    runs' outputs in one folder."""
     import os
 
     from .core.files import not_replaceable
@@ -242,6 +296,11 @@ def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
             problems.append(f"{where}: {special}")
             continue
         kind = (kinds or {}).get(option)
+        if path.resolve() not in input_ids:
+            run_output = _run_output_problem(path, kind, reporting)
+            if run_output:
+                problems.append(f"{where}: {run_output}")
+                continue
         if kind and path.is_file() and path.resolve() not in input_ids and not _written_by_harness(path, kind):
             problems.append(f"{where}: {_not_ours(path)}")
             continue

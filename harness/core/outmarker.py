@@ -68,13 +68,33 @@ def _digest(path: Path) -> str | None:
         return None
 
 
+def owner(path: Path) -> "tuple[Path, Marker, str] | None":
+    """The output folder whose marker lists ``path`` as a file a run wrote (the nearest such folder above it: a
+    sweep's marker lists its runs' files, ``run/report.html``), that marker, and the file's name in it; None when no
+    marker lists it."""
+    path = Path(os.path.abspath(path))
+    folder = path.parent
+    while True:
+        if os.path.lexists(folder / MARKER):
+            marker, _ = read_marker(folder)
+            rel = path.relative_to(folder).as_posix()
+            if marker is not None and rel in marker.files:
+                return folder, marker, rel
+        if folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
 def restamp(path: Path) -> None:
     """``path``, rewritten by harness (``report -o`` into a run's folder), recorded anew in the marker of the folder
-    that holds it, when that marker lists it: the next run must not take harness's own rewrite for the user's edit.
-    Nothing happens in a folder a run is writing (its lock), or without such a marker."""
+    that lists it (``owner``): the next run must not take harness's own rewrite for the user's edit. Nothing happens
+    in a folder a run is writing (its lock), or when no marker lists it."""
     from .files import write_text
 
-    folder, rel = path.parent, path.name
+    found = owner(path)
+    if found is None:
+        return
+    folder, _, rel = found
     marker_path = folder / MARKER
     if os.path.lexists(folder / LOCK) or not marker_path.is_file() or marker_path.is_symlink():
         return
