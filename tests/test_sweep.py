@@ -69,3 +69,12 @@ def test_sweep_chunks_once_per_distinct_chunking(tmp_path, monkeypatch):
     run_sweep(cfg, tmp_path / "out", progress=False, log=messages.append)
     assert sorted(calls) == [1, 4]  # four runs, two distinct chunkings
     assert sum("(chunks reused)" in m for m in messages) == 2
+
+
+def test_a_problem_every_sweep_point_has_is_said_once(tmp_path):
+    """A typo'd key in the grid was reported once a point (4 times for 2 x 2), each under its point's heading."""
+    with pytest.raises(ConfigError) as caught:
+        expand(base(tmp_path, {"chunking.size": [1, 3], "retriever.children.0.kk1": [0.9, 1.5]}))
+    problems = caught.value.problems
+    assert "every one of the 4 grid points is invalid" in str(caught.value)
+    assert problems == ["retriever.children.0.kk1: unknown key; did you mean 'k1'?"], problems

@@ -75,6 +75,12 @@ def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tupl
     if len(invalid) == 1:
         raise invalid[0]
     if invalid:
+        # A problem every point has (a typo'd key) is said once, not once a point.
+        shared = [p for p in invalid[0].problems if all(p in exc.problems for exc in invalid)]
+        if len(invalid) == len(out) + len(invalid) and shared:
+            raise ConfigError(f"sweep: every one of the {len(invalid)} grid points is invalid", shared + [
+                line for exc in invalid for line in ([str(exc).split("\n", 1)[0]] if set(exc.problems) - set(shared)
+                                                     else []) + [f"  {p}" for p in exc.problems if p not in shared]])
         raise ConfigError(f"sweep: {len(invalid)} invalid grid points", [
             line for exc in invalid for line in [str(exc).split("\n", 1)[0]] + [f"  {p}" for p in exc.problems]])
     return out
