@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 
@@ -276,7 +277,12 @@ def explain(source: Path = typer.Argument(..., help="a results.json (or the fold
             raise InputError(f"query id {query_id!r}: only with a results.json; with a config give --query \"...\"")
         if not query:
             raise InputError("with a config, give --query \"...\" (and optionally --doc and --quote)")
-        ex = explain_live(load_config(source), query, doc, quote, cache_dir=cache_dir)
+        config = load_config(source)
+        if config.sweep:  # which point's retriever would answer is not guessed
+            points = math.prod(len(v) if isinstance(v, list) else 1 for v in config.sweep.values())
+            raise InputError(f"{source}: sweeps {points} configurations and explain takes one: give the sweep's "
+                             "best.yaml, or this config without its sweep: section")
+        ex = explain_live(config, query, doc, quote, cache_dir=cache_dir)
     shown = canonical_format(fmt, _err)
     if shown == "json":
         print(json.dumps(ex, indent=2, ensure_ascii=False))

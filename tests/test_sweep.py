@@ -78,3 +78,14 @@ def test_a_problem_every_sweep_point_has_is_said_once(tmp_path):
     problems = caught.value.problems
     assert "every one of the 4 grid points is invalid" in str(caught.value)
     assert problems == ["retriever.children.0.kk1: unknown key; did you mean 'k1'?"], problems
+
+
+def test_explain_of_a_sweep_config_is_refused_not_the_base_explained(tmp_path):
+    from clihelp import assert_input_error, harness
+
+    cfg = tmp_path / "sweep.yaml"
+    cfg.write_text(f"name: s\ncorpus: {{path: {ROOT / 'goldsets/demo/corpus.jsonl'}}}\n"
+                   f"goldset: {{path: {ROOT / 'goldsets/demo/goldset.jsonl'}}}\nretriever: {{kind: bm25}}\n"
+                   "sweep: {retriever.k1: [0.9, 1.2]}\n")
+    proc = harness("explain", cfg, "--query", "install")
+    assert_input_error(proc, f"{cfg}: sweeps 2 configurations and explain takes one")
