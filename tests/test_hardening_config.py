@@ -381,3 +381,15 @@ def test_bomb_is_refused_fast_and_small():
     with pytest.raises(ConfigError, match="alias bomb"):
         parse_yaml(BOMB, "b.yaml", ConfigError)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_name_of_other_characters_is_told_the_rule_in_words(tmp_path):
+    """pydantic's "String should match pattern '^[A-Za-z0-9]...'" was what a Unicode run name got."""
+    from clihelp import DEMO, assert_input_error, harness
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"name: 'résumé run/x'\ncorpus: {{path: {DEMO / 'corpus.jsonl'}}}\n"
+                   f"goldset: {{path: {DEMO / 'goldset.jsonl'}}}\nretriever: {{kind: bm25}}\n")
+    proc = harness("validate", cfg)
+    assert_input_error(proc, "name: a run's name is its folder's and files' name: ASCII letters, digits and _ . -")
+    assert "should match pattern" not in proc.stderr

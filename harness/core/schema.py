@@ -83,6 +83,9 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix
             problems.append(f"{path}: unknown key{hint}")
             continue
         msg = err["msg"].removeprefix("Value error, ")  # our validators' own words need no pydantic prefix
+        if err["type"] == "string_pattern_mismatch" and loc[-1:] == ("name",):  # the one pattern: a run's name
+            msg = ("a run's name is its folder's and files' name: ASCII letters, digits and _ . - only, starting "
+                   "with a letter or digit")
         if err["type"] == "missing":
             problems.append(f"{path}: required key is missing")
             continue
