@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -21,12 +22,27 @@ require_installed("ray")  # imported by the fixture: `import ray` alone is ~1 s 
 
 
 @pytest.fixture(scope="module")
-def local_ray():
+def worker_tmp() -> Iterator[Path]:
+    """The workers' TMPDIR: what a backend makes in a temporary folder on an actor lands here, where a test can
+    see it (and tell it from another process's). Not under pytest's base folder: another pytest session on the
+    machine prunes old ones, and a PostgreSQL data folder vanished there mid-start."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="harness-rayt-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def local_ray(worker_tmp):
     import ray
 
     from harness.executors.ray import local_init_args
 
-    ray.init(**dict(local_init_args(), num_cpus=2))
+    args = local_init_args()
+    args["runtime_env"]["env_vars"]["TMPDIR"] = str(worker_tmp)
+    ray.init(**dict(args, num_cpus=2))
     yield ray
     ray.shutdown()
 
@@ -198,3 +214,38 @@ def test_a_live_retriever_sends_its_requests_from_the_driver(local_ray, tmp_path
     assert remote.executor.placement == "driver" and any("live service" in n for n in notes)
     with pytest.raises(ConfigError, match="executor.shards"):
         run_experiment(_with(live, kind="ray", shards=2), progress=False, log=lambda m: None)
+
+
+def _postgres_under(folder: Path) -> list[int]:
+    """PIDs of the PostgreSQL servers whose data folder is under ``folder``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"-D" in cmd[:-1] and cmd[cmd.index(b"-D") + 1].decode(errors="replace").startswith(str(folder)):
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_pgvector_workers_stop_their_servers(local_ray, worker_tmp, tmp_path, monkeypatch):
+    """pgvector cannot be pickled, so each actor starts its own PostgreSQL (pgserver, a temporary folder): the run
+    stops every one and removes its folder, as the local run's retriever.close() does (ray.kill runs no exit
+    handler: two servers were left running with num_workers: 2)."""
+    import os
+    import signal
+    import tempfile
+
+    pytest.importorskip("pgserver")
+    pytest.importorskip("sentence_transformers")
+    monkeypatch.setattr(tempfile, "tempdir", str(worker_tmp))  # the driver's own server too
+    config = load_config(ROOT / "configs" / "demo-pgvector.yaml")
+    try:
+        remote = _run(_with(config, kind="ray", num_workers=2), tmp_path / "cache")
+        assert remote.executor.placement == "rebuilt"
+        assert _postgres_under(worker_tmp) == []
+        assert [p.name for p in worker_tmp.glob("harness-pg-*")] == []
+    finally:  # a failed assertion leaves nothing running either
+        for pid in _postgres_under(worker_tmp):
+            os.kill(pid, signal.SIGINT)

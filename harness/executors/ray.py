@@ -26,6 +26,7 @@ from ..retrievers.ranking import rank_hits
 from .local import Executed, run_local
 
 INSTALL = "pip install 'rag-harness[ray]'"
+CLOSE_TIMEOUT_S = 120.0  # an actor's close() (stopping its PostgreSQL, say) waits at most this long
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this copy of the harness package
 
 
@@ -219,15 +220,28 @@ class IndexActor:
     def __init__(self, retriever: Any, section: dict | None, chunks: Sequence[Chunk] | None, documents: dict | None,
                  cache_dir: str, unplaceable: str, threads: int):
         _set_threads(threads)
+        self.retriever = retriever
         if retriever is None:  # rebuilt here from its config: for retrievers that cannot be pickled
             context = BuildContext(cache_dir=Path(cache_dir), progress=False, documents=documents or {},
                                    unplaceable=unplaceable)
-            retriever = build_retriever(section, context)
-            retriever.index(tuple(chunks))
-        self.retriever = retriever
+            self.retriever = build_retriever(section, context)
+            try:
+                self.retriever.index(tuple(chunks))
+            except BaseException:  # a server or folder indexing started is not left behind by a dead actor
+                self.close()
+                raise
         _set_threads(threads)  # again: indexing may have loaded torch (a cache miss)
 
     def ready(self) -> bool:
+        return True
+
+    def close(self) -> bool:
+        """Release what this actor's retriever holds (a PostgreSQL started by pgserver, a temporary LanceDB
+        folder, a client), as the local run's ``retriever.close()`` does: ``ray.kill`` runs no exit handler."""
+        retriever, self.retriever = self.retriever, None
+        close = getattr(retriever, "close", None)
+        if callable(close):
+            close()
         return True
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[tuple]:
@@ -316,10 +330,21 @@ class RayRetriever:
         return out
 
     def close(self) -> None:
-        for group in self.groups:
-            for actor in group:
-                self.ray.kill(actor)
+        """Each actor closes its retriever (waiting for one still building its index), then is killed: also when
+        the run failed or was interrupted (``execute_ray`` calls this in a ``finally``)."""
+        actors = [actor for group in self.groups for actor in group]
         self.groups = []
+        try:
+            refs = [actor.close.remote() for actor in actors]
+            deadline = time.monotonic() + CLOSE_TIMEOUT_S
+            for ref in refs:  # one at a time: an actor that died (its constructor failed) says so for itself
+                try:
+                    self.ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
+                except Exception:  # noqa: BLE001 - a dead actor has nothing left to close; the others still do
+                    pass
+        finally:
+            for actor in actors:
+                self.ray.kill(actor)
 
 
 def _get(ray, refs):
