@@ -249,3 +249,34 @@ def test_pgvector_workers_stop_their_servers(local_ray, worker_tmp, tmp_path, mo
     finally:  # a failed assertion leaves nothing running either
         for pid in _postgres_under(worker_tmp):
             os.kill(pid, signal.SIGINT)
+
+
+def test_a_python_retriever_imports_from_its_path_on_the_workers(local_ray, tmp_path):
+    """kind: python's path: (the folder beside the config) is on the actors' import path too: the shipped
+    retriever's class is unpickled there. It was not, and a run from any other folder died with
+    ModuleNotFoundError in the actor."""
+    from harness.config.schema import parse_config
+
+    adapters = tmp_path / "adapters"
+    adapters.mkdir()
+    (adapters / "rayt_overlap.py").write_text(
+        "class Overlap:\n"
+        "    def index(self, chunks):\n"
+        "        self.chunks = [(c.chunk_id, set(c.text.lower().split())) for c in chunks]\n"
+        "    def retrieve(self, texts, k):\n"
+        "        out = []\n"
+        "        for t in texts:\n"
+        "            w = set(t.lower().split())\n"
+        "            top = sorted(((len(w & s), cid) for cid, s in self.chunks), reverse=True)[:k]\n"
+        "            out.append([{'chunk_id': cid, 'score': float(s)} for s, cid in top])\n"
+        "        return out\n")
+    demo = ROOT / "goldsets" / "demo"
+    config = parse_config({"name": "pyray", "corpus": {"path": str(demo / "corpus.jsonl")},
+                           "chunking": {"strategy": "sentences", "size": 2},
+                           "goldset": {"path": str(demo / "goldset.jsonl")}, "cutoff": {"k": 5},
+                           "retriever": {"kind": "python", "target": "rayt_overlap:Overlap", "path": "adapters"}},
+                          "t", tmp_path)
+    local = _run(config, tmp_path / "cache")
+    remote = _run(_with(config, kind="ray", num_workers=2, batch_size=8), tmp_path / "cache")
+    assert remote.executor.placement == "shipped"
+    _same(local, remote)

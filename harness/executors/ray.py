@@ -139,6 +139,19 @@ def live_parts(retriever: Any) -> list[str]:
     return [getattr(node, "kind", type(node).__name__) for node in _parts(retriever) if isinstance(node, LiveRetriever)]
 
 
+def import_folders(retriever: Any) -> list[str]:
+    """The folders the python retrievers in ``retriever`` import their modules from (their ``path:``, absolute
+    once the config is read): the actors put them on their import path, as ``load_target`` does on the driver."""
+    from ..retrievers.python import PythonRetriever
+
+    folders = []
+    for node in _parts(retriever):
+        path = getattr(node.config, "path", None) if isinstance(node, PythonRetriever) else None
+        if path is not None and str(Path(path).resolve()) not in folders:
+            folders.append(str(Path(path).resolve()))
+    return folders
+
+
 def _dense_parts(retriever: Any) -> list:
     """The dense retrievers inside ``retriever`` (itself, a hybrid's children, a reranked child), with a cache."""
     return [node for node in _parts(retriever)
@@ -217,9 +230,21 @@ def encode_with_ray(ray, retriever: Any, chunks: Sequence[Chunk], query_batches:
 class IndexActor:
     """Holds one retriever (whole, or one shard) and answers query batches."""
 
-    def __init__(self, retriever: Any, section: dict | None, chunks: Sequence[Chunk] | None, documents: dict | None,
-                 cache_dir: str, unplaceable: str, threads: int):
+    def __init__(self, shipped: list | None, section: dict | None, chunks: Sequence[Chunk] | None,
+                 documents: dict | None, cache_dir: str, unplaceable: str, threads: int,
+                 folders: Sequence[str] = ()):
         _set_threads(threads)
+        # A python retriever's module is imported from its path: (on every node: shared storage), here as on the
+        # driver. Before the retriever is unpickled, which imports it: so it comes nested ([ref]), not resolved
+        # by Ray ahead of this constructor.
+        for folder in folders:
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+        retriever = None
+        if shipped is not None:
+            import ray
+
+            retriever = ray.get(shipped[0])
         self.retriever = retriever
         if retriever is None:  # rebuilt here from its config: for retrievers that cannot be pickled
             context = BuildContext(cache_dir=Path(cache_dir), progress=False, documents=documents or {},
@@ -313,8 +338,10 @@ class RayRetriever:
         cls = ray.remote(IndexActor).options(num_cpus=cpus, num_gpus=ex.num_gpus_per_worker or None)
         threads = max(1, int(cpus) or 1)
         cache_dir = str(Path(self.context.cache_dir).resolve())  # an actor runs in another folder
-        self.groups = [[cls.remote(*payload, cache_dir, self.context.unplaceable, threads)
-                        for payload in payloads] for _ in range(ex.num_workers)]
+        folders = import_folders(local)
+        self.groups = [[cls.remote(None if ref is None else [ref], *rest, cache_dir, self.context.unplaceable,
+                                   threads, folders)
+                        for ref, *rest in payloads] for _ in range(ex.num_workers)]
         # Wait until every actor holds its index: index_s covers building it everywhere.
         _get(ray, [a.ready.remote() for group in self.groups for a in group])
 
