@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clihelp import Case, demo_config, harness, run_case
+from clihelp import Case, assert_input_error, demo_config, harness, run_case
 from conftest import ROOT, require_installed, shared_dataset
 
 require_installed("sentence_transformers")
@@ -364,3 +364,30 @@ def test_scifact_ann_recall_is_reported(scifact_dense):
     recall = result.retriever_info["ann_recall_at_10"]
     assert recall == pytest.approx(_recall_at_10(result, scifact_dense), abs=1e-12)
     assert 0.3 < recall < 1.0
+
+
+BAD_ADDRESSES = [
+    ("qdrant port", "{kind: qdrant, url: 'http://127.0.0.1:99999'}", None, "retriever.url", "1-65535"),
+    ("qdrant port 0", "{kind: qdrant, url: 'http://127.0.0.1:0'}", None, "retriever.url", "not in 1-65535"),
+    ("qdrant space", "{kind: qdrant, url: 'http://bad host:6333'}", None, "retriever.url", "not a Qdrant server URL"),
+    ("qdrant scheme", "{kind: qdrant, url: 'ftp://127.0.0.1:6333'}", None, "retriever.url", "http or https"),
+    ("dsn option", "{kind: pgvector, dsn_env: HARNESS_TEST_DSN}", "host=127.0.0.1 port=1 bogus=1 password=s3cret",
+     "retriever.dsn_env: environment variable HARNESS_TEST_DSN", 'invalid connection option "bogus"'),
+    ("dsn words", "{kind: pgvector, dsn_env: HARNESS_TEST_DSN}", "this is not a dsn",
+     "retriever.dsn_env: environment variable HARNESS_TEST_DSN", "not hold a PostgreSQL connection string"),
+]
+
+
+@pytest.mark.parametrize("case_id,retriever,dsn,key,why", BAD_ADDRESSES, ids=[c[0] for c in BAD_ADDRESSES])
+def test_a_malformed_backend_address_is_one_located_line(case_id, retriever, dsn, key, why, tmp_path, monkeypatch):
+    """A Qdrant URL or a DSN its client cannot parse: validate and run both exit 2 with one line naming the key
+    (run raised urllib3's LocationParseError or psycopg's ProgrammingError as a traceback; validate said ok)."""
+    _need("qdrant" if "qdrant" in retriever else "pgvector")
+    if dsn is not None:
+        monkeypatch.setenv("HARNESS_TEST_DSN", dsn)
+    cfg = demo_config(tmp_path, retriever=retriever)
+    for args in (["validate", cfg], ["run", cfg, "--out", tmp_path / "out", "-q"]):
+        proc = harness(*args, cwd=tmp_path)
+        assert_input_error(proc, "cfg.yaml", key, why)
+        assert sum(key in line for line in proc.stderr.splitlines()) == 1, proc.stderr
+        assert "s3cret" not in proc.stderr  # the DSN is not printed

@@ -69,10 +69,32 @@ class PgvectorConfig(VectorStoreConfig):
         problems = super().preflight(where)
         if self.dsn_env and not os.environ.get(self.dsn_env):
             problems.append(f"{where}.dsn_env: environment variable {self.dsn_env} is not set")
+        elif self.dsn_env:
+            why = dsn_problem(os.environ[self.dsn_env])
+            if why:
+                problems.append(f"{where}.dsn_env: environment variable {self.dsn_env} {why}")
         # pgserver runs initdb there and gives the folder to its own user: only a new folder or a data folder
         problem = store_folder_problem(self.path, where, "PostgreSQL data folder",
                                        lambda folder: (folder / "PG_VERSION").is_file())
         return problems + ([problem] if problem else [])
+
+
+def dsn_problem(dsn: str) -> str | None:
+    """Why ``dsn`` is no PostgreSQL connection string, as libpq parses it offline (psycopg's conninfo_to_dict: an
+    unknown option, a missing '='), or None (also when psycopg is missing: its extra is said on its own). The DSN
+    itself is never printed: it may hold a password."""
+    try:
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return None
+    try:
+        conninfo_to_dict(dsn)
+    except ProgrammingError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        return (f"does not hold a PostgreSQL connection string ({first}); e.g. postgresql://user@host:5432/db or "
+                f"'host=localhost port=5432 dbname=db'")
+    return None
 
 
 _OPS = {"dot": ("<#>", "vector_ip_ops"), "cosine": ("<=>", "vector_cosine_ops")}
@@ -96,6 +118,9 @@ class PgvectorRetriever(VectorStoreRetriever):
             dsn = os.environ.get(c.dsn_env)
             if not dsn:
                 raise ConfigError(f"retriever.dsn_env: environment variable {c.dsn_env} is not set")
+            why = dsn_problem(dsn)
+            if why:
+                raise ConfigError(f"retriever.dsn_env: environment variable {c.dsn_env} {why}")
         else:
             pgserver = need("pgserver", "pgvector")
             folder = c.path or tempfile.mkdtemp(prefix="harness-pg-")
@@ -106,7 +131,7 @@ class PgvectorRetriever(VectorStoreRetriever):
         try:
             # No server-side prepared statements: a cached plan would ignore the exact/index settings made per search.
             self.conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=None)
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:  # no server there; a DSN libpq refuses
             raise RetrieverError(f"retriever: cannot connect to PostgreSQL ({str(exc).strip().splitlines()[0]})") \
                 from None
         if c.mode == "build":

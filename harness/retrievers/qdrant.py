@@ -10,10 +10,11 @@ local mode always searches exactly: HNSW settings take effect against a server. 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Literal, Sequence
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
@@ -41,6 +42,14 @@ class QdrantConfig(VectorStoreConfig):
     index: Literal["flat", "hnsw"] = "flat"
     hnsw: QdrantHNSW = QdrantHNSW()
     filter: dict[str, Any] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        why = None if url is None else qdrant_url_problem(url)
+        if why:
+            raise ValueError(why)
+        return url
 
     @model_validator(mode="after")
     def _where(self):
@@ -73,6 +82,37 @@ class QdrantConfig(VectorStoreConfig):
             problems.append(f"{where}.api_key_env: environment variable {self.api_key_env} is not set")
         problem = store_folder_problem(self.path, where, "Qdrant local store", _qdrant_store)
         return problems + ([problem] if problem else [])
+
+
+def qdrant_url_problem(url: str) -> str | None:
+    """Why ``url:`` is no Qdrant server address (an http(s) URL with a host and a port in 1-65535), said when the
+    config is read: qdrant-client raised urllib3's LocationParseError from deep inside, a traceback."""
+    from urllib.parse import urlsplit
+
+    example = "e.g. http://localhost:6333"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # a port out of range or not a number, a bracket left open
+        digits = re.search(r":(\d+)$", urlsplit(url).netloc) if "[" not in url else None
+        if digits:
+            return f"port {int(digits[1])} is not in 1-65535; {example}"
+        return f"not a Qdrant server URL ({exc}); {example}"
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(ch.isspace() for ch in url):
+        return f"not a Qdrant server URL (http or https, a host, no spaces); {example}"
+    if port is not None and not 1 <= port <= 65535:
+        return f"port {port} is not in 1-65535; {example}"
+    if parts.username or parts.password:
+        return "the URL must not carry credentials: put the API key in the variable api_key_env: names"
+    try:  # what qdrant-client parses it with, where installed: anything it refuses is said here
+        from urllib3.util import parse_url
+    except ImportError:
+        return None
+    try:
+        parse_url(url)
+    except ValueError as exc:
+        return f"not a Qdrant server URL ({type(exc).__name__}); {example}"
+    return None
 
 
 def _qdrant_store(folder) -> bool:
