@@ -391,3 +391,18 @@ def test_a_malformed_backend_address_is_one_located_line(case_id, retriever, dsn
         assert_input_error(proc, "cfg.yaml", key, why)
         assert sum(key in line for line in proc.stderr.splitlines()) == 1, proc.stderr
         assert "s3cret" not in proc.stderr  # the DSN is not printed
+
+
+def test_qdrant_connect_to_a_missing_or_empty_path_creates_nothing(tmp_path):
+    """Connect mode reads an existing store: qdrant-client made one at a missing path (.lock, meta.json) and the
+    run then failed on 'collection does not exist'; validate said ok. Now both refuse it, and nothing is made."""
+    _need("qdrant")
+    (tmp_path / "empty").mkdir()
+    for name, why in (("no_such_store", "does not exist"), ("empty", "is not a Qdrant local store")):
+        cfg = demo_config(tmp_path, retriever=f"{{kind: qdrant, mode: connect, path: {name}, collection: docs, "
+                                              f"fields: {{chunk_id: chunk_id}}}}")
+        for args in (["validate", cfg], ["run", cfg, "--out", tmp_path / "out", "-q"]):
+            proc = harness(*args, cwd=tmp_path)
+            assert_input_error(proc, "cfg.yaml", "retriever.path", why)
+        assert not (tmp_path / "no_such_store").exists()
+        assert list((tmp_path / "empty").iterdir()) == []

@@ -81,7 +81,23 @@ class QdrantConfig(VectorStoreConfig):
         if self.api_key_env and not os.environ.get(self.api_key_env):
             problems.append(f"{where}.api_key_env: environment variable {self.api_key_env} is not set")
         problem = store_folder_problem(self.path, where, "Qdrant local store", _qdrant_store)
+        if problem is None:
+            problem = self.connect_path_problem(where)
         return problems + ([problem] if problem else [])
+
+    def connect_path_problem(self, where: str) -> str | None:
+        """Connect mode reads an existing local store: qdrant-client would make one at a missing (or empty) path,
+        a .lock and a meta.json, and then find no collection there."""
+        if self.mode != "connect" or self.path in (None, ":memory:"):
+            return None
+        from pathlib import Path
+
+        if not Path(self.path).is_dir():
+            return f"{where}.path: {self.path} does not exist (mode: connect reads an existing Qdrant local store)"
+        if not _qdrant_store(Path(self.path)):
+            return (f"{where}.path: {self.path} is not a Qdrant local store (no meta.json of one; mode: connect "
+                    f"reads an existing store and creates nothing)")
+        return None
 
 
 def qdrant_url_problem(url: str) -> str | None:
@@ -157,6 +173,9 @@ class QdrantRetriever(VectorStoreRetriever):
         elif c.path in (None, ":memory:"):
             self.client = qc.QdrantClient(location=":memory:")
         else:
+            problem = c.connect_path_problem("retriever")
+            if problem:  # (preflight said so; a run from Python reaches here) before the client makes anything
+                raise ConfigError(problem)
             self.client = qc.QdrantClient(path=c.path)
         from qdrant_client import models
 
