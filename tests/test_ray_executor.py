@@ -280,3 +280,19 @@ def test_a_python_retriever_imports_from_its_path_on_the_workers(local_ray, tmp_
     remote = _run(_with(config, kind="ray", num_workers=2, batch_size=8), tmp_path / "cache")
     assert remote.executor.placement == "shipped"
     _same(local, remote)
+
+
+def test_more_shards_than_chunks_is_said_before_ray_starts(tmp_path, monkeypatch):
+    """validate (which chunks the corpus) and run say it, naming the config file, before Ray is started: run
+    started Ray (~7 s) and then failed with a line naming no file; validate said ok."""
+    from harness.executors import ray as ray_executor
+
+    def no_ray(*args, **kwargs):
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(ray_executor, "_start", no_ray)
+    cfg = demo_config(tmp_path, executor="{kind: ray, shards: 100}", retriever="{kind: bm25, backend: fast}")
+    for args in (["validate", cfg], ["run", cfg, "--out", tmp_path / "out", "-q"]):
+        proc = harness(*args, cwd=tmp_path)
+        assert_input_error(proc, f"{cfg}: executor.shards: 100 slices of 79 chunks; give at most 79")
+    assert not (tmp_path / "out").exists()

@@ -159,6 +159,11 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
                 break  # the same files would fail the same way for the other points
             prepared[key] = done
         loaded = prepared[key]
+        shards = cfg.executor.shards if cfg.executor.kind == "ray" else 1
+        if shards > max(len(loaded.chunks), 1):  # said before Ray starts (seconds), in the words the executor uses
+            errors.append(ConfigError(f"{source}: executor.shards: {shards} slices of {len(loaded.chunks)} chunks; "
+                                      f"give at most {max(len(loaded.chunks), 1)} (a slice per actor holds part of "
+                                      f"the index)"))
         if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer in bad_tokenizers:
             continue
         if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
