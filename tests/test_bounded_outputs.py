@@ -117,10 +117,12 @@ def test_small_run_keeps_every_hit_and_the_window_texts(small):
     assert not (small / "chunks.parquet").exists()
 
 
-def test_a_report_of_the_saved_run_is_the_runs_own_report(tmp_path):
+@pytest.mark.parametrize("depth", [3, 100])
+def test_a_report_of_the_saved_run_is_the_runs_own_report(tmp_path, depth):
     """`harness report results.json` shows what the run's report.html shows (a tester found "(text not loaded)" 25
     times where the run's page had the texts: a relevant document never retrieved shows its start, which
-    results.json did not carry). Depth 3: several queries' gold documents are never retrieved."""
+    results.json did not carry; and the drill-down's rows down to a deep evidence chunk, which it carried only 20
+    past the window). Depth 3: several queries' gold documents are never retrieved; 100: evidence ranks deep."""
     data = tmp_path / "data"
     shutil.copytree(DEMO, data)
     # A relevant document no query retrieves (a whole-document judgment: its start is what a drill-down shows).
@@ -132,13 +134,17 @@ def test_a_report_of_the_saved_run_is_the_runs_own_report(tmp_path):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(f"name: shallow\ncorpus: {{path: {data / 'corpus.jsonl'}}}\n"
                    f"chunking: {{strategy: sentences, size: 2}}\ngoldset: {{path: {data / 'goldset.jsonl'}}}\n"
-                   "retriever: {kind: bm25, backend: fast}\ncutoff: {k: 3}\ndepth: 3\nmetrics: [ndcg@3, recall@3]\n")
+                   "retriever: {kind: bm25, backend: fast}\ncutoff: {k: 3}\n"
+                   f"depth: {depth}\nmetrics: [ndcg@3, recall@3]\n")
     proc = harness("run", cfg, "--out", tmp_path / "out", "-q")
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "out/results.json").read_text())
-    unseen = next(q for q in data["queries"] if q["id"] == "q-unseen")
-    assert unseen["verdict"]["kind"] == "missing_document"
-    assert not any(h["doc_id"] == "zz-archive" for q in data["queries"] for h in q["hits"])
+    if depth == 3:  # a document no query retrieves
+        unseen = next(q for q in data["queries"] if q["id"] == "q-unseen")
+        assert unseen["verdict"]["kind"] == "missing_document"
+        assert not any(h["doc_id"] == "zz-archive" for q in data["queries"] for h in q["hits"])
+    else:  # some evidence ranks past the window and the 20 below it
+        assert any(next((h["rank"] for h in q["hits"] if h["relevant"]), 0) > 23 for q in data["queries"])
     shutil.rmtree(tmp_path / "data")  # the report reads results.json only
     proc = harness("report", tmp_path / "out/results.json", "-o", tmp_path / "again.html")
     assert proc.returncode == 0, proc.stderr

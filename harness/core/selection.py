@@ -22,7 +22,17 @@ SAMPLE = 50
 # The verdict kinds whose worst queries are shown, taken in turn so each kind gets its share of the table.
 FAILING = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence")
 
+# A query's drill-down shows its ranking down to its target (the first relevant chunk, else the first chunk of a
+# relevant document) at most this deep, and the target's row after a gap when it ranks deeper.
+SHOWN_ABOVE = 30
+
 Row = tuple[str, str, float]  # (query id, verdict kind, chunk rr@window)
+
+
+def drill_ranks(window: int, target: int | None, shown: int = SHOWN_ABOVE) -> tuple[int, int | None]:
+    """(how many top ranks a query's drill-down shows, the target's rank shown after them when it is deeper, else
+    None): the one rule for the reports that draw it and for results.json, which carries those rows' texts."""
+    return min(max(window, target or 0), shown), (target if target and target > shown else None)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ..core.hittable import HitTable
 from ..core.levelgrades import grades_at
 from ..core.positions import Positions
 from ..core.querystore import stored
-from ..core.selection import Rows, kept
+from ..core.selection import Rows, drill_ranks, kept
 from ..core.fingerprint import document_fingerprint, fingerprint_of_items
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, flags_text, summarize_verdicts
@@ -38,9 +38,6 @@ from .levels import Coverage, Levels, evaluate_levels, level_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
-
-
-OUTRANKING_SHOWN = 20  # chunks below the window whose texts a result carries for its drill-downs
 
 
 def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None, warn=None,
@@ -152,6 +149,15 @@ class _Rows:
         return bool(self.table.included[self._row(i, qid)])
 
 
+def _drill_target(hits, relevant: dict, gold_docs: set, verdict) -> int | None:
+    """The rank a query's drill-down leads to (``render.drilldown``): its first relevant chunk, else its first chunk
+    of a relevant document; none for a golden-set error, whose judgments are not evidence."""
+    if verdict.kind == "goldset_error":
+        return None
+    first = next((r for r, h in enumerate(hits, 1) if relevant.get(h.chunk_id, 0) >= 1), None)
+    return first if first is not None else next((r for r, h in enumerate(hits, 1) if h.doc_id in gold_docs), None)
+
+
 def _first_chunks(chunks: Sequence, doc_ids: set[str]) -> list:
     """The first chunk (lowest start) of each of ``doc_ids``, in one pass over the chunks."""
     first: dict[str, object] = {}
@@ -211,18 +217,19 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
             )
 
     queries = stored(QueryResult, records(), len(gold.queries))
-    # The texts explain and the reports show: the windows of the kept hits (chunks.parquet has every hit's).
-    # The texts explain and the drill-downs show without the corpus: each kept query's window, and below it the
-    # chunks down to its first relevant one (what outranked the evidence), at most OUTRANKING_SHOWN more.
+    # The texts explain and the drill-downs show without the corpus (chunks.parquet has every hit's): each kept
+    # query's window and the rows its drill-down shows below it (core.selection.drill_ranks: what outranked the
+    # evidence, and the evidence), its relevant documents' best chunks and the first chunk of those never retrieved.
     window_chunks, unretrieved = {}, set()
     for i in sorted(keep_set):
         hits_i = lists[i].hits
         relevant = grades_at(cq, i, query_ids[i])
-        first = next((r for r, h in enumerate(hits_i, 1) if relevant.get(h.chunk_id, 0) >= 1), 0)
-        shown = max(window_k[i], 1, min(first, window_k[i] + OUTRANKING_SHOWN))
-        window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:shown])
-        # and each relevant document's best-ranked chunk, wherever it ranked (a drill-down shows where it went)
         gold_docs = {d for d, grade in grades_at(dq, i, query_ids[i]).items() if grade >= 1}
+        top, deeper = drill_ranks(window_k[i], _drill_target(hits_i, relevant, gold_docs, verdicts[query_ids[i]]))
+        window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:max(window_k[i], 1, top)])
+        if deeper:
+            window_chunks.setdefault(hits_i[deeper - 1].chunk_id, store.chunks[hits_i[deeper - 1].chunk_id])
+        # and each relevant document's best-ranked chunk, wherever it ranked (a drill-down shows where it went)
         for h in hits_i:
             if h.doc_id in gold_docs:
                 gold_docs.discard(h.doc_id)

@@ -15,13 +15,14 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
+from ..core.selection import SHOWN_ABOVE, drill_ranks  # noqa: F401  (SHOWN_ABOVE: its old home was here)
+
 if TYPE_CHECKING:
     from ..core.result import HitRecord, QueryResult
 
 # Chunk ids are "doc#start-end" (core.types.Chunk.of_span) and a chunk's text is its document's text[start:end]:
 # a span of a document can be read from the chunks that cover it when the whole document is not at hand.
 _CHUNK_ID = re.compile(r"^(?P<doc>.*)#(?P<start>\d+)-(?P<end>\d+)$")
-SHOWN_ABOVE = 30  # rows of the ranking shown down to the evidence; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -196,11 +197,12 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
     first_doc = next((h.rank for h in hits if h.doc_relevant), None)
     target = (first_relevant if first_relevant is not None else first_doc) if checkable else None
     depth = max(k, target or 0)
+    top, deeper = drill_ranks(k, target, shown)
     rows = [RankRow(h.rank, h.score, h.chunk_id, h.doc_id, h.start, h.end, _mark(h), h.in_window,
-                    texts.chunk(h.chunk_id)) for h in hits[:min(depth, shown)]]
-    more = max(0, min(depth, len(hits)) - len(rows) - (1 if target and target > shown else 0))
-    if target and target > shown:  # the target row itself is always shown, after the gap
-        h = hits[target - 1]
+                    texts.chunk(h.chunk_id)) for h in hits[:top]]
+    more = max(0, min(depth, len(hits)) - len(rows) - (1 if deeper else 0))
+    if deeper:  # the target row itself is always shown, after the gap
+        h = hits[deeper - 1]
         rows.append(RankRow(h.rank, h.score, h.chunk_id, h.doc_id, h.start, h.end, _mark(h), h.in_window,
                             texts.chunk(h.chunk_id)))
     position = None
