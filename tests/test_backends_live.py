@@ -442,3 +442,66 @@ def test_concurrency_limits_requests_in_flight_and_latency_is_per_request(servic
     assert live.latency.p50_ms >= 50 and live.latency.measured == "per request"
     # 46 requests of >= 50 ms, 3 at a time: at least 16 rounds, so the wall time is >= 0.8 s.
     assert live.latency.queries_per_s <= 46 / 0.8
+
+
+# ---- repeated hits: dropped before the cut at depth, counted (a tester's walk, 7b) ----------------------------------
+
+DUP_DOCS = [("d1", "Alpha text one."), ("d2", "Beta text two."), ("d3", "Gamma text."), ("d4", "Delta text four.")]
+
+
+def _dup_files(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in DUP_DOCS))
+    (tmp_path / "goldset.jsonl").write_text(json.dumps({"id": "q1", "query": "delta", "relevant": ["d4"]}) + "\n")
+    return {"name": "dup", "corpus": {"path": str(tmp_path / "corpus.jsonl")},
+            "goldset": {"path": str(tmp_path / "goldset.jsonl")}, "cutoff": {"k": 3}, "depth": 3,
+            "metrics": ["recall@3"]}
+
+
+def _dup_run(tmp_path, retriever):
+    cfg = parse_config({**_dup_files(tmp_path), "retriever": retriever}, "t", tmp_path)
+    return run_experiment(cfg, progress=False, log=lambda m: None)
+
+
+def test_an_external_run_repeating_a_doc_keeps_depth_distinct_hits(tmp_path):
+    # d1 twice, then d2 and d4; depth 3: as trec_eval (harness eval) does, d1 counts once, so d4 is within depth
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 3.0 s\nq1 Q0 d1 2 3.0 s\nq1 Q0 d2 3 2.0 s\nq1 Q0 d4 4 1.0 s\n")
+    got = _dup_run(tmp_path, {"kind": "external", "path": "run.trec"})
+    assert [h.doc_id for h in got.queries[0].hits] == ["d1", "d2", "d4"]
+    assert got.summary.doc["recall@3"] == 1.0 and got.hit_problems.duplicates == 1
+    (tmp_path / "qrels.txt").write_text("q1 0 d4 1\n")
+    proc = harness("eval", tmp_path / "qrels.txt", tmp_path / "run.trec", "-m", "recall@3", "--format", "tsv")
+    assert proc.returncode == 0 and proc.stdout.split() == ["recall@3", "all", "1.000000"]
+
+
+REPEATS = '''
+def repeats(texts, k):   # every hit three times: more than k items in all
+    hits = [{"doc_id": d, "score": s} for d, s in [("d1", 3.0), ("d2", 2.0), ("d4", 1.0)]]
+    return [[h for h in hits for _ in range(3)] for t in texts]
+'''
+
+
+def test_a_python_retriever_repeating_hits_keeps_depth_distinct_ones_counted(tmp_path):
+    (tmp_path / "repeats_live.py").write_text(REPEATS)
+    got = _dup_run(tmp_path, {"kind": "python", "target": "repeats_live:repeats", "path": "."})
+    assert [h.doc_id for h in got.queries[0].hits] == ["d1", "d2", "d4"]
+    assert got.summary.doc["recall@3"] == 1.0 and got.hit_problems.duplicates == 6
+
+
+def test_a_live_service_repeating_hits_has_them_counted(service, tmp_path):
+    service.answers = {"delta": [{"doc_id": d, "score": s} for d, s in [("d1", 3.0), ("d2", 2.0), ("d4", 1.0)]]}
+    service.shape = lambda hits: {"hits": [h for h in hits for _ in range(3)]}
+    got = _dup_run(tmp_path, {"kind": "http", "url": service.url + "/s"})
+    assert [h.doc_id for h in got.queries[0].hits] == ["d1", "d2", "d4"]
+    assert got.summary.doc["recall@3"] == 1.0 and got.hit_problems.duplicates == 6
+
+
+def test_rank_distinct_drops_repeats_before_the_cut_at_their_best_place():
+    from harness.core.types import Hit
+    from harness.retrievers.ranking import rank_distinct
+
+    hits = [Hit("a", "d", 1.0, 0), Hit("b", "d", 3.0, 0), Hit("a", "d", 2.0, 0), Hit("b", "d", 3.0, 0),
+            Hit("c", "d", 0.5, 0)]
+    ranked, dropped = rank_distinct("q", hits, 3)
+    assert [(h.chunk_id, h.score, h.rank) for h in ranked.hits] == [("b", 3.0, 1), ("a", 2.0, 2), ("c", 0.5, 3)]
+    assert dropped == 2
+

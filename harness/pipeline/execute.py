@@ -91,6 +91,7 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     n_adopted = 0
     problems: list[HitProblem] = []
     duplicates = 0
+    dropped_before = getattr(retriever, "duplicates_dropped", 0)
     batches: list[tuple[float, int]] = []  # (seconds, queries) per retrieve call, for per-query latency
     with _progress(len(queries), "retrieving", progress) as advance:
         for i in range(0, len(queries), batch_size):
@@ -126,6 +127,8 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
         raise RetrieverError(f"retriever.kind {kind!r}: {len(problems)} hit(s) in {n_queries} of {len(queries)} "
                              f"queries name no chunk of the corpus (retriever_hits.unplaceable: fail; set it to "
                              f"skip to drop them, counted in results.json)", shown(problems))
+    # Kinds whose hits come from elsewhere (external, http, python) drop repeats before the cut at depth, counted
+    duplicates += getattr(retriever, "duplicates_dropped", 0) - dropped_before
     loose = list(getattr(retriever, "loosely_placed", ())) + placer.loose  # the external run places its own hits
     run_chunks = list(chunks) + list(placer.adopted.values())
     ms, measured = per_query_ms(retriever, queries, batches)

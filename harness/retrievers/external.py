@@ -19,7 +19,7 @@ from ..core.textfile import utf8_lines
 from ..core.types import Chunk, Document, Hit, Query, RankedList
 from .base import RetrieverKind, register
 from .contract import HitPlacer, shown_lines
-from .ranking import rank_hits
+from .ranking import rank_distinct
 
 
 PREFLIGHT_LINES = 1_000  # the lines of an external run `validate` and `run` read before any work
@@ -68,6 +68,7 @@ class ExternalRetriever:
         self.unplaceable = unplaceable
         self.raw: dict[str, list[dict]] = {}
         self.unplaced: list[str] = []
+        self.duplicates_dropped = 0  # repeated hits dropped before the cut at depth (results.json hit_problems)
 
     def _read(self, limit: int | None = None) -> None:
         """The run's rows by query (``limit``: its first that many lines only)."""
@@ -131,7 +132,14 @@ class ExternalRetriever:
         return list(self.raw)
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
-        return [rank_hits(q.query_id, self.resolved.get(q.query_id, []), k) for q in queries]
+        """Each query's hits with a repeated one once, at its best place, then cut at ``k`` (trec_eval counts a
+        repeated doc id once at its best rank: a cut before dropping repeats would lose hits within depth)."""
+        out = []
+        for q in queries:
+            ranked, dropped = rank_distinct(q.query_id, self.resolved.get(q.query_id, []), k)
+            self.duplicates_dropped += dropped
+            out.append(ranked)
+        return out
 
 
 def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit:

@@ -33,7 +33,7 @@ from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
 from .http_transport import Failed, TimedOut, transport
 from .live_hits import HitMapping, hits_of
-from .ranking import rank_hits
+from .ranking import rank_distinct
 
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Headers that carry credentials: only from the environment (headers_env), never as text in the config.
@@ -197,6 +197,7 @@ class RequestRecord:
     attempts: int
     latency_ms: float
     error: str | None = None
+    duplicates: int = 0  # repeated items dropped from the answer (hit_problems.duplicates; not in the log)
 
     def to_dict(self) -> dict:
         return {"query_id": self.query_id, "status": self.status, "attempts": self.attempts,
@@ -253,7 +254,7 @@ class HttpEngine:
                     wait = min(float(r.retry_after), MAX_RETRY_AFTER_S)
             if attempt < self.retries:
                 time.sleep(wait)
-        ranked = None
+        ranked, dropped = None, 0
         if response is not None:
             try:
                 data = json.loads(response.content)
@@ -264,22 +265,9 @@ class HttpEngine:
                 if why:
                     error = why
                 else:
-                    ranked = rank_hits(query.query_id, _distinct(hits), k)
-        return ranked, RequestRecord(query.query_id, status, attempts, (time.perf_counter() - t0) * 1000, error)
-
-
-def _distinct(hits: list[Hit]) -> list[Hit]:
-    """The hits with each item once, at its best place in the tie rule's order: a service that returns more than
-    depth items with repeats must not have its list cut at depth before the repeats are dropped (79 distinct
-    chunks each sent 3 times would keep 34)."""
-    seen: set = set()
-    out = []
-    for h in sorted(hits, key=lambda h: (h.score, h.chunk_id), reverse=True):
-        key = (h.chunk_id, h.doc_id, h.start, h.end, h.text)
-        if key not in seen:
-            seen.add(key)
-            out.append(h)
-    return out
+                    ranked, dropped = rank_distinct(query.query_id, hits, k)
+        return ranked, RequestRecord(query.query_id, status, attempts, (time.perf_counter() - t0) * 1000, error,
+                                     dropped)
 
 
 class LiveRetriever:
@@ -313,6 +301,11 @@ class LiveRetriever:
                 zip(queries, results)]
 
     # ---- what the run reads after retrieval ----
+
+    @property
+    def duplicates_dropped(self) -> int:
+        """Repeated items the service sent, dropped before the cut at depth (results.json hit_problems)."""
+        return sum(r.duplicates for r in self.log)
 
     def answered_query_ids(self) -> list[str]:
         """The queries whose request succeeded: the others are absent from the run, never an empty answer."""

@@ -26,7 +26,7 @@ from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
 from .live_hits import HitMapping, hit_of
-from .ranking import rank_hits
+from .ranking import rank_distinct
 
 _TARGET = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 _FIELDS = ("chunk_id", "doc_id", "start", "end", "text", "score")
@@ -100,6 +100,7 @@ class PythonRetriever:
                 raise ConfigError("retriever.options: only a class takes options (a function gets texts and k)")
             self.obj, self.call = None, target
         self.mapping = HitMapping(hits="$")
+        self.duplicates_dropped = 0  # repeated hits dropped before the cut at depth (results.json hit_problems)
 
     def _user(self, step: str, call):
         """User code's crash as one line naming the target, the step and where it failed (not a traceback of
@@ -135,7 +136,9 @@ class PythonRetriever:
                     problems.append(f"query {q.query_id!r}, hit {i}: {hit}")
                     break
                 placed.append(hit)
-            out.append(rank_hits(q.query_id, placed, k))
+            ranked, dropped = rank_distinct(q.query_id, placed, k)  # repeats dropped before the cut, counted
+            self.duplicates_dropped += dropped
+            out.append(ranked)
         if problems:
             raise RetrieverError(f"{where}: hits that are not hits (a mapping or object with chunk_id or doc_id, "
                                  f"and score)", problems[:20])

@@ -53,6 +53,31 @@ def rank_hits(query_id: str, hits: Iterable[Hit], k: int | None = None) -> Ranke
                                       for r, h in enumerate(ordered, 1)))
 
 
+def distinct_hits(hits: Iterable[Hit]) -> tuple[list[Hit], int]:
+    """``hits`` in the tie rule's order with each item once, at its best place, and how many repeats were dropped.
+    For retrievers whose hits come from elsewhere (a run file, a service, user code): the repeats must go before
+    the list is cut at depth, or a list of depth items with repeats keeps fewer than depth distinct ones (a run
+    file with d1 twice then d2 and d4, cut at 3, would lose d4). An item is its chunk id, document, span and text
+    as given (a placed hit's are its chunk's)."""
+    seen: set = set()
+    out: list[Hit] = []
+    n = 0
+    for h in sorted(hits, key=lambda h: (h.score, h.chunk_id), reverse=True):
+        n += 1
+        key = (h.chunk_id, h.doc_id, h.start, h.end, h.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(h)
+    return out, n - len(out)
+
+
+def rank_distinct(query_id: str, hits: Iterable[Hit], k: int | None = None) -> tuple[RankedList, int]:
+    """``rank_hits`` of ``distinct_hits``: repeats dropped first, then the cut at ``k``; and how many were dropped
+    (what results.json counts as ``hit_problems.duplicates``)."""
+    kept, dropped = distinct_hits(hits)
+    return rank_hits(query_id, kept, k), dropped
+
+
 def merge_shard_lists(lists_per_shard: Sequence[Sequence[RankedList]], depth: int) -> list[RankedList]:
     """One ranked list per query from the lists of several shards (each shard's lists in the same query order):
     every shard's hits together, in the tie rule's order, cut at ``depth``. When each shard returns its own top
