@@ -505,3 +505,16 @@ def test_rank_distinct_drops_repeats_before_the_cut_at_their_best_place():
     assert [(h.chunk_id, h.score, h.rank) for h in ranked.hits] == [("b", 3.0, 1), ("a", 2.0, 2), ("c", 0.5, 3)]
     assert dropped == 2
 
+
+# ---- scores no JSON number can hold -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("score", ["inf", "-inf", "1e400", "nan"])
+def test_an_external_trec_run_with_an_infinite_score_is_refused_naming_its_line(tmp_path, score):
+    run_file = tmp_path / "run.trec"
+    run_file.write_text(f"q1 Q0 d1 1 3.0 s\nq1 Q0 d4 2 {score} s\n")
+    cfg = demo_config(tmp_path, retriever=f"{{kind: external, path: {run_file}}}")
+    proc = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert_input_error(proc, f"run.trec:2: score '{score}' is not")
+    assert not (tmp_path / "out" / "results.json").exists()
+    (tmp_path / "qrels.txt").write_text("q1 0 d4 1\n")
+    assert_input_error(harness("eval", tmp_path / "qrels.txt", run_file), f"run.trec:2: score '{score}' is not")

@@ -318,9 +318,11 @@ def test_bm25_ties_follow_the_rule_without_a_re_sort():
      "query 'a', rank 1: rank 2 where 1 belongs"),
     ([RankedList("a", (Hit("x", "d", math.nan, 1),)), RankedList("b", ())], 5,
      "query 'a', rank 1: score nan is not a number"),
+    ([RankedList("a", (Hit("x", "d", math.inf, 1),)), RankedList("b", ())], 5,
+     "query 'a', rank 1: score inf is not a finite number"),
     ([RankedList("a", (Hit("x", "d", 1.0, 1), Hit("y", "d", 1.5, 2))), RankedList("b", ())], 5,
      "query 'a', rank 2: score 1.5 is higher than rank 1's (1.0): hits come by score descending"),
-], ids=["order", "count", "too-many", "ranks", "nan", "rising"])
+], ids=["order", "count", "too-many", "ranks", "nan", "inf", "rising"])
 def test_check_output_names_the_kind_and_the_breach(lists, k, problem):
     with pytest.raises(RetrieverError) as exc:
         check_output("mine", [Query("a", ""), Query("b", "")], lists, k)

@@ -100,6 +100,9 @@ def test_tab_delimited_and_crlf_files_take_the_fast_path(tmp_path, text):
     "q Q0 d\u00a01 1 1.5 t\n",              # a no-break space: whitespace to Python, not to trec_eval
     "q Q0 d\x001 1 1.5 t\n",                # a control character in an id
     "q Q0 d1 1 nan t\n",                    # a NaN score
+    "q Q0 d1 1 inf t\n",                    # an infinite score
+    "q Q0 d1 1 1.5 t\nq Q0 d2 2 -inf t\n",
+    "q Q0 d1 1 1e400 t\n",                  # a number past a float's range: infinity
     "q Q0 d1 1 1.5 t extra\n",              # a column after the tag
 ])
 def test_files_the_fast_path_could_misread_go_to_the_line_reader(tmp_path, text):
@@ -122,6 +125,10 @@ def test_a_tab_inside_a_column_is_a_separator_on_both_paths(tmp_path):
     ("q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0\n", r"run.trec:2: expected 6 columns"),
     ("q Q0 d1 1 1.5 t\nq Q0 d2 2 1.0\n#\n", r"run.trec:2: expected 6 columns"),
     ("q Q0 d1 1 1.5 t\nq Q0 d2 2 nan t\n", r"run.trec:2: score 'nan' is not a number \(a NaN score"),
+    ("q Q0 d1 1 inf t\nq Q0 d2 2 1.0 t\n", r"run.trec:1: score 'inf' is not a finite number"),
+    ("q Q0 d1 1 1.5 t\nq Q0 d2 2 -inf t\n", r"run.trec:2: score '-inf' is not a finite number"),
+    ("q Q0 d1 1 1e400 t\nq Q0 d2 2 1.0 t\n", r"run.trec:1: score '1e400' is not a finite number"),
+    ("q\tQ0\td1\t1\t-1e999\tt\n", r"run.trec:1: score '-1e999' is not a finite number"),
 ])
 def test_malformed_lines_are_named_whichever_path_reads_first(tmp_path, text, message):
     path = tmp_path / "run.trec"

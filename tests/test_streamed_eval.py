@@ -228,7 +228,8 @@ def test_an_unjudged_query_split_in_two_is_counted_once(tmp_path):
     assert got.counts["unjudged_run_queries"] == 1
 
 
-@pytest.mark.parametrize("run_text", ["", "# only a comment\n", "q1 Q0 d1 1 nan r\n", "q1 Q0 d\x01 1 1 r\n"])
+@pytest.mark.parametrize("run_text", ["", "# only a comment\n", "q1 Q0 d1 1 nan r\n", "q1 Q0 d\x01 1 1 r\n",
+                                      "q1 Q0 d1 1 inf r\n", "q1 Q0 d1 1 -inf r\n", "q1 Q0 d1 1 1e400 r\n"])
 def test_what_only_the_line_reader_can_judge_is_declined(tmp_path, run_text):
     qrels, run = _write(tmp_path, [run_text], ["q1 0 d1 1\n"])
     assert streamed.evaluate_files(qrels, run, METRICS) is None

@@ -56,7 +56,7 @@ def test_qrels_and_run_in_blocks_evaluate_as_read_apart(tmp_path, small_blocks):
     assert together.per_query() == apart.per_query() and together.counts == apart.counts
 
 
-@pytest.mark.parametrize("last_line", ["q9 Q0 d1 1 nan run\n", "q9 Q0 d1 1 0.5 \n", "q9  Q0 d1 1 0.5 run\n"])
+@pytest.mark.parametrize("last_line", ["q9 Q0 d1 1 nan run\n", "q9 Q0 d1 1 inf run\n", "q9 Q0 d1 1 1e400 run\n", "q9 Q0 d1 1 0.5 \n", "q9  Q0 d1 1 0.5 run\n"])
 def test_a_problem_in_a_late_block_declines(tmp_path, small_blocks, last_line):
     path = tmp_path / "run.trec"
     _write_run(path, np.random.default_rng(3), interleaved=False)

@@ -7,7 +7,7 @@ run and qrels the engine reads.
 Every reader here returns None when it cannot be sure of reading the file exactly as the line-by-line readers do
 (pyarrow missing; other ASCII whitespace inside a line, such as a second space or a CR not ending a line; an empty
 column; a ``#`` comment line; a control character or a character Python counts as whitespace; another column count,
-as in a run with columns after the tag; a number that does not parse; a NaN score; a grade out of range; a
+as in a run with columns after the tag; a number that does not parse; a NaN or infinite score; a grade out of range; a
 duplicate judgment); the caller then takes the exact reader, which also names the line of any problem. Like
 trec_eval, only ASCII whitespace separates columns."""
 

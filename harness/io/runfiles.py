@@ -42,7 +42,7 @@ def run_line_problem(line: str, parts: list[str]) -> str | None:
 
 
 def score_problem(text: str) -> str | None:
-    # What np.fromstring reads: a decimal float or inf; not Python's extras (underscores, other scripts' digits).
+    # What np.fromstring reads: a decimal float (inf, and a value past a float's range, refused); not Python's extras (underscores, other scripts' digits).
     try:
         value = float(text) if text.isascii() and "_" not in text else None
     except ValueError:
@@ -51,6 +51,8 @@ def score_problem(text: str) -> str | None:
         return f"score {text!r} is not a number"
     if value != value:
         return f"score {text!r} is not a number (a NaN score has no place in a ranking)"
+    if value in (np.inf, -np.inf):  # inf, -inf, or a number past a float's range (1e400): never valid JSON
+        return f"score {text!r} is not a finite number (an infinite score has no place in a ranking)"
     return None
 
 
@@ -115,7 +117,7 @@ def read_trec_run(path: Path) -> ColumnarRun:
         except (ValueError, DeprecationWarning):
             raise _line_problems(path, text) from None
     n_hits = len(tokens) // 6
-    if len(scores) != n_hits or len(ranks) != n_hits or np.isnan(scores).any():
+    if len(scores) != n_hits or len(ranks) != n_hits or not np.isfinite(scores).all():
         raise _line_problems(path, text)
     doc_vocab, dcodes = _intern(tokens[2::6])
     qids = np.array(tokens[0::6], dtype=str)

@@ -52,7 +52,7 @@ class IndexedLists:
             return False
         if not len(chunk):
             return True
-        if chunk.min() < 0 or chunk.max() >= len(id_rank) or np.isnan(scores).any():
+        if chunk.min() < 0 or chunk.max() >= len(id_rank) or not np.isfinite(scores).all():
             return False
         row = np.repeat(np.arange(len(lengths)), lengths)
         same = row[1:] == row[:-1]  # consecutive hits of one query
@@ -109,6 +109,8 @@ def _hit_violation(h: Hit, i: int, prev: Hit | None) -> str | None:
         return f"expected a Hit, got {type(h).__name__}"
     if not isinstance(h.score, numbers.Real) or isinstance(h.score, bool) or math.isnan(h.score):
         return f"score {h.score!r} is not a number"
+    if math.isinf(h.score):  # results.json would hold Infinity, which is not JSON
+        return f"score {h.score!r} is not a finite number"
     if h.rank != i:
         return f"rank {h.rank!r} where {i} belongs (ranks are 1..n in list order)"
     if not isinstance(h.chunk_id, str) or not isinstance(h.doc_id, str):
