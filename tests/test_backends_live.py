@@ -250,7 +250,7 @@ def test_malformed_hits_name_the_path(service, tmp_path):
     with pytest.raises(RetrieverError, match=r"the response has no '\$.hits'"):
         run({"kind": "http", "url": service.url}, tmp_path)
     service.shape = lambda hits: {"hits": [{"chunk_id": "x", "score": "high"}]}
-    with pytest.raises(RetrieverError, match=r"hit 0 of '\$.hits': score 'high' at 'score' is not a finite number"):
+    with pytest.raises(RetrieverError, match=r"hit 0 of '\$.hits': score 'high' at 'score' is not a number"):
         run({"kind": "http", "url": service.url}, tmp_path)
 
 
@@ -518,3 +518,47 @@ def test_an_external_trec_run_with_an_infinite_score_is_refused_naming_its_line(
     assert not (tmp_path / "out" / "results.json").exists()
     (tmp_path / "qrels.txt").write_text("q1 0 d4 1\n")
     assert_input_error(harness("eval", tmp_path / "qrels.txt", run_file), f"run.trec:2: score '{score}' is not")
+
+
+# ---- a python retriever's NumPy scores --------------------------------------------------------------------------------
+
+NUMPY_SCORES = '''
+import numpy as np
+
+def scored(texts, k, make):
+    hits = [("d1", 3.0), ("d2", 2.0), ("d4", 1.0)]
+    return [[{"doc_id": d, "score": make(s)} for d, s in hits] for t in texts]
+
+def f32(texts, k): return scored(texts, k, np.float32)
+def i64(texts, k): return scored(texts, k, lambda s: np.int64(int(s)))
+def f16(texts, k): return scored(texts, k, np.float16)
+def plain(texts, k): return scored(texts, k, float)
+def npbool(texts, k): return scored(texts, k, lambda s: np.bool_(True))
+def pybool(texts, k): return scored(texts, k, lambda s: True)
+def npnan(texts, k): return scored(texts, k, lambda s: np.float32("nan"))
+def npinf(texts, k): return scored(texts, k, lambda s: np.float64("inf"))
+def text(texts, k): return scored(texts, k, str)
+'''
+
+
+@pytest.mark.parametrize("target", ["f32", "i64", "f16"])
+def test_a_python_retriever_may_score_with_numpy_scalars(tmp_path, target):
+    (tmp_path / "npscores_live.py").write_text(NUMPY_SCORES)
+    got = _dup_run(tmp_path, {"kind": "python", "target": f"npscores_live:{target}", "path": "."})
+    want = _dup_run(tmp_path, {"kind": "python", "target": "npscores_live:plain", "path": "."})
+    assert [(h.doc_id, h.score, type(h.score)) for h in got.queries[0].hits] == \
+        [(h.doc_id, h.score, float) for h in want.queries[0].hits]
+    assert got.summary.doc == want.summary.doc
+
+
+@pytest.mark.parametrize("target, message", [
+    ("npbool", "score np.True_ at 'score' is not a number"), ("pybool", "score True at 'score' is not a number"),
+    ("npnan", "score np.float32(nan) at 'score' is not a finite number"),
+    ("npinf", "score np.float64(inf) at 'score' is not a finite number"),
+    ("text", "score '3.0' at 'score' is not a number"),
+])
+def test_a_python_retrievers_score_that_is_no_finite_number_is_refused_truly(tmp_path, target, message):
+    (tmp_path / "npscores_live.py").write_text(NUMPY_SCORES)
+    with pytest.raises(RetrieverError) as exc:
+        _dup_run(tmp_path, {"kind": "python", "target": f"npscores_live:{target}", "path": "."})
+    assert f"query 'q1', hit 0: {message}" in exc.value.problems

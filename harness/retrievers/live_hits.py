@@ -9,6 +9,8 @@ reported, never invented. A response that does not fit the mapping is a problem 
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from typing import Any, Mapping, Optional
 
@@ -16,7 +18,6 @@ from pydantic import field_validator
 
 from ..core.schema import Strict
 from ..core.types import Document, Hit
-from ..core.ids import is_finite_number
 
 _PATH = re.compile(r"^(\$|(\$\.)?[A-Za-z_@][\w@\-]*(\.([A-Za-z_@][\w@\-]*|[0-9]+))*)$")
 _MISSING = object()
@@ -102,8 +103,9 @@ def hit_of(item: Any, mapping: HitMapping, documents: Mapping[str, Document]) ->
     score = get_path(item, mapping.score)
     if score is _MISSING:
         return f"no score at {mapping.score!r}"
-    if not is_finite_number(score):
-        return f"score {_short(score)} at {mapping.score!r} is not a finite number"
+    score = _score(score)
+    if isinstance(score, tuple):
+        return f"score {score[0]} at {mapping.score!r} is not {score[1]}"
     chunk_id, doc_id = _field(item, mapping.chunk_id), _field(item, mapping.doc_id)
     start, end, text = _field(item, mapping.start), _field(item, mapping.end), _field(item, mapping.text)
     if chunk_id is not None and not isinstance(chunk_id, (str, int)) or isinstance(chunk_id, bool):
@@ -120,4 +122,20 @@ def hit_of(item: Any, mapping: HitMapping, documents: Mapping[str, Document]) ->
     doc = documents.get(doc_id)
     if not chunk_id and span == (-1, -1) and text is None and doc is not None:
         span = (0, len(doc.text))
-    return Hit(chunk_id, doc_id, float(score), 0, span[0], span[1], text)
+    return Hit(chunk_id, doc_id, score, 0, span[0], span[1], text)
+
+
+def _score(value: Any) -> float | tuple[str, str]:
+    """A hit's score as a float, or what is wrong with it. Any real number is one: JSON's int and float, and a
+    Python retriever's NumPy scalars (np.float32, np.int64), converted by ``float``; not a bool, a string, NaN or
+    an infinity (nor an int too large to be a float, as JSON reads 1 followed by 400 zeros): then (the value
+    shown, what it is not)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return _short(value), "a number"
+    try:
+        score = float(value)
+    except (OverflowError, ValueError, TypeError):
+        score = math.inf
+    if not math.isfinite(score):
+        return _short(value), "a finite number"
+    return score
