@@ -174,7 +174,8 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
     from .pipeline.assemble import check_before_retrieval
 
     cfg = with_executor(load_config(config, overrides), executor)
-    checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err, cache_dir=cache_dir)
+    checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err, cache_dir=cache_dir,
+                                     sample=True)  # an external run's first lines only: a quick check
     for warning in checked.warnings:
         _err(f"warning: {warning}")
     p = checked.prepared

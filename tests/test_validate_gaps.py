@@ -97,6 +97,58 @@ def test_in_a_long_external_run_validate_counts_the_lines_it_read(tmp_path):
     assert "ext.jsonl:1002" not in proc.stderr
 
 
+def test_in_a_long_external_run_run_names_every_hit_it_cannot_place(tmp_path):
+    good = '{"query_id": "q01", "doc_id": "install-desktop", "score": 1.0}\n'
+    bad = '{"query_id": "q01", "doc_id": "ghost-doc", "score": 0.5}\n'
+    (tmp_path / "ext.jsonl").write_text(bad + good * 1_000 + bad)  # lines 1 and 1,002 name no document
+    cfg = demo_config(tmp_path, retriever="{kind: external, path: ext.jsonl}")
+    proc = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert_input_error(proc, "ext.jsonl: 2 hit(s) could not be placed in the corpus",
+                       "ext.jsonl:1: query 'q01': document 'ghost-doc' is not in the corpus",
+                       "ext.jsonl:1002: query 'q01': document 'ghost-doc' is not in the corpus")
+    assert not (tmp_path / "out").exists()
+
+
+def _bad_trec(tmp_path, lines=3000, bad=(10, 2001, 2501)):
+    """A TREC run whose lines ``bad`` are wrong (a score that is no number, or three columns)."""
+    rows = []
+    for i in range(1, lines + 1):
+        if i == bad[-1]:
+            rows.append("q01 Q0 install-desktop\n")
+        elif i in bad:
+            rows.append(f"q01 Q0 d{i} {i} high sys\n")
+        else:
+            rows.append(f"q01 Q0 install-desktop {i} 1.0 sys\n")
+    (tmp_path / "ext.trec").write_text("".join(rows))
+    return demo_config(tmp_path, retriever="{kind: external, path: ext.trec}")
+
+
+def test_each_bad_line_of_an_external_run_is_said_once_and_counted_right(tmp_path):
+    cfg = _bad_trec(tmp_path, lines=3, bad=(1, 3))
+    for proc in (harness("validate", cfg), harness("run", cfg, "--out", tmp_path / "out", "-q")):
+        assert_input_error(proc, f"{cfg}: retriever.path: {tmp_path / 'ext.trec'}: 2 problem(s) in the external run")
+        assert _errors(proc)[1:] == [f"  - {tmp_path / 'ext.trec'}:1: score 'high' is not a number",
+                                     f"  - {tmp_path / 'ext.trec'}:3: expected 6 columns (qid Q0 docno rank score "
+                                     f"tag), got 3"]
+        assert "first 1,000 lines" not in proc.stderr  # the file has 3
+    # with another problem: one located line each, counted right
+    proc = harness("validate", cfg, "--set", "corpus.path=nope.jsonl")
+    assert_input_error(proc, f"{cfg}: 3 problems")
+    assert len(_errors(proc)) == 4
+
+
+def test_run_names_every_bad_line_of_an_external_run_validate_says_it_sampled(tmp_path):
+    cfg = _bad_trec(tmp_path)
+    ran = harness("run", cfg, "--out", tmp_path / "out", "-q")
+    assert_input_error(ran, "ext.trec: 3 problem(s) in the external run", "ext.trec:10: score 'high'",
+                       "ext.trec:2001: score 'high'", "ext.trec:2501: expected 6 columns")
+    assert len(_errors(ran)) == 4 and not (tmp_path / "out").exists()
+    checked = harness("validate", cfg)
+    assert_input_error(checked, "ext.trec: 1 problem(s) in the external run (in its first 1,000 lines: validate "
+                                "reads no further; harness run reads every line)", "ext.trec:10: score 'high'")
+    assert len(_errors(checked)) == 2
+
+
 def test_external_hits_that_a_run_would_skip_are_not_errors(tmp_path):
     (tmp_path / "ext.trec").write_text(TREC_RUN)
     lenient = demo_config(tmp_path, "lenient.yaml", retriever="{kind: external, path: ext.trec, placement: lenient}")

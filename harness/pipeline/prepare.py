@@ -15,7 +15,7 @@ from ..chunking import chunk_documents
 from ..config.schema import ExperimentConfig
 from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assemble)
 from ..core.fingerprint import fingerprint_of_items
-from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError
+from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError, RunFileError
 from ..core.types import Chunk, Document, GoldSet
 from ..gold.load import iter_goldset, read_goldset
 from ..gold.resolve import GoldProblem, resolve_goldset
@@ -108,11 +108,13 @@ class Checked:
 
 
 def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path | None = None,
-                           log=None, cache_dir: Path | None = None) -> Checked:
+                           log=None, cache_dir: Path | None = None, sample: bool = False) -> Checked:
     """Everything ``run`` checks before it encodes or indexes, and all that ``validate`` does: sweep points,
     model folders, tokenizers, the retrievers' optional libraries, external run files, gate rules (with ``rules``),
     corpus, chunking and golden set, and the hits of external runs' first lines against the chunks.
-    Every problem is raised in one error; golden-set problems that a run flags are warnings."""
+    Every problem is raised in one error; golden-set problems that a run flags are warnings. An external run's
+    first lines are read (and their hits placed); when they have a problem, every line is, so that the run names
+    each bad one, unless ``sample`` (``validate``'s quick check, which says it read only the first lines)."""
     errors: list = []
     configs = [config]
     if config.sweep:
@@ -130,8 +132,10 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     seen: set[str] = set()
     tokenizers: set[str] = set()
     bad_tokenizers: set[str] = set()  # said once, here: the token-budget check below would say it again, unlocated
+    bad_runs: set[Path] = set()  # external run files whose lines are wrong: not placed as well (said once)
     for cfg in configs:
         lines += _retriever_problems(cfg.retriever, seen, errors)
+        _check_external_lines(cfg, source, sample, errors, bad_runs)
         if cfg.executor.kind == "ray" and cfg.executor.shards > 1:
             lines += _shard_problems(cfg)
         if cfg.cutoff.token_budget is not None and cfg.cutoff.tokenizer not in tokenizers | {"words"}:
@@ -169,7 +173,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         if _attempt(lambda: check_runnable(Prepared(cfg, loaded.docs, loaded.chunks, loaded.gold, loaded.problems)),
                     errors) is None:
             break  # the points after it share its golden set
-        _check_external_hits(cfg, loaded, errors, dropped)
+        _check_external_hits(cfg, loaded, errors, dropped, sample, bad_runs)
     if rules is not None:  # after loading: slice rules are checked against the golden set's tags
         gold = next(iter(prepared.values())).gold if prepared else None
         _attempt(lambda: check_rules(rules, config, source, gold), errors)
@@ -280,20 +284,51 @@ def check_runnable(prepared: Prepared) -> bool:
     return True
 
 
-def _check_external_hits(config: ExperimentConfig, loaded: Prepared, errors: list, warnings: list[str]) -> None:
-    """The hits of each external run's first lines placed on this config's chunks as the run places them: those
-    that cannot be placed are the run's own error, found before any work (the run then reads every line), or with
-    ``unplaceable: skip`` a warning counting what it will drop."""
+def _external_parts(config: ExperimentConfig) -> list[tuple[str, object]]:
+    """(key path, parsed config) of each external retriever in the config: the retriever or a child of it."""
     from ..retrievers.external import ExternalConfig
 
-    parts = [cfg for cfg in _section_configs(config.retriever) if isinstance(cfg, ExternalConfig)]
+    wheres = _section_wheres(config.retriever, "retriever")
+    return [(where, cfg) for where, cfg in zip(wheres, _section_configs(config.retriever))
+            if isinstance(cfg, ExternalConfig)]
+
+
+def _section_wheres(section: dict, where: str) -> list[str]:
+    """The key path of each section ``_sections`` lists, in its order."""
+    children = [(f"{where}.children.{i}", c) for i, c in enumerate(section.get("children") or [])]
+    if section.get("child"):
+        children.append((f"{where}.child", section["child"]))
+    return [where] + [w for key, c in children if isinstance(c, dict) for w in _section_wheres(c, key)]
+
+
+def _check_external_lines(config: ExperimentConfig, source: str, sample: bool, errors: list,
+                          bad_runs: set[Path]) -> None:
+    """Each external run file's lines read as the run reads them (``ExternalConfig.check_lines``), once per file
+    however many points or children name it: a bad one is one error, headed by the config key that names the
+    file, listing each bad line once."""
+    for where, cfg in _external_parts(config):
+        if not cfg.path.is_file() or cfg.path in bad_runs:  # not found: the config's own error (preflight)
+            continue
+        try:
+            cfg.check_lines(sample)
+        except RunFileError as exc:
+            bad_runs.add(cfg.path)
+            errors.append(RunFileError(f"{source}: {where}.path: {str(exc).split(chr(10), 1)[0]}", exc.problems))
+
+
+def _check_external_hits(config: ExperimentConfig, loaded: Prepared, errors: list, warnings: list[str],
+                         sample: bool = False, bad_runs: set[Path] = frozenset()) -> None:
+    """The hits of each external run's first lines placed on this config's chunks as the run places them: those
+    that cannot be placed are the run's own error, found before any work (of every line, unless ``sample``), or
+    with ``unplaceable: skip`` a warning counting what it will drop. A file whose lines are wrong was said."""
+    parts = [cfg for _, cfg in _external_parts(config) if cfg.path.is_file() and cfg.path not in bad_runs]
     if not parts:
         return
     documents = {d.doc_id: d for d in loaded.docs}
     said = {str(exc) for exc in errors}
     for cfg in parts:
         try:
-            dropped = cfg.check_placement(loaded.chunks, documents, config.unplaceable())
+            dropped = cfg.check_placement(loaded.chunks, documents, config.unplaceable(), sample)
             if dropped and dropped not in warnings:
                 warnings.append(dropped)
         except InputError as exc:

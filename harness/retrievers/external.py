@@ -22,7 +22,7 @@ from .contract import HitPlacer, shown_lines
 from .ranking import rank_distinct
 
 
-PREFLIGHT_LINES = 1_000  # the lines of an external run `validate` and `run` read before any work
+PREFLIGHT_LINES = 1_000  # the lines of an external run read first before any work (`validate` reads no further)
 
 
 class ExternalConfig(Strict):
@@ -34,25 +34,44 @@ class ExternalConfig(Strict):
     placement: Literal["strict", "lenient"] = "strict"
 
     def preflight(self, where: str) -> list[str]:
-        """The file exists and its first lines read as a run (a file of the wrong form is found before any work;
-        ``index`` reads every line, naming each bad one: reading it all here too made a large run's start 25%
-        slower)."""
+        """The file exists. Its lines are read before any work by ``check_lines`` (once, wherever the retriever
+        is: a hybrid's child too), then placed by ``check_placement``."""
         if not self.path.is_file():
             return [f"{where}.path: {self.path}: external run file not found"]
+        return []
+
+    def check_lines(self, sample: bool = False) -> None:
+        """The run's lines read as ``index`` reads them, a RunFileError naming each bad one. Its first
+        ``PREFLIGHT_LINES`` lines are read first (a file of the wrong form is found at once; a good file is read
+        whole only by the run itself: reading it all here too made a large run's start 25% slower). When they have
+        a problem, every line is read so that each bad one is named in one go, unless ``sample`` (``validate``'s
+        quick check), which says that it read only those lines."""
         try:
             ExternalRetriever(self)._read(limit=PREFLIGHT_LINES)
         except RunFileError as exc:
-            return [f"{where}.path: {line}" for line in [str(exc).split(chr(10), 1)[0], *exc.problems]]
-        return []
+            if not _longer(self.path, PREFLIGHT_LINES):
+                raise
+            if sample:
+                head = str(exc).split("\n", 1)[0]
+                raise RunFileError(f"{head} (in its first {PREFLIGHT_LINES:,} lines: validate reads no further; "
+                                   f"harness run reads every line)", exc.problems) from None
+            ExternalRetriever(self)._read()  # raises, naming every bad line of the file
 
-    def check_placement(self, chunks: Sequence[Chunk], documents: Mapping[str, Document], unplaceable: str
-                        ) -> str | None:
+    def check_placement(self, chunks: Sequence[Chunk], documents: Mapping[str, Document], unplaceable: str,
+                        sample: bool = False) -> str | None:
         """The hits of the first ``PREFLIGHT_LINES`` lines placed on the run's chunks as ``index`` places them
         (``unplaceable``: the run's ``retriever_hits.unplaceable``): with ``fail``, those that cannot be placed are
-        the run's own error, found before any work; with ``skip``, a warning line counting the hits the run will
+        the run's own error, found before any work (then of every line, each named, unless ``sample``: validate's
+        quick check says it read only the first lines); with ``skip``, a warning line counting the hits the run will
         drop (None when there are none)."""
         retriever = _external(self, documents, unplaceable)
-        retriever.index(chunks, limit=PREFLIGHT_LINES)
+        try:
+            retriever.index(chunks, limit=PREFLIGHT_LINES)
+        except RunFileError:
+            if sample or not _longer(self.path, PREFLIGHT_LINES):
+                raise
+            _external(self, documents, unplaceable).index(chunks)  # raises, naming every hit of the file
+            raise
         if not retriever.unplaced:
             return None
         lines = f"in its first {PREFLIGHT_LINES:,} lines " if _longer(self.path, PREFLIGHT_LINES) else ""
