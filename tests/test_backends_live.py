@@ -562,3 +562,38 @@ def test_a_python_retrievers_score_that_is_no_finite_number_is_refused_truly(tmp
     with pytest.raises(RetrieverError) as exc:
         _dup_run(tmp_path, {"kind": "python", "target": f"npscores_live:{target}", "path": "."})
     assert f"query 'q1', hit 0: {message}" in exc.value.problems
+
+
+# ---- Ctrl-C and SIGTERM while requests hang ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("signum, code", [(2, 130), (15, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_a_run_at_once_while_requests_hang(service, tmp_path, signum, code):
+    import os
+    import signal
+    import subprocess
+
+    from clihelp import ROOT
+    from harness.core.interrupt import MESSAGE
+
+    service.delay_s = 30.0  # every request hangs (the client's timeout is longer)
+    cfg = demo_config(tmp_path, retriever=f"{{kind: http, url: '{service.url}/s', timeout_s: 120, concurrency: 4}}")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(cfg), "--out", str(tmp_path / "out"),
+                             "-q"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while service.in_flight < 4:  # four requests sent and waiting
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert waited < 5, f"exited {waited:.1f} s after the signal (requests in flight were waited for)"
+    assert err.strip().splitlines()[-1] == MESSAGE and "Traceback" not in err
+    assert not (tmp_path / "out" / "results.json").exists()

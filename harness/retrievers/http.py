@@ -226,8 +226,17 @@ class HttpEngine:
         self.transport.close()
 
     def run(self, requests: Sequence[tuple[Query, Request]], k: int) -> list[tuple[RankedList | None, RequestRecord]]:
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(len(requests), 1))) as pool:
-            return list(pool.map(lambda qr: self._one(qr[0], qr[1], k), requests))
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(len(requests), 1)))
+        try:
+            results = list(pool.map(lambda qr: self._one(qr[0], qr[1], k), requests))
+        except BaseException:
+            # Ctrl-C or SIGTERM (or an error) while requests are in flight: leave at once. A ``with`` block would
+            # wait for every request sent (a hanging service held Ctrl-C for its whole timeout); the ones queued
+            # are cancelled, and the threads of those in flight end with their request or with the process.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+        return results
 
     def _one(self, query: Query, req: Request, k: int) -> tuple[RankedList | None, RequestRecord]:
         t0 = time.perf_counter()
