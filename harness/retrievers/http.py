@@ -44,9 +44,15 @@ MAX_RETRY_AFTER_S = 30.0
 
 
 def url_problem(url: str) -> str | None:
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        port = parts.port if parts is not None else None  # read here: a port past 65535 raised at the first request
+    except ValueError:
+        return f"{url!r}: its port is not a number in 1-65535, e.g. http://localhost:8000/search"
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
         return f"{url!r} is not an http(s) URL with a host, e.g. http://localhost:8000/search"
+    if port == 0:
+        return f"{url!r}: its port is not a number in 1-65535, e.g. http://localhost:8000/search"
     if parts.username or parts.password:
         return "the URL must not carry credentials: put them in headers_env (headers from environment variables)"
     return None
