@@ -167,6 +167,30 @@ def test_explain_and_report_work_with_the_corpus_moved(small, tmp_path):
     assert page.count('<tr class="q"') == 46
 
 
+def test_explain_names_whole_document_evidence_and_lists_as_relevant_only_relevant_chunks(small):
+    """Read against the golden set and the run's own hit flags (a newcomer found explain listing any chunk of a
+    relevant document as "relevant beyond the window", and never naming a document judged without spans)."""
+    data = json.loads((small / "results.json").read_text())
+    gold = {g["id"]: g for g in map(json.loads, (DEMO / "goldset.jsonl").read_text().splitlines())}
+    checked = 0
+    for q in data["queries"]:
+        proc = harness("explain", small / "results.json", q["id"], "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        ex = json.loads(proc.stdout)
+        k = q["effective_k"]
+        assert [h["chunk_id"] for h in ex["relevant_beyond_window"]] == \
+            [h["chunk_id"] for h in q["hits"][k:] if h["relevant"]][:10]
+        assert [h["chunk_id"] for h in ex["right_document_beyond_window"]] == \
+            [h["chunk_id"] for h in q["hits"][k:] if h["doc_relevant"] and not h["relevant"]][:10]
+        whole = [r["doc"] for r in gold[q["id"]].get("relevant", []) if r.get("grade", 1) >= 1 and not r.get("evidence")]
+        if q["verdict"]["kind"] != "goldset_error":
+            assert [e["doc_id"] for e in ex["evidence"] if e["whole_document"]] == whole, q["id"]
+            checked += bool(whole)
+    assert checked >= 2  # the demo has whole-document judgments (q08, q18)
+    proc = harness("explain", small / "results.json", "q18", "--format", "md")
+    assert "`admin-storage` (whole document): “" in proc.stdout, proc.stdout
+
+
 def test_an_older_results_json_without_texts_still_reloads_the_corpus(small, tmp_path):
     data = json.loads((small / "results.json").read_text())
     for key in ("hits_kept", "hits_file", "chunks", "chunks_file"):
