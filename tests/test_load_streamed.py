@@ -7,6 +7,7 @@ on the records in memory: checked on a spooled 6,000-query run (depth 3, so it i
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -204,7 +205,7 @@ def test_compare_and_gate_on_spooled_results_equal_the_records_in_memory(runs, t
         assert row["wins"] == sum(p[1] > p[0] for p in pairs) and row["losses"] == sum(p[1] < p[0] for p in pairs)
         for topic in TOPICS:
             mine = [p[1] - p[0] for p in pairs if p[2] == topic]
-            assert row["slices"][f"topic={topic}"] == {"n": len(mine), "delta": sum(mine) / len(mine)}
+            assert row["slices"][f"topic={topic}"] == {"n": len(mine), "delta": math.fsum(mine) / len(mine)}
     moved = sum(x.verdict.kind != y.verdict.kind for x, y in zip(narrow.queries, wide.queries))
     assert 0 < moved == sum(len(ids) for ids in expected["transitions"]["wide"].values())
 
@@ -218,7 +219,7 @@ def test_compare_and_gate_on_spooled_results_equal_the_records_in_memory(runs, t
             [(r.passed, r.observed, r.message, r.n) for r in plain]
     billing = [q.value("doc", "rr@window") for q in wide.queries if q.tags.get("topic") == "billing"
                and q.is_counted("doc")]
-    assert plain.results[1].observed == sum(billing) / len(billing) and plain.results[1].n == len(billing)
+    assert plain.results[1].observed == math.fsum(billing) / len(billing) and plain.results[1].n == len(billing)
     # the CLI over the saved files: the same outcome
     proc = harness("gate", b, "--rules", tmp_path / "rules.yaml", "--baseline", a)
     assert proc.returncode in (0, 1) and all(r.message in proc.stdout for r in plain), proc.stderr
