@@ -322,9 +322,14 @@ app.add_typer(goldset_app, name="goldset")
 
 
 def main() -> None:
+    from .core.interrupt import Terminated, leave
+
     _install_signal_handlers()
-    guard_std_streams()
-    run_app(app)
+    try:
+        guard_std_streams()
+        run_app(app)
+    except (KeyboardInterrupt, Terminated) as exc:  # one that came outside the boundary's own try
+        leave(exc)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Iterator, NoReturn
 import typer
 
 from .core.errors import HarnessError
-from .core.interrupt import MESSAGE
+from .core import interrupt
 
 STDOUT = "standard output"  # how an OSError of WholeWrites names the file it could not write
 # OSErrors that are the machine's answer (space, quota, names, permissions, files in the way), not the program's
@@ -31,9 +31,10 @@ class WholeWrites(io.RawIOBase):
     write without a word (a full disk under `harness eval ... > out.json` left 64 KiB of JSON and exit 0): writing
     every byte with ``os.write`` makes the full disk an ``OSError`` the boundary reports."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int, first_write=None):
         super().__init__()
         self._fd = fd
+        self._first_write = first_write  # called once, before the first byte goes out
 
     def writable(self) -> bool:
         return True
@@ -45,6 +46,9 @@ class WholeWrites(io.RawIOBase):
         return os.isatty(self._fd)
 
     def write(self, data) -> int:
+        if self._first_write is not None:
+            self._first_write()
+            self._first_write = None
         view, done = memoryview(data).cast("B"), 0
         try:
             while done < len(view):
@@ -77,8 +81,9 @@ def _drop(fd: int) -> None:
 
 def guard_std_streams() -> None:
     """Point ``sys.stdout`` at a ``WholeWrites`` of its descriptor and ``sys.stderr`` at a ``Diagnostics`` of its,
-    keeping their encoding and buffering (the CLI only, when they are real files or pipes)."""
-    for name, raw in (("stdout", WholeWrites), ("stderr", Diagnostics)):
+    keeping their encoding and buffering (the CLI only, when they are real files or pipes). The first byte of stdout
+    is the command's result going out: from there a signal no longer cuts it short (``_result_goes_out``)."""
+    for name, raw in (("stdout", lambda fd: WholeWrites(fd, _result_goes_out)), ("stderr", Diagnostics)):
         old = getattr(sys, name)
         try:
             fd = old.fileno()
@@ -87,6 +92,14 @@ def guard_std_streams() -> None:
         old.flush()
         setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw(fd)), encoding=old.encoding, errors=old.errors,
                                             line_buffering=old.line_buffering, write_through=name == "stderr"))
+
+
+def _result_goes_out() -> None:
+    """stdout is written whole or not at all: before its first byte a signal stops the command with nothing out
+    (one whose exception was swallowed too); from it on, a signal waits for the rest (``interrupt.finish``). A
+    handler raising between a write and its count was seen to send the same bytes twice."""
+    interrupt.raise_if_received()
+    interrupt.finish()
 
 
 class _PipeClosed(Exception):
@@ -160,7 +173,26 @@ def _click_exceptions() -> tuple[tuple, tuple, tuple]:
 
 
 def run_app(app: typer.Typer) -> NoReturn:
-    """Run the command line and exit with what the user should see."""
+    """Run the command line and exit with what the user should see. However it exits, the command is over then
+    (``interrupt.finish``): a signal in the interpreter's shutdown (exit functions, ``threading._shutdown``) is a
+    late one, never an exception raised there."""
+    try:
+        _run_app(app)
+    except SystemExit as exc:
+        interrupt.exiting(_status(exc))
+        raise
+    finally:
+        interrupt.finish()
+
+
+def _status(exc: SystemExit) -> int:
+    """The process's exit status for ``exc``, as the interpreter reckons it (a message instead of a number: 1)."""
+    if exc.code is None:
+        return 0
+    return exc.code if isinstance(exc.code, int) else 1
+
+
+def _run_app(app: typer.Typer) -> NoReturn:
     devnull_at_start = _stdout_is_devnull()
     try:
         # standalone_mode=False returns a command's exit code (typer.Exit) instead of exiting: pass it on.
@@ -172,23 +204,21 @@ def run_app(app: typer.Typer) -> NoReturn:
             if exc.code == 1 and not devnull_at_start and _stdout_is_devnull():
                 raise _PipeClosed() from None
             raise
+        if code == 130:  # typer turns Ctrl-C into exit code 130 itself; what the command printed stays unsent
+            interrupt.leave(KeyboardInterrupt())
+        _result_goes_out()  # the command returned: its result is complete
         sys.stdout.flush()  # inside the boundary: a closed pipe found by the interpreter's exit flush is noisy
-        if code == 130:  # typer turns Ctrl-C into exit code 130 itself
-            _tell(MESSAGE)
         sys.exit(code if isinstance(code, int) else 0)
     except (_PipeClosed, BrokenPipeError):
         _pipe_closed()
     except HarnessError as exc:
         _tell(f"error: {exc}")
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        _tell(MESSAGE)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        interrupt.leave(exc)
     except SystemExit as exc:
-        from .core.interrupt import Terminated, leave
-
-        if isinstance(exc, Terminated):  # SIGTERM in a command that does not say so itself (run does)
-            leave(exc)
+        if isinstance(exc, interrupt.Terminated):  # SIGTERM in a command that does not say so itself (run does)
+            interrupt.leave(exc)
         raise
     except OSError as exc:
         # A full disk, a path too long, a read-only or vanished place: what the machine refused, not a bug. Only
@@ -215,8 +245,7 @@ def run_app(app: typer.Typer) -> NoReturn:
             sys.exit(2)
         if isinstance(exc, aborts):
             sys.exit(130)
-        from .core.interrupt import received
-        if received() is not None:  # the signal's exception turned into another on the way (a library's import)
-            _tell(MESSAGE)
-            sys.exit(128 + received())
+        signum = interrupt.received()
+        if signum is not None:  # the signal's exception turned into another on the way (a library's import)
+            interrupt.leave(interrupt.exception_for(signum))
         raise

@@ -13,9 +13,10 @@ def main() -> None:
     install()
     try:
         from .cli import main as cli_main
+
+        cli_main()  # inside the try too: a signal between the import and the boundary's own try is the same line
     except (KeyboardInterrupt, Terminated) as exc:
         leave(exc)
-    cli_main()
 
 
 if __name__ == "__main__":

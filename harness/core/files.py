@@ -106,11 +106,12 @@ def stage(path: Path, data: bytes, *, replace: bool = True) -> Staged:
 def publish_together(files: Sequence[Staged]) -> None:
     """Publish staged files all or none: when one cannot be put in place (a file appeared there, a permission), those
     already published are undone (the file each replaced is put back, a new one removed) and every temporary file
-    is removed. Ctrl-C and SIGTERM wait until this is done, so an interrupt never leaves a mismatched set. An OSError
-    names the file that could not be published (``filename``); ``OutputAppeared`` does too (``path``)."""
-    from .interrupt import deferred
+    is removed. Ctrl-C and SIGTERM wait until this is done, so an interrupt never leaves a mismatched set; once the
+    set is in place, the command's result is out and a signal no longer stops it (``interrupt.publishing``). An
+    OSError names the file that could not be published (``filename``); ``OutputAppeared`` does too (``path``)."""
+    from .interrupt import publishing
 
-    with deferred():
+    with publishing():
         done: list[tuple[Staged, Path | None]] = []
         try:
             for staged in files:

@@ -1,9 +1,20 @@
 """Interruption: SIGTERM raises like Ctrl-C does, so every ``finally`` and cleanup path runs before the exit, and a
 short critical section (moving finished files into place, removing a staging folder) can hold both signals back
-until it is done. Only the CLI installs the SIGTERM handler; importing the library changes no signal handling."""
+until it is done. Only the CLI installs the handlers; importing the library changes no signal handling.
+
+A CLI process has two stages. While the command works, a signal raises (``KeyboardInterrupt``, ``Terminated``) and
+the command leaves with ``MESSAGE``: nothing of its result is out. Once its result starts going out (its outputs
+published, its first byte of stdout written, or it returned: ``finish``), nothing is left that a signal could stop
+short of cutting the result in half, so the handlers only record it: the result goes out whole, and the process then
+ends with 128 + the signal and ``LATE``, not ``MESSAGE`` (the outputs were replaced: "nothing half-written" would
+read as "the previous outputs are as they were"). The status is still the signal's: a Ctrl-C or a supervisor's
+SIGTERM that came as the command finished stops a script or a job as any other does. A handler that raised there
+was seen to end in a traceback from ``atexit`` or ``threading._shutdown``, in a death by SIGINT with exit 0 or no
+word, or in stdout written twice (the exception left a write done but not counted, and the buffer went out again)."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
@@ -12,6 +23,7 @@ from contextlib import contextmanager
 from typing import Iterator, NoReturn
 
 MESSAGE = "interrupted: nothing half-written was left behind"
+LATE = "interrupted: the command had already finished; nothing was cut short"
 
 
 class Terminated(SystemExit):
@@ -22,40 +34,77 @@ class Terminated(SystemExit):
         super().__init__(128 + signal.SIGTERM)
 
 
-# The signals the CLI's handlers have raised for, process-wide as the handlers are. Library code can swallow the
-# exception a handler raises: a Ctrl-C or SIGTERM that lands inside pyarrow's lazy import of pandas was seen turned
-# into an AttributeError, or lost with the run going on to publish. ``raise_if_received`` acts on it again.
-_RECEIVED: list[int] = []
+_HELD = (signal.SIGINT, signal.SIGTERM)
 
 
-def _raise_terminated(signum, frame) -> None:
-    _RECEIVED.append(signum)
-    raise Terminated()
+class _Process:
+    """What the CLI's handlers know of the signals so far (one per process, made by ``install``)."""
+
+    def __init__(self) -> None:
+        # The first signal a handler raised for. Library code can swallow the exception: a Ctrl-C or SIGTERM that
+        # lands inside pyarrow's lazy import of pandas was seen turned into an AttributeError, or lost with the run
+        # going on to publish. ``raise_if_received`` acts on it again.
+        self.raised: int | None = None
+        self.done = False  # ``finish`` was called
+        self.late: int | None = None  # the first signal that came after it, acted on at the exit
+        self.status: int | None = None  # the exit status the command chose (``exiting``)
 
 
-def _raise_interrupt(signum, frame) -> None:
-    _RECEIVED.append(signum)
-    raise KeyboardInterrupt
+_CLI: _Process | None = None  # None: a library user's process (their handlers, their exits)
+
+
+def exception_for(signum: int) -> BaseException:
+    """What the CLI's handler raises for ``signum``."""
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _on_signal(signum, frame) -> None:
+    cli = _CLI
+    if cli.done:
+        cli.late = cli.late or signum
+        return
+    cli.raised = cli.raised or signum
+    raise exception_for(signum)
 
 
 def install() -> None:
-    """Make SIGTERM raise ``Terminated`` and Ctrl-C ``KeyboardInterrupt``, each remembered (the CLI calls this once;
-    a library user keeps their own handling)."""
-    signal.signal(signal.SIGTERM, _raise_terminated)
-    signal.signal(signal.SIGINT, _raise_interrupt)
+    """Make SIGTERM raise ``Terminated`` and Ctrl-C ``KeyboardInterrupt`` (the CLI calls this first; a library user
+    keeps their own handling). Again in the same process, it only puts the handlers back."""
+    global _CLI
+    if _CLI is None:
+        _CLI = _Process()
+        atexit.register(_at_exit)  # the first registered runs last: after every other exit function
+    for s in _HELD:
+        signal.signal(s, _on_signal)
 
 
 def received() -> int | None:
     """The first signal the CLI's handlers raised for, or None."""
-    return _RECEIVED[0] if _RECEIVED else None
+    return _CLI.raised if _CLI is not None else None
 
 
 def raise_if_received() -> None:
-    """Raise again for a signal whose exception was swallowed on the way (see ``_RECEIVED``): called before
+    """Raise again for a signal whose exception was swallowed on the way (see ``_Process.raised``): called before
     anything is published, so an interrupted run never replaces the previous outputs."""
-    first = received()
-    if first is not None:
-        raise Terminated() if first == signal.SIGTERM else KeyboardInterrupt()
+    if _CLI is not None and not _CLI.done and _CLI.raised is not None:
+        raise exception_for(_CLI.raised)
+
+
+def finish() -> None:
+    """The command's result is going out: from here a signal is recorded, not raised, and the process ends with
+    it once the result is out (``_at_exit``); one that a ``deferred`` block holds becomes such a late signal when
+    the block hands it to the handler. For the CLI only; nothing in a library user's process."""
+    if _CLI is not None:
+        _CLI.done = True
+
+
+def exiting(status: int) -> None:
+    """The CLI is exiting with ``status``: ``finish``, and the last exit function ends the process with it (or
+    with a late signal's) by ``os._exit``. The interpreter's own finalization comes after every exit function and
+    puts the default handlers back first, so a signal there killed the process (a death by SIGINT, no word)."""
+    finish()
+    if _CLI is not None:
+        _CLI.status = status
 
 
 def exit_code(exc: BaseException) -> int:
@@ -63,21 +112,27 @@ def exit_code(exc: BaseException) -> int:
     return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
 
 
-_HELD = (signal.SIGINT, signal.SIGTERM)
-
-
 def leave(exc: BaseException) -> NoReturn:
     """Exit as an interrupted command does once its cleanup has run: ``MESSAGE`` on stderr, 128 + the signal. Under
     load a raising exit was seen (about 1 in 10) to end as a death by SIGINT in the interpreter's shutdown, and a
-    second signal could too: ``os._exit`` after ``ignore_further`` leaves nothing for either to do. The CLI only."""
+    second signal could too: ``os._exit`` after ``ignore_further`` leaves nothing for either to do. What the command
+    printed is dropped with the process: none of it went out (the first byte out would have called ``finish``), and
+    an interrupted command's result is not shown in part. Without the CLI's handlers (the CLI run inside a test's
+    interpreter) it raises the SystemExit instead, which ends nothing but the command."""
+    if _CLI is None:
+        _say(MESSAGE)
+        raise SystemExit(exit_code(exc))
     ignore_further()
-    for stream, text in ((sys.stderr, MESSAGE + "\n"), (sys.stdout, "")):
-        try:
-            stream.write(text)
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe or a full disk: the exit code still says it
-            pass
+    _say(MESSAGE)
     os._exit(exit_code(exc))
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or a full disk: the exit code still says it
+        pass
 
 
 def ignore_further() -> None:
@@ -86,6 +141,25 @@ def ignore_further() -> None:
     if threading.current_thread() is threading.main_thread():
         for s in _HELD:
             signal.signal(s, signal.SIG_IGN)
+
+
+def _at_exit() -> None:
+    """The last exit function (the first registered): after every other one (Ray's shutdown, logging's, pending
+    ``weakref.finalize`` calls), end the process with the status ``exiting`` was given, or with 128 + a signal that
+    came once the command had finished: the command's own status would say nothing of it. The standard streams
+    are flushed first, as the interpreter would have; a signal from here on is too late to change the status."""
+    cli = _CLI
+    if cli is None or (cli.status is None and cli.late is None):
+        return  # not the CLI's exit (a script that installed the handlers): the interpreter's own
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or a full disk: the status stands
+            pass
+    if cli.late is not None:
+        _say(LATE)
+        os._exit(128 + cli.late)
+    os._exit(cli.status)
 
 
 @contextmanager
@@ -113,10 +187,22 @@ def deferred() -> Iterator[None]:
             _deliver(caught[0], previous[caught[0]])
 
 
+@contextmanager
+def publishing() -> Iterator[None]:
+    """``deferred``, for the block that puts a command's outputs in place. When it ends normally they are, so
+    ``finish``: a signal held meanwhile no longer stops the command, whose result is now complete; when it raises
+    (the outputs are as they were), a held signal is raised as ``deferred`` does. A signal whose exception was
+    swallowed before the block stops it before anything is published."""
+    raise_if_received()
+    with deferred():
+        yield
+        finish()
+
+
 def _deliver(signum: int, handler) -> None:
     if handler is signal.SIG_IGN:
         return
     if handler is signal.SIG_DFL:
         os.kill(os.getpid(), signum)  # the default action (terminate), now that the block is done
         return
-    handler(signum, None)  # default_int_handler raises KeyboardInterrupt; ours raises Terminated
+    handler(signum, None)  # default_int_handler raises KeyboardInterrupt; ours raises, or notes a late signal

@@ -33,7 +33,7 @@ from typing import Iterator
 
 from .files import make_folders, sync_dir, write_text
 from .errors import InputError
-from .interrupt import deferred, raise_if_received
+from .interrupt import deferred, publishing, raise_if_received
 from .outmarker import (LOCK, MARKER, STAGING, Marker, Stamp, internal as _internal, marker_text, read_marker, stamp,
                         unchanged)
 
@@ -176,7 +176,9 @@ class OutputFolder:
             # What the marker records of each new file (a small one's hash read here, before signals are held; a
             # rename keeps size, time and content)
             stamps = {rel: st for rel in new if (st := stamp(files / rel)) is not None}
-            with deferred():  # renames and their undoing: an interruption waits for them, so no mix of two runs is left
+            # Renames and their undoing: an interruption waits for them, so no mix of two runs is left; once they are
+            # done the run's result is out, and a signal no longer stops it (interrupt.publishing)
+            with publishing():
                 self._commit(stage, files, new, stamps)
         finally:
             if stage is not None:
