@@ -140,3 +140,31 @@ def test_a_signal_in_the_interpreters_shutdown_is_late_not_a_traceback(where, si
     _assert_late(proc, code)
     assert proc.stdout.startswith("harness ") and proc.stdout.count("harness ") == 1
 
+
+def test_a_signal_raised_inside_a_weakref_callback_still_stops_the_command(tmp_path):
+    """The tester's sweep case: the handler's KeyboardInterrupt raised inside a weakref callback (Python can only
+    print "Exception ignored in ..." and drop it), and the command went on. It is delivered again, silently, and
+    stops the command's work."""
+    qrels, run, went_on = tmp_path / "q.txt", tmp_path / "r.trec", tmp_path / "went-on"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 1.0 s\n")
+    proc = _cli(["eval", qrels, run], f"""
+        import signal, time, weakref
+        import harness.metrics.streamed as streamed
+        real = streamed.evaluate_files
+        class Thing:
+            pass
+        def evaluate_files(*args, **kwargs):
+            thing = Thing()
+            ref = weakref.ref(thing, lambda r: signal.raise_signal(signal.SIGINT))  # the handler runs in the callback
+            del thing
+            for _ in range(500):  # the command's work: the interrupt comes in a few milliseconds, not 5 s
+                time.sleep(0.01)
+            open({str(went_on)!r}, "w").close()
+            return real(*args, **kwargs)
+        streamed.evaluate_files = evaluate_files
+        """)
+    assert_no_traceback(proc)
+    assert "Exception ignored" not in proc.stderr, proc.stderr
+    assert proc.returncode == 130 and proc.stderr.strip() == INTERRUPTED, proc.stderr
+    assert proc.stdout == "" and not went_on.exists()

@@ -14,11 +14,13 @@ word, or in stdout written twice (the exception left a write done but not counte
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import os
 import signal
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator, NoReturn
 
@@ -48,6 +50,7 @@ class _Process:
         self.done = False  # ``finish`` was called
         self.late: int | None = None  # the first signal that came after it, acted on at the exit
         self.status: int | None = None  # the exit status the command chose (``exiting``)
+        self.in_hook = False  # in the unraisable hook (``_deliver_again``)
 
 
 _CLI: _Process | None = None  # None: a library user's process (their handlers, their exits)
@@ -74,6 +77,7 @@ def install() -> None:
     if _CLI is None:
         _CLI = _Process()
         atexit.register(_at_exit)  # the first registered runs last: after every other exit function
+        sys.unraisablehook = _unraisable_hook(sys.unraisablehook)
     for s in _HELD:
         signal.signal(s, _on_signal)
 
@@ -160,6 +164,38 @@ def _at_exit() -> None:
         _say(LATE)
         os._exit(128 + cli.late)
     os._exit(cli.status)
+
+
+def _unraisable_hook(previous):
+    """A handler's exception raised inside a finalizer, a weakref callback or an exit function reaches no code of
+    ours: Python prints "Exception ignored in ..." with a traceback and drops it, and the interrupt is lost (seen:
+    a weakref callback in the middle of a sweep). Ours are delivered again, silently, to land in the command."""
+    def hook(unraisable) -> None:
+        exc = unraisable.exc_value
+        if _CLI is None or _CLI.raised is None or not isinstance(exc, (KeyboardInterrupt, Terminated)):
+            previous(unraisable)
+            return
+        _deliver_again(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+    return hook
+
+
+def _deliver_again(signum: int) -> None:
+    """Run the handler for ``signum`` again once the unraisable hook has returned. Tripped here, it would run in
+    the hook itself (Python looks for signals after each call) and its exception be dropped there; so another
+    thread trips it when ``in_hook`` is cleared, the hook's last step, after which the hook makes no call."""
+    cli = _CLI
+    cli.in_hook = True
+
+    def deliver() -> None:
+        while cli.in_hook:
+            time.sleep(0.001)
+        _thread.interrupt_main(signum)
+
+    try:
+        threading.Thread(target=deliver, name="harness-interrupt", daemon=True).start()
+    except RuntimeError:  # no new thread in the interpreter's shutdown: nothing is left to interrupt there
+        pass
+    cli.in_hook = False
 
 
 @contextmanager
