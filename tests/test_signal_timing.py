@@ -168,3 +168,50 @@ def test_a_signal_raised_inside_a_weakref_callback_still_stops_the_command(tmp_p
     assert "Exception ignored" not in proc.stderr, proc.stderr
     assert proc.returncode == 130 and proc.stderr.strip() == INTERRUPTED, proc.stderr
     assert proc.stdout == "" and not went_on.exists()
+
+
+def test_a_signal_while_deferred_swaps_handlers_leaves_both_handlers_in_place():
+    """deferred used to swap both handlers for its own, one after the other: a SIGTERM between the two swaps left
+    Ctrl-C on the swapped-in handler, which only noted it, for the rest of the run; under the CLI's handlers it
+    now swaps nothing. A library user's handlers are swapped, and put back however the block ends."""
+    proc = _python("""
+        import os, signal
+        from harness.core import interrupt
+        real, sent = signal.signal, []
+        def swap(signum, handler):
+            previous = real(signum, handler)
+            if signum == signal.SIGINT and not sent:  # right after the first swap
+                sent.append(signum)
+                os.kill(os.getpid(), signal.SIGTERM)
+            return previous
+        signal.signal = swap
+        def theirs(signum, frame):
+            raise RuntimeError("their SIGTERM handler")
+        real(signal.SIGTERM, theirs)
+        try:
+            with interrupt.deferred():
+                pass
+        except RuntimeError:
+            pass
+        print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.getsignal(signal.SIGTERM) is theirs)
+        interrupt.install()
+        sent.clear()
+        try:
+            with interrupt.deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+        except interrupt.Terminated:
+            print("terminated after the block")
+        print(not sent, signal.getsignal(signal.SIGINT) is signal.getsignal(signal.SIGTERM) is interrupt._on_signal)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            print("ctrl-c raises")
+        """)
+    assert proc.stdout.split("\n") == ["True True", "terminated after the block", "True True", "ctrl-c raises", ""], \
+        proc.stdout + proc.stderr
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=60)

@@ -47,6 +47,8 @@ class _Process:
         # lands inside pyarrow's lazy import of pandas was seen turned into an AttributeError, or lost with the run
         # going on to publish. ``raise_if_received`` acts on it again.
         self.raised: int | None = None
+        self.holding = 0  # open ``deferred`` blocks
+        self.held: int | None = None  # the first signal they hold
         self.done = False  # ``finish`` was called
         self.late: int | None = None  # the first signal that came after it, acted on at the exit
         self.status: int | None = None  # the exit status the command chose (``exiting``)
@@ -65,6 +67,9 @@ def _on_signal(signum, frame) -> None:
     cli = _CLI
     if cli.done:
         cli.late = cli.late or signum
+        return
+    if cli.holding:
+        cli.held = cli.held or signum
         return
     cli.raised = cli.raised or signum
     raise exception_for(signum)
@@ -96,10 +101,13 @@ def raise_if_received() -> None:
 
 def finish() -> None:
     """The command's result is going out: from here a signal is recorded, not raised, and the process ends with
-    it once the result is out (``_at_exit``); one that a ``deferred`` block holds becomes such a late signal when
-    the block hands it to the handler. For the CLI only; nothing in a library user's process."""
-    if _CLI is not None:
-        _CLI.done = True
+    it once the result is out (``_at_exit``); one that a ``deferred`` block holds becomes such a late signal. For
+    the CLI only; nothing in a library user's process."""
+    cli = _CLI
+    if cli is None or cli.done:
+        return
+    cli.done = True
+    cli.late, cli.held = cli.late or cli.held, None
 
 
 def exiting(status: int) -> None:
@@ -198,6 +206,10 @@ def _deliver_again(signum: int) -> None:
     cli.in_hook = False
 
 
+def _ours() -> bool:
+    return _CLI is not None and all(signal.getsignal(s) is _on_signal for s in _HELD)
+
+
 @contextmanager
 def deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM until the block ends, then act on the first one that came, as it would have.
@@ -207,20 +219,8 @@ def deferred() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.getsignal(s) for s in _HELD}
-    if any(h is None for h in previous.values()):
+    with (_holding() if _ours() else _swapped()):
         yield
-        return
-    caught: list[int] = []
-    for s in _HELD:
-        signal.signal(s, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        if caught:
-            _deliver(caught[0], previous[caught[0]])
 
 
 @contextmanager
@@ -233,6 +233,41 @@ def publishing() -> Iterator[None]:
     with deferred():
         yield
         finish()
+
+
+@contextmanager
+def _holding() -> Iterator[None]:
+    """``deferred`` with the CLI's handlers: they see the open block and only note the signal. Swapping handlers
+    would leave a window between the two swaps in which a signal lands with one handler swapped and not the other."""
+    cli = _CLI
+    cli.holding += 1
+    try:
+        yield
+    finally:
+        cli.holding -= 1
+        if cli.holding == 0 and cli.held is not None and not cli.done:
+            signum, cli.held = cli.held, None
+            cli.raised = cli.raised or signum
+            raise exception_for(signum)
+
+
+@contextmanager
+def _swapped() -> Iterator[None]:
+    """``deferred`` under handlers that are not the CLI's (a library user's, Python's default)."""
+    previous = {s: signal.getsignal(s) for s in _HELD}
+    if any(h is None for h in previous.values()):
+        yield
+        return
+    caught: list[int] = []
+    try:
+        for s in _HELD:  # inside the try: a signal between the two swaps still gets both handlers put back
+            signal.signal(s, lambda signum, frame: caught.append(signum))
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if caught:
+            _deliver(caught[0], previous[caught[0]])
 
 
 def _deliver(signum: int, handler) -> None:
