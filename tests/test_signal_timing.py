@@ -188,6 +188,7 @@ def test_a_signal_while_deferred_swaps_handlers_leaves_both_handlers_in_place():
         def theirs(signum, frame):
             raise RuntimeError("their SIGTERM handler")
         real(signal.SIGTERM, theirs)
+        real(signal.SIGINT, signal.default_int_handler)  # (a shell's background job starts with Ctrl-C ignored)
         try:
             with interrupt.deferred():
                 pass

@@ -269,7 +269,12 @@ def test_an_interrupt_while_publishing_waits_for_the_pair(tmp_path, monkeypatch)
         return real(src, dst, *args, **kwargs)
 
     monkeypatch.setattr(files.os, "replace", replace)
-    proc = harness(*_build(tmp_path, "-o", gold, "--unresolved", unres, "--force"), cwd=tmp_path)
+    # Ctrl-C as an interactive process has it (a shell's background job, the suite run with &, starts ignoring it)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = harness(*_build(tmp_path, "-o", gold, "--unresolved", unres, "--force"), cwd=tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert proc.returncode == 130, proc.stderr
     assert json.loads(gold.read_text().splitlines()[0])["id"] == "q1"
     assert json.loads(unres.read_text())["query_id"] == "q2"

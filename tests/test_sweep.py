@@ -53,7 +53,7 @@ def test_sweep_writes_leaderboard_and_runnable_best_config(tmp_path):
     # chunking.unit and cutoff.tokenizer (a tester); the run it makes is the sweep point's (the same hash)
     assert loaded.unused_settings() == [] and "unit:" not in best.read_text()
     best_run = json.loads((tmp_path / "out" / board["best"] / "results.json").read_text())
-    assert loaded.config_hash() == best_run["config_hash"]
+    assert load_config(tmp_path / "out/best.yaml").config_hash() == best_run["config_hash"]  # (paths from there)
     assert "| 1 | " + board["best"] in (tmp_path / "out/leaderboard.md").read_text()
     page = (tmp_path / "out/leaderboard.html").read_text()
     assert "leaderboard by doc.ndcg@10" in page and board["best"] in page and "<svg" in page

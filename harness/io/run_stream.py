@@ -68,7 +68,7 @@ def _parse_block(block, options: dict, packed: bool, encode_docs: bool = True) -
     if any(batch.column(c).null_count for c in batch.column_names) or any(
             has_empty(batch.column(c)) for c in ("q0", "tag")):
         raise Declined
-    if not pc.all(pc.is_finite(batch.column("score"))).as_py():
+    if pc.any(pc.invert(pc.is_finite(batch.column("score")))).as_py():  # (None for a block of no rows)
         raise Declined  # a NaN or infinite score (inf, 1e400): the line reader names its line
     # A block's query ids are mostly its own (a run lists each query's hits together): their dictionaries are
     # unified once, at the end.
