@@ -223,3 +223,28 @@ def test_texts_stitch_a_span_from_chunks_and_never_guess():
     assert t.span("d", 3, 12) is None  # past the known chunks: no text rather than a wrong one
     assert Texts({"d#0-5": "Hell"}).span("d", 0, 2) is None  # a text that does not match its span is not used
     assert Texts(docs={"d": "Hello world"}).span("d", 6, 11) == "world"
+
+
+def test_pages_fit_a_phone_and_tables_scroll_inside(chromium, demo, tmp_path):
+    """At a 390 px phone viewport the page does not scroll sideways (a viewport meta tag; wide tables scroll in
+    place), and rows still expand."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium installed")
+    proc = harness("report", demo / "demo-bm25/results.json", demo / "demo-hybrid/results.json",
+                   "-o", tmp_path / "cmp.html")
+    assert proc.returncode == 0, proc.stderr
+    for path in (demo / "demo-bm25/report.html", tmp_path / "cmp.html"):
+        assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in path.read_text()
+        context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+        try:
+            page = context.new_page()
+            page.goto(path.as_uri())
+            row = page.locator("tr.q").first
+            row.click()
+            detail = page.locator("#" + row.get_attribute("data-detail"))
+            assert detail.is_visible()
+            widths = page.evaluate("() => [window.innerWidth, document.documentElement.scrollWidth,"
+                                   " parseFloat(getComputedStyle(document.body).fontSize)]")
+            assert widths[0] == 390 and widths[1] <= 390 and widths[2] >= 14, (path, widths)
+        finally:
+            context.close()

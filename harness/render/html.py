@@ -32,6 +32,8 @@ select{margin-right:12px}th{cursor:pointer;user-select:none}th[data-dir=asc]::af
 th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;color:#3538cd;font-size:12px;text-align:center}
 tr.gap td{color:#667;text-align:center;font-size:12px}tr.m-evidence td{background:#ecfdf3}tr.m-right_document td{background:#fffaeb}
 .headline{margin:4px 0}.sbs{display:flex;gap:12px}.sbs .col{flex:1;min-width:0}
+table{display:block;max-width:100%;overflow-x:auto}.plots svg{max-width:100%}td{overflow-wrap:break-word}
+@media (max-width:600px){body{margin:12px}.sbs{flex-direction:column}}
 """
 
 JS = """
@@ -340,5 +342,7 @@ def render(results: list[Result | dict], chunk_texts: list[dict[str, str] | Text
     if leaderboard:
         body_html = _leaderboard_section(leaderboard) + body_html
     title = comparison.baseline + " comparison" if comparison else results[0].name
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="generator" content="harness"><title>{e(title)}</title>'
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="generator" content="harness"><title>{e(title)}</title>'
             f"<style>{CSS}</style></head><body>{body_html}<script>{JS}</script></body></html>")
