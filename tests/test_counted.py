@@ -135,7 +135,7 @@ def test_every_reader_shows_the_same_mean_over_the_same_queries(scenario, runs):
     tags = sorted({(t, v) for q in run.queries for t, v in q.tags.items()})
     sliced = evaluate_gates(saved, [_parse_rule({"check": f"{m} >= 0", "slice": {t: v}}) for m in metrics
                                     for t, v in tags])
-    metrics_table = page.split('<table id="metrics">', 1)[1].split("</table>", 1)[0]
+    metrics_table = page.split('<table id="metrics"', 1)[1].split("</table>", 1)[0]
     page_means = {html.unescape(n): (d, c) for n, d, c in
                   re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td><td>([^<]+)</td></tr>", metrics_table)}
     assert len(page_means) == len(run.summary.doc)

@@ -112,17 +112,24 @@ def test_tables_sort_by_any_column_and_details_follow(chromium, demo):
         desc = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
         page.locator("#queries thead th", has_text="id").first.click()
         by_id = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
-        verdicts = page.locator("table.sortable").nth(0)
+        verdicts = page.locator("table.sortable:has(thead th:first-child:text-is('verdict'))")
         verdicts.locator("thead th", has_text="queries").click()
         counts = [int(x) for x in verdicts.locator("tbody td:nth-child(2)").all_inner_texts()]
-        return asc, pairs, desc, by_id, counts
-    (asc, pairs, desc, by_id, counts), errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
+        metrics = page.locator("table#metrics.sortable")
+        metrics.locator("thead th", has_text="doc level").click()
+        doc_level = [float(x) for x in metrics.locator("tbody td:nth-child(2)").all_inner_texts()]
+        metrics.locator("thead th", has_text="metric").click()
+        names = metrics.locator("tbody td:first-child").all_inner_texts()
+        return asc, pairs, desc, by_id, counts, doc_level, names
+    (asc, pairs, desc, by_id, counts, doc_level, names), errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
     assert errors == []
     assert [by_first[i] for i in asc] == sorted(by_first.values()) and set(asc) == set(expected)
     assert [by_first[i] for i in desc] == sorted(by_first.values(), reverse=True)
     assert all(pairs) and len(pairs) == len(results["queries"])
     assert by_id == sorted(by_first)
     assert counts == sorted(counts)
+    assert doc_level == sorted(doc_level) and len(doc_level) == len(results["summary"]["doc"])
+    assert names == sorted(names, key=str.lower)
 
 
 def test_report_md_worst_queries_show_the_evidence(demo):

@@ -262,10 +262,11 @@ def _run_section(result: Result, texts: Texts, charts=None) -> str:
              f"documents in {e(result.corpus.chunks)} chunks; created {e(result.created_at)}</p>",
              '<div class="cards">' + "".join(f'<div class="card"><b>{e(val)}</b>{e(k)}</div>' for k, val in cards)
              + "</div>",
-             '<h2>Metrics</h2><table id="metrics"><tr><th>metric</th><th>doc level</th><th>chunk level</th></tr>' +
+             '<h2>Metrics</h2><table id="metrics" class="sortable"><thead><tr><th>metric</th><th>doc level</th>'
+             "<th>chunk level</th></tr></thead><tbody>" +
              "".join(f"<tr><td>{e(n)}</td><td>{e(fmt(s.doc[n]))}</td><td>{e(fmt(s.chunk.get(n)))}</td></tr>"
                      for n in s.doc) +
-             "</table>" + "".join(f'<p class="muted" id="means-{e(level)}">{e(means_sentence(result, level))}</p>'
+             "</tbody></table>" + "".join(f'<p class="muted" id="means-{e(level)}">{e(means_sentence(result, level))}</p>'
                                   for level in ("doc", "chunk")),
              '<h2>Verdicts</h2><table class="sortable"><thead><tr><th>verdict</th><th>queries</th><th>share</th></tr>'
              "</thead><tbody>" +
