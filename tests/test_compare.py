@@ -114,3 +114,28 @@ def test_markdown_warnings_stand_apart_from_the_table():
         tables += t.type == "table_open"
         tables_in_quote += t.type == "table_open" and depth > 0
     assert quotes == 2 and tables >= 1 and tables_in_quote == 0
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100, 120, 160])
+def test_terminal_table_never_cuts_a_number(columns, capsys, monkeypatch):
+    """`harness compare` in a terminal: every number of every row appears whole at any width (rich's ellipsis cut
+    them at 80-120 columns); a too-narrow terminal gets one block per row."""
+    import sys
+
+    from harness.render.compare_view import cells, print_table
+
+    a = fake("a", [0.5, 0.2, 1.0, 0.0], ["ok", "buried_evidence", "ok", "missing_document"])
+    b = fake("a-long-run-name-for-the-hybrid-retriever", [0.7, 0.2, 0.9, 0.4], ["ok"] * 4)
+    c = compare_runs([a, b], ["ndcg@10", "chunk.ndcg@10"])
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    print_table(c)
+    import re
+
+    out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= columns
+    for r in c.rows:
+        for x in cells(r)[2:]:
+            for word in x.split():
+                assert word in out, (columns, word)

@@ -70,33 +70,71 @@ def to_markdown(c: Comparison) -> str:
     return "\n".join(out) + "\n"
 
 
-def print_table(c: Comparison) -> None:
-    """The default ``harness compare`` output: the comparison, the per-slice deltas, the note, transitions."""
-    import sys
+HEAD_WORD = 14  # the widest a header word makes a number column
+TEXT_MIN = 10  # the narrowest a name column gets before a table is printed as one block per row
 
-    from rich.console import Console
+
+def _longest_word(x: str) -> int:
+    return max((len(w) for w in x.split()), default=0)
+
+
+def _print_fitting(console, title_text: str, heads, rows, n_text: int, styles=None) -> None:
+    """Print a table whose first ``n_text`` columns are names (folded when narrow) and the rest numbers, never cut:
+    a number column is as wide as its longest cell (or its longest word, wrapping at spaces, when that does not
+    fit); when even that does not fit the terminal, one block of "column value" lines per row."""
     from rich.table import Table
     from rich.text import Text
 
+    styles = styles or [None] * len(rows)
+    nums = range(n_text, len(heads))
+    overhead = 3 * len(heads) + 1  # borders and padding of rich's default box
+    for cell_width in (len, _longest_word):
+        # a header's longer words fold (a run's name in the per-slice table's heads)
+        widths = {i: max([cell_width(r[i]) for r in rows] + [min(_longest_word(heads[i]), HEAD_WORD)]) for i in nums}
+        if sum(widths.values()) + TEXT_MIN * n_text + overhead <= console.width:
+            break
+    else:
+        console.print(Text(title_text))
+        for row, style in zip(rows, styles):
+            block = Table(show_header=False, box=None, title=Text(" ".join(row[:n_text]), style="bold"),
+                          title_justify="left", padding=(0, 2, 0, 2))
+            block.add_column(overflow="fold", ratio=1)
+            block.add_column(no_wrap=True)
+            for i in nums:
+                block.add_row(Text(heads[i]), Text(row[i], style=style[i] if style and style.get(i) else ""))
+            console.print(block)
+        return
+    table = Table(title=Text(title_text))
+    for i, h in enumerate(heads):
+        if i < n_text:
+            table.add_column(Text(h, overflow="fold"), overflow="fold", min_width=min(TEXT_MIN, max(len(r[i]) for r in rows)))
+        else:
+            table.add_column(Text(h, overflow="fold"), width=widths[i], justify="right")
+    for row, style in zip(rows, styles):
+        cells_ = [Text(x) for x in row]  # names are never parsed as rich markup
+        for i, st in (style or {}).items():
+            cells_[i].stylize(st)
+        table.add_row(*cells_)
+    console.print(table)
+
+
+def print_table(c: Comparison) -> None:
+    """The default ``harness compare`` output: the comparison, the per-slice deltas, the note, transitions. Numbers
+    are never cut at any terminal width (``_print_fitting``); names fold."""
+    import sys
+
+    from rich.console import Console
+    from rich.text import Text
+
     console = Console(width=None if sys.stdout.isatty() else 160)  # piped output gets 80 columns otherwise
-    table = Table(title=Text(title(c)))
-    for col in HEADERS:
-        table.add_column(col)
+    styles = []
     for r in c.rows:
         style = "bold green" if r.significant and r.delta > 0 else ("bold red" if r.significant else "")
-        row = [Text(x) for x in cells(r)]  # names are never parsed as rich markup
-        if style:
-            row[5].stylize(style)
-        table.add_row(*row)
-    console.print(table)
+        styles.append({5: style} if style else None)
+    _print_fitting(console, title(c), list(HEADERS), [cells(r) for r in c.rows], 2, styles)
     heads, rows = slice_table(c)
     if rows:
-        st = Table(title=Text(SLICE_NOTE))
-        for col in heads:
-            st.add_column(col)
-        for row in rows:
-            st.add_row(*[Text(x) for x in row])
-        console.print(st)
+        _print_fitting(console, SLICE_NOTE, heads, rows, 1)
     console.print(Text(NOTE.replace("`", "")))
     for run, k, ids in transition_lines(c):
         console.print(Text(f"{run}: {k}: {len(ids)} ({', '.join(ids[:12])})"))
