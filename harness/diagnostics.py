@@ -181,6 +181,9 @@ class _Tally:
         self.never_tags: Counter = Counter()  # tags of the queries that found nothing relevant in the ranking
         self.distances: list = []  # wrong_chunk's distance_chars, where known
         self.middle = 0  # buried_evidence in the middle of the window
+        self.buried_ranks: list[int] = []  # buried_evidence's first evidence rank
+        self.buried_early: list[int] = []  # ... of those not at the window's end (a smaller window could keep it)
+        self.noisy_found = 0  # noisy_context with at least one relevant chunk in the window (the others: a miss)
         kind_of: dict[str, int] = {}
         tags_of = gold.tags_by_query()  # only the queries that have tags: no dict of every query
         for qid, v in verdicts.items():
@@ -197,8 +200,15 @@ class _Tally:
                     self.never_tags.update(f"{t}={val}" for t, val in tags_of.get(qid, {}).items())
             elif v.kind == "wrong_chunk" and v.detail.get("distance_chars") is not None:
                 self.distances.append(v.detail["distance_chars"])
-            elif v.kind == "buried_evidence" and v.detail.get("position") == "middle":
-                self.middle += 1
+            elif v.kind == "buried_evidence":
+                self.middle += v.detail.get("position") == "middle"
+                if v.detail.get("rank") is not None:
+                    self.buried_ranks.append(v.detail["rank"])
+                    if v.detail.get("position") != "end":
+                        self.buried_early.append(v.detail["rank"])
+            noisy = v.detail.get("noisy_context")
+            if "noisy_context" in v.flags and isinstance(noisy, dict) and noisy.get("chunk_precision", 0) > 0:
+                self.noisy_found += 1
         self.by_slice: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
         for qid, tags in tags_of.items():
             for tag, value in tags.items():
@@ -257,13 +267,29 @@ def advice(t: _Tally, gold: GoldSet) -> list[str]:
                    f"more overlap, or chunk-level reranking")
     buried = t.counts.get("buried_evidence", 0)
     if buried:
-        out.append(f"evidence buried in {buried} quer{'y' if buried == 1 else 'ies'} "
-                   f"({t.middle} in the middle of the window): a reranker or a smaller window puts it first")
-    noisy = t.flags.get("noisy_context", 0)
-    if noisy and noisy >= t.total / 4:
-        out.append(f"{noisy / t.total:.0%} of queries have noisy context (relevant chunks below the threshold "
-                   f"of the most the window could hold): "
-                   f"a smaller window or a reranker would cut the noise")
+        ranks = t.buried_ranks
+        where = (f"first evidence at rank {min(ranks)}" if ranks and min(ranks) == max(ranks)
+                 else f"first evidence at ranks {min(ranks)}–{max(ranks)}" if ranks else "")
+        line = (f"evidence buried in {buried} quer{'y' if buried == 1 else 'ies'} ({where + '; ' if where else ''}"
+                f"{t.middle} in the middle of the window): a reranker would put it first")
+        early, late = t.buried_early, buried - len(t.buried_early)
+        if early:
+            # a window cut below the evidence's rank would drop it: only those not at the window's end can shrink
+            those = "that query" if len(early) == 1 else ("those" if not late else f"the {len(early)} not at its end")
+            line += (f"; a smaller window of at least {max(early)} chunks would keep the evidence of {those} and "
+                     f"cut the chunks after it")
+        if late:
+            line += (f" (the {late} with the evidence at the window's end would lose it in a smaller window)" if early
+                     else "; the evidence sits at the window's end, so a smaller window would drop it")
+        out.append(line)
+    noisy, noisy_found = t.flags.get("noisy_context", 0), t.noisy_found
+    if noisy_found and noisy_found >= t.total / 4:
+        missed = noisy - noisy_found
+        out.append(f"{noisy_found / t.total:.0%} of queries have noisy context (relevant chunks in the window, but "
+                   f"below the threshold of the most the window could hold): a reranker or a smaller window would "
+                   f"cut the noise" + (f"; {missed} more quer{'y is' if missed == 1 else 'ies are'} flagged with no "
+                                        f"relevant chunk in the window at all: a retrieval miss, not noise"
+                                        if missed else ""))
     errors = t.counts.get("goldset_error", 0)
     if errors:
         out.append(f"{errors} quer{'y' if errors == 1 else 'ies'} cannot be checked (gold ids or quotes "

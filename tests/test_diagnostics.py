@@ -210,3 +210,40 @@ def test_diagnose_reads_plain_data_and_names_a_query_absent_from_the_run(tmp_pat
     assert out["q"].reason == "the run has no ranking for this query (absent from the run): it scores 0"
     assert out["r"].detail["where"] == "not_retrieved"
     assert out["r"].reason == "no relevant document in the window, nor in the top 0 retrieved"
+
+
+class _Gold:
+    has_evidence = True
+
+    def tags_by_query(self):
+        return {}
+
+
+def _advice(verdicts):
+    from harness.diagnostics import _Tally, advice
+
+    return advice(_Tally(dict(enumerate(verdicts)), _Gold()), _Gold())
+
+
+def test_advice_suggests_a_smaller_window_only_where_it_keeps_the_evidence():
+    from harness.diagnostics import _v
+
+    at_end = [_v("buried_evidence", "", {"rank": r, "position": "end"}) for r in (4, 5, 5)]
+    (line,) = [a for a in _advice(at_end + [_v("ok", "")]) if a.startswith("evidence buried")]
+    assert "ranks 4–5" in line and "a reranker" in line and "a smaller window would drop it" in line
+    assert "at least" not in line
+    middle = [_v("buried_evidence", "", {"rank": r, "position": "middle"}) for r in (4, 6)]
+    (line,) = [a for a in _advice(middle + at_end[:1]) if a.startswith("evidence buried")]
+    assert "a smaller window of at least 6 chunks would keep the evidence of the 2 not at its end" in line
+    assert "the 1 with the evidence at the window's end would lose it" in line
+
+
+def test_noise_advice_leaves_out_queries_with_nothing_relevant_in_the_window():
+    from harness.diagnostics import _v
+
+    noise = lambda p: {"noisy_context": {"chunk_precision": p}}
+    misses = [_v("missing_document", "", {"where": "not_retrieved", **noise(0.0)}, ["noisy_context"])] * 3
+    assert not any("noisy context" in a for a in _advice(misses + [_v("ok", "")]))
+    noisy = [_v("ok", "", noise(0.2), ["noisy_context"])] * 2
+    (line,) = [a for a in _advice(misses + noisy + [_v("ok", "")] * 3) if "noisy context" in a]
+    assert line.startswith("25% of queries have noisy context") and "3 more queries are flagged" in line
