@@ -139,3 +139,27 @@ def test_terminal_table_never_cuts_a_number(columns, capsys, monkeypatch):
         for x in cells(r)[2:]:
             for word in x.split():
                 assert word in out, (columns, word)
+
+
+def test_the_note_names_what_makes_a_ci_and_a_p_disagree():
+    """A CI that excludes 0 on a row that is not significant: the note blames the correction only when the
+    uncorrected p is below 0.05; otherwise the test and the CI disagree (in every format)."""
+    from dataclasses import replace
+
+    from harness.render.compare_html import html_tables
+    from harness.render.compare_view import disagreements, to_markdown
+
+    a = fake("a", [0.5, 0.2, 1.0, 0.0], ["ok"] * 4)
+    b = fake("b", [0.7, 0.2, 0.9, 0.4], ["ok"] * 4)
+    c = compare_runs([a, b], ["ndcg@10"])
+    base = c.rows[0]
+    c = replace(c, rows=[replace(base, ci95=(0.01, 0.2), p=0.1255, p_corrected=0.1255, significant=False, wins=4, ties=39,
+                      losses=0, n=43),
+              replace(base, metric="doc.rr@10", ci95=(0.01, 0.2), p=0.02, p_corrected=0.06, significant=False),
+              replace(base, metric="doc.ap", ci95=(-0.01, 0.2), p=0.3, p_corrected=0.3, significant=False)])
+    method, correction = disagreements(c)
+    assert "uncorrected p (0.1255, the same as the corrected p) is above 0.05" in method
+    assert "4 of 43 queries differ" in method and "correction is not the cause" in method
+    assert "uncorrected p (0.0200) is below 0.05" in correction and "correction for multiple comparisons" in correction
+    for out in (to_markdown(c), html_tables(c)):
+        assert "correction is not the cause" in out and "makes the difference" in out and "doc.ap:" not in out

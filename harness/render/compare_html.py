@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ..core import querycolumns
-from .compare_view import HEADERS, NOTE, SLICE_NOTE, cells, slice_table, title, transition_lines
+from .compare_view import HEADERS, SLICE_NOTE, cells, note, slice_table, title, transition_lines
 from .fmt import e
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def html_tables(c: Comparison) -> str:
     warn_html = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in c.warnings)
     out = (f"<h1>Comparison {e(title(c))}</h1>{warn_html}"
            f'<table class="sortable" id="comparison"><thead><tr>{head_html}</tr></thead><tbody>{rows_html}</tbody>'
-           f'</table><p class="muted" id="ci-note">{e(NOTE.replace("`", ""))}</p>')
+           f'</table><p class="muted" id="ci-note">{e(note(c).replace("`", ""))}</p>')
     heads, rows = slice_table(c)
     if rows:
         shead_html = "".join(f"<th>{e(h)}</th>" for h in heads)

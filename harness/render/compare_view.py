@@ -13,9 +13,9 @@ if TYPE_CHECKING:
     from ..core.outcomes import Comparison, ComparisonRow
 
 NOTE = ("`*` significant after correction (p < 0.05). The 95% CI is a bootstrap percentile interval of the mean "
-        "difference for that row alone: it is NOT corrected for the multiple comparisons, so it can exclude 0 while "
-        "the corrected p is above 0.05. MDE: the smallest true difference this golden set detects with 80% power; a "
-        "smaller |delta| that is not significant may be too few queries, not no effect.")
+        "difference for that row alone: it is NOT corrected for the multiple comparisons, and it is not the "
+        "significance test, so it can disagree with the corrected p. MDE: the smallest true difference this golden set "
+        "detects with 80% power; a smaller |delta| that is not significant may be too few queries, not no effect.")
 SLICE_NOTE = "Per-slice deltas (no tests; slices are small):"
 HEADERS = ("run", "metric", "n", "baseline", "run mean", "delta", "95% CI (uncorrected)", "p (corrected)", "W/T/L",
            "MDE")
@@ -32,6 +32,39 @@ def cells(r: ComparisonRow) -> list[str]:
             _f(r.delta, "+.4f") + (" *" if r.significant else ""),
             "n/a" if r.ci95 is None else f"[{r.ci95[0]:+.4f}, {r.ci95[1]:+.4f}]",
             _f(r.p_corrected), f"{r.wins}/{r.ties}/{r.losses}", _f(r.mde)]
+
+
+def disagreements(c: Comparison) -> list[str]:
+    """One sentence per row whose CI and significance disagree, naming what differs: the correction (the
+    uncorrected p is below 0.05, the corrected one is not) or the method (the bootstrap CI against the test's p,
+    which differ most with few non-tied queries)."""
+    out = []
+    for r in c.rows:
+        if r.ci95 is None or r.p is None or r.p_corrected is None:
+            continue
+        excludes = r.ci95[0] > 0 or r.ci95[1] < 0
+        if excludes == r.significant:
+            continue
+        name = f"{r.run} {r.metric}"
+        wtl = f"{r.wins + r.losses} of {r.n} queries differ, W/T/L {r.wins}/{r.ties}/{r.losses}"
+        if excludes and r.p < 0.05:
+            out.append(f"{name}: the CI excludes 0 and the uncorrected p ({r.p:.4f}) is below 0.05, but the corrected "
+                       f"p ({r.p_corrected:.4f}) is not: the {c.correction} correction for multiple comparisons makes "
+                       "the difference.")
+        elif excludes:
+            same = "the same as the corrected p" if r.p == r.p_corrected else f"corrected {r.p_corrected:.4f}"
+            out.append(f"{name}: the CI excludes 0 but even the uncorrected p ({r.p:.4f}, {same}) is above 0.05: "
+                       f"the bootstrap CI and the {c.test} test disagree, as they can when few queries differ ({wtl}); "
+                       "the correction is not the cause.")
+        else:
+            out.append(f"{name}: significant (corrected p {r.p_corrected:.4f}) though the CI includes 0: the "
+                       f"bootstrap CI and the {c.test} test disagree ({wtl}).")
+    return out
+
+
+def note(c: Comparison) -> str:
+    """The note under a comparison table: ``NOTE`` and, where a row's CI and significance disagree, why."""
+    return " ".join([NOTE, *disagreements(c)])
 
 
 def slice_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -58,7 +91,7 @@ def to_markdown(c: Comparison) -> str:
         out += [f"> warning: {' '.join(str(w).splitlines())}", ""]
     out += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(cells(r)) + " |" for r in c.rows]
-    out += ["", NOTE]
+    out += ["", note(c)]
     heads, rows = slice_table(c)
     if rows:
         out += ["", SLICE_NOTE, "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
@@ -135,6 +168,6 @@ def print_table(c: Comparison) -> None:
     heads, rows = slice_table(c)
     if rows:
         _print_fitting(console, SLICE_NOTE, heads, rows, 1)
-    console.print(Text(NOTE.replace("`", "")))
+    console.print(Text(note(c).replace("`", "")))
     for run, k, ids in transition_lines(c):
         console.print(Text(f"{run}: {k}: {len(ids)} ({', '.join(ids[:12])})"))
