@@ -103,7 +103,7 @@ def to_markdown(c: Comparison) -> str:
     return "\n".join(out) + "\n"
 
 
-HEAD_WORD = 14  # the widest a header word makes a number column
+HEAD_WORD = 20  # the widest a header makes a number column (longer ones fold)
 TEXT_MIN = 10  # the narrowest a name column gets before a table is printed as one block per row
 
 
@@ -121,9 +121,10 @@ def _print_fitting(console, title_text: str, heads, rows, n_text: int, styles=No
     styles = styles or [None] * len(rows)
     nums = range(n_text, len(heads))
     overhead = 3 * len(heads) + 1  # borders and padding of rich's default box
-    for cell_width in (len, _longest_word):
-        # a header's longer words fold (a run's name in the per-slice table's heads)
-        widths = {i: max([cell_width(r[i]) for r in rows] + [min(_longest_word(heads[i]), HEAD_WORD)]) for i in nums}
+    # widest first: whole headers on one line, then headers wrapped (a longer word folds: a run's name in the
+    # per-slice table's heads), then cells wrapped at spaces
+    for cell_width, head_width in ((len, len), (len, _longest_word), (_longest_word, _longest_word)):
+        widths = {i: max([cell_width(r[i]) for r in rows] + [min(head_width(heads[i]), HEAD_WORD)]) for i in nums}
         if sum(widths.values()) + TEXT_MIN * n_text + overhead <= console.width:
             break
     else:
