@@ -255,3 +255,22 @@ def test_pages_fit_a_phone_and_tables_scroll_inside(chromium, demo, tmp_path):
             assert widths[0] == 390 and widths[1] <= 390 and widths[2] >= 14, (path, widths)
         finally:
             context.close()
+
+
+def test_queries_not_counted_show_no_numbers(chromium, demo):
+    """A query not counted at a level (goldset_error, no_gold) shows n/a in that level's cells, not a number its
+    judgments cannot support, and sorts after the numbers."""
+    results = json.loads((demo / "demo-bm25/results.json").read_text())
+    uncounted = {q["id"] for q in results["queries"] if not q["counted"]["doc"] and not q["counted"]["chunk"]}
+    assert {"q45", "q46"} <= uncounted
+
+    def drive(page):
+        cells = {qid: page.locator("#queries tr.q", has=page.locator(f"td:text-is('{qid}')"))
+                 .locator("td").all_inner_texts()[5:8] for qid in sorted(uncounted)}
+        page.locator("#queries thead th", has_text="doc nDCG@10").click()
+        order = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
+        return cells, order
+    (cells, order), errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
+    assert errors == []
+    assert all(c == ["n/a", "n/a", "n/a"] for c in cells.values()), cells
+    assert set(order[-len(uncounted):]) == uncounted

@@ -173,6 +173,8 @@ def _drill_html(q, texts: Texts) -> str:
 
 
 _NO_TEXT = '<span class="muted">(text not loaded)</span>'
+# a metric cell of a query not counted at that level (goldset_error, no_gold): no number; sorts after the numbers
+_NA = '<td class="muted na" data-sort="" title="not counted at this level">n/a</td>'
 
 
 def _text_html(text: str | None) -> str:
@@ -221,9 +223,10 @@ def _query_rows(result: Result, texts: Texts) -> str:
         rows.append(f'<tr class="q" data-detail="d{e(i)}"{data_html}><td>{e(q.id)}</td><td>{e(q.text)}</td>'
                     f'<td class="k-{e(v.kind)}">{e(v.kind)}</td><td>{e(" ".join(v.flags))}</td>'
                     f'<td data-sort="{e(share if isinstance(share, (int, float)) else -1)}">{e(share_s)}</td>'
-                    f'<td data-sort="{e(first if first is not None else 1e9)}">'
-                    f'{e(first if first is not None else "not retrieved")}</td>'
-                    f'<td>{e(fmt(m.chunk.get("recall@window"), 2))}</td><td>{e(fmt(m.doc.get("ndcg@10"), 3))}</td>'
+                    + (f'<td data-sort="{e(first if first is not None else 1e9)}">'
+                       f'{e(first if first is not None else "not retrieved")}</td>'
+                       f'<td>{e(fmt(m.chunk.get("recall@window"), 2))}</td>' if q.is_counted("chunk") else _NA * 2)
+                    + (f'<td>{e(fmt(m.doc.get("ndcg@10"), 3))}</td>' if q.is_counted("doc") else _NA) +
                     f'<td>{e(counted)}</td></tr>')
         detail_html = _drill_html(q, texts)
         rows.append(f'<tr class="detail" id="d{e(i)}" hidden><td colspan="9">{detail_html}</td></tr>')
