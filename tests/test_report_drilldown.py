@@ -274,3 +274,17 @@ def test_queries_not_counted_show_no_numbers(chromium, demo):
     assert errors == []
     assert all(c == ["n/a", "n/a", "n/a"] for c in cells.values()), cells
     assert set(order[-len(uncounted):]) == uncounted
+
+
+def test_nothing_in_window_cards_name_their_level(demo):
+    import re
+
+    from harness.render.fmt import plural
+
+    results = json.loads((demo / "demo-bm25/results.json").read_text())
+    page = (demo / "demo-bm25/report.html").read_text()
+    cards = dict((label, value) for value, label in re.findall(r'<div class="card"><b>([^<]*)</b>([^<]*)</div>', page))
+    for level in ("doc", "chunk"):
+        n = results["summary"]["counts"][level]["nothing_found_in_window"]
+        assert cards[f"nothing in window ({level} level)"] == plural(n, "query", "queries")
+    assert "nothing in window" not in cards

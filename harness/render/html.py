@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;max-width:1200px}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #dde}
-.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #dde;border-radius:8px;padding:10px 14px;min-width:150px}
+.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #dde;border-radius:8px;padding:10px 14px;min-width:110px}
 .card b{display:block;font-size:20px}.muted{color:#667}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #e3e6ee;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f6fa}tr.q{cursor:pointer}tr.q:hover{background:#f8f9fc}tr.detail td{background:#fbfbfd}
@@ -250,12 +250,15 @@ def _query_rows(result: Result, texts: Texts) -> str:
 
 def _run_section(result: Result, texts: Texts, charts=None) -> str:
     s, v = result.summary, result.summary.verdicts
-    cd = s.counts.doc
     counts, shares = v.counts.model_dump(), v.shares.model_dump()
+    nothing = {level: plural(getattr(s.counts, level).nothing_found_in_window, "query", "queries")
+               for level in ("doc", "chunk")}
+    # each level's "nothing relevant in the window" count beside that level's numbers
     cards = [("queries", result.goldset.queries), ("doc nDCG@10", fmt(s.doc.get("ndcg@10"), 3)),
-             ("chunk recall@window", fmt(s.chunk.get("recall@window"), 3)),
              ("doc MRR@10", fmt(s.doc.get("rr@10"), 3)),
-             ("nothing in window", plural(cd.nothing_found_in_window, "query", "queries")),
+             ("nothing in window (doc level)", nothing["doc"]),
+             ("chunk recall@window", fmt(s.chunk.get("recall@window"), 3)),
+             ("nothing in window (chunk level)", nothing["chunk"]),
              ("ok", format(shares["ok"], ".0%"))]
     kinds = list(counts)
     flags = v.flags.model_dump()
