@@ -288,3 +288,26 @@ def test_nothing_in_window_cards_name_their_level(demo):
         n = results["summary"]["counts"][level]["nothing_found_in_window"]
         assert cards[f"nothing in window ({level} level)"] == plural(n, "query", "queries")
     assert "nothing in window" not in cards
+
+
+def test_verdict_chart_legends_cover_no_bar(demo):
+    """The verdicts-by-tag charts' legend sits below the axes (inside, it covered the tallest bar)."""
+    from harness.core.result_load import load_result
+    from harness.render import plots
+
+    charts = plots.run_charts([load_result(demo / "demo-bm25/results.json")])
+    try:
+        mixes = [c for c in charts if c.name.startswith("plot_verdicts_by_")]
+        assert mixes
+        for c in mixes:
+            fig = c.figure
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            (ax,) = fig.axes
+            assert not ax.get_legend() and len(fig.legends) == 1
+            legend, axes = fig.legends[0].get_window_extent(renderer), ax.get_window_extent(renderer)
+            assert legend.y1 <= axes.y0, c.name
+            ticks = ax.get_xaxis().get_tightbbox(renderer)
+            assert legend.y1 <= ticks.y0 + 1, c.name  # below the rotated tick labels too
+    finally:
+        plots.close(charts)

@@ -248,7 +248,7 @@ def verdict_mix(plt, result: Result, named: bool = False) -> list[Chart]:
     out = []
     for tag in sorted(by_slice):
         values = sorted(by_slice[tag])
-        fig, ax = plt.subplots(figsize=(max(4.8, 0.45 * len(values) + 2), 3.4))
+        fig, ax = plt.subplots(figsize=(max(4.8, 0.45 * len(values) + 2), 4), layout="constrained")
         bottom = [0] * len(values)
         for kind, color in KIND_COLORS.items():
             counts = [getattr(by_slice[tag][v], kind) for v in values]
@@ -258,7 +258,10 @@ def verdict_mix(plt, result: Result, named: bool = False) -> list[Chart]:
         ax.set_xticks(range(len(values)), [label(v) for v in values], rotation=45, ha="right", fontsize=7)
         ax.set_title(f"verdicts by {label(tag)}" + (f": {label(result.name)}" if named else ""))
         ax.set_ylabel("queries")
-        ax.legend(fontsize=7)
+        ax.yaxis.get_major_locator().set_params(integer=True)  # counts: no 2.5 queries
+        # below the axes and their tick labels: inside, it covered the tallest bars (on the right, it made a
+        # wide chart wider still, tiny on a phone)
+        fig.legend(fontsize=7, loc="outside lower center", ncol=3, frameon=False)
         out.append(Chart("plot_verdicts_by_" + "".join(ch if ch.isalnum() else "_" for ch in tag), tag, fig))
     return out
 
