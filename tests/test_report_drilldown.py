@@ -311,3 +311,18 @@ def test_verdict_chart_legends_cover_no_bar(demo):
             assert legend.y1 <= ticks.y0 + 1, c.name  # below the rotated tick labels too
     finally:
         plots.close(charts)
+
+
+def test_whole_document_evidence_says_which_text_it_shows(chromium, demo):
+    """A whole-document judgment's evidence row shows one chunk's text, and says so (not just "evidence text")."""
+    results = json.loads((demo / "demo-bm25/results.json").read_text())
+    q = next(q for q in results["queries"] if q["id"] == "q08")
+    best = next(h for h in q["hits"] if h["doc_id"] == "trouble-login")
+
+    def drive(page):
+        detail = expand(page, "q08")
+        row = detail.locator("table.evidence tbody tr", has=page.locator("td:text-is('whole document')"))
+        return row.locator("td.ev-text").inner_text()
+    text, errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
+    assert errors == []
+    assert text.startswith(f"its best-ranked chunk, {best['chunk_id']}:")

@@ -128,13 +128,19 @@ def _drill_html(q, texts: Texts) -> str:
         ev_rows = []
         for ev in d.evidence:
             text_html = _text_html(ev.text)
+            if ev.start is None and ev.text is not None:  # a whole-document judgment: say which text is shown
+                best = ev.chunk_id is not None and texts.chunk(ev.chunk_id) == ev.text
+                what = "its best-ranked chunk, " + ev.chunk_id + ":" if best else "the start of the document:"
+                text_html = f'<span class="muted ev-what">{e(what)}</span> {text_html}'
             ev_rows.append(
                 f'<tr><td>{e(ev.doc_id)}</td><td>{e("whole document" if ev.start is None else f"[{ev.start}, {ev.end})")}'
                 f'</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
                 f'{e(" (in the window)" if ev.in_window else "")}</td><td class="ev-text">{text_html}</td></tr>')
         ev_html = "".join(ev_rows)
+        whole = all(ev.start is None for ev in d.evidence)
+        text_head = "text (the whole document is the evidence)" if whole else "evidence text"
         parts.append('<table class="evidence"><thead><tr><th>gold document</th><th>span</th><th>evidence rank</th>'
-                     f"<th>evidence text</th></tr></thead><tbody>{ev_html}</tbody></table>")
+                     f"<th>{e(text_head)}</th></tr></thead><tbody>{ev_html}</tbody></table>")
     if d.kind == "missing_document" and d.gold_docs:
         gd_rows = []
         for g in d.gold_docs:
