@@ -326,3 +326,12 @@ def test_whole_document_evidence_says_which_text_it_shows(chromium, demo):
     text, errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
     assert errors == []
     assert text.startswith(f"its best-ranked chunk, {best['chunk_id']}:")
+
+
+def test_metric_tables_say_how_at_k_and_at_window_count_documents(demo):
+    md = (demo / "demo-bm25/report.md").read_text()
+    table, after = md.split("## Metrics", 1)[1].split("\n\n", 1)
+    assert "| hit@5 |" in table and "| hit@window |" in table
+    assert after.startswith("At doc level, @5 counts the top 5 distinct documents; @window counts the documents of "
+                            "the window's chunks")
+    assert 'id="at-k">At doc level, @5 counts' in (demo / "demo-bm25/report.html").read_text()

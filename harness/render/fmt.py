@@ -48,3 +48,17 @@ def means_sentence(result: Result, level: str) -> str:
                      f"({', '.join(c.no_relevant_query_ids[:10])})")
     return (f"{level} level: means over {c.evaluated_queries} of {c.judged_queries} queries"
             + (f"; {'; '.join(parts)}" if parts else "") + ".")
+
+
+def at_k_sentence(result: Result) -> str:
+    """Why a doc-level @N and @window can differ with N equal to the window (hit@5 0.77 against hit@window 0.75 at
+    k=5): "" unless the doc level shows both kinds."""
+    import re
+
+    names = list(result.summary.doc)
+    fixed_k = sorted({int(m.group(1)) for n in names if (m := re.search(r"@(\d+)$", n))})
+    if not fixed_k or not any(n.endswith("@window") for n in names):
+        return ""
+    n = result.cutoff.k if result.cutoff.k in fixed_k else fixed_k[0]
+    return (f"At doc level, @{n} counts the top {n} distinct documents; @window counts the documents of the "
+            f"window's chunks (fewer when a document has several chunks there), so they can differ at k={n}.")

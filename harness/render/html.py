@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .drilldown import Texts, drilldown, snippet
-from .fmt import e, fmt, means_sentence, plural
+from .fmt import at_k_sentence, e, fmt, means_sentence, plural
 from .plots import curves as _curves  # noqa: F401  (the curves the page plots; tests read them here)
 
 if TYPE_CHECKING:
@@ -278,8 +278,10 @@ def _run_section(result: Result, texts: Texts, charts=None) -> str:
              "<th>chunk level</th></tr></thead><tbody>" +
              "".join(f"<tr><td>{e(n)}</td><td>{e(fmt(s.doc[n]))}</td><td>{e(fmt(s.chunk.get(n)))}</td></tr>"
                      for n in s.doc) +
-             "</tbody></table>" + "".join(f'<p class="muted" id="means-{e(level)}">{e(means_sentence(result, level))}</p>'
-                                  for level in ("doc", "chunk")),
+             "</tbody></table>" + (f'<p class="muted" id="at-k">{e(at_k_sentence(result))}</p>'
+                                   if at_k_sentence(result) else "") +
+             "".join(f'<p class="muted" id="means-{e(level)}">{e(means_sentence(result, level))}</p>'
+                     for level in ("doc", "chunk")),
              '<h2>Verdicts</h2><table class="sortable"><thead><tr><th>verdict</th><th>queries</th><th>share</th></tr>'
              "</thead><tbody>" +
              "".join(f'<tr><td class="k-{e(k)}">{e(k)}</td><td>{e(n)}</td><td>{e(format(shares[k], ".0%"))}</td></tr>'

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..core import querycolumns
 from ..core.files import atomic_open, write_bytes, write_text
 from .drilldown import Texts, drilldown, snippet, worst_of
-from .fmt import fmt, means_sentence, plural
+from .fmt import at_k_sentence, fmt, means_sentence, plural
 
 if TYPE_CHECKING:
     from ..core.outdir import OutputFolder
@@ -130,6 +130,8 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
     out.append("## Metrics")
     names = list(s.doc)
     out += _table(["metric", "doc level", "chunk level"], [[n, fmt(s.doc[n]), fmt(s.chunk.get(n))] for n in names])
+    if at_k := at_k_sentence(result):
+        out += ["", md(at_k)]
     cd, cc = s.counts.doc, s.counts.chunk
     out.append("")
     out.append(md(means_sentence(result, "doc")) + " " + md(means_sentence(result, "chunk")))
