@@ -48,7 +48,7 @@ def table(name: str, cfg: dict) -> None:
     total = sum(counts.values())
     cells = " | ".join(f"{counts[k]} ({counts[k] / total:.0%})" for k in
                        ("ok", "buried_evidence", "wrong_chunk", "missing_document", "goldset_error"))
-    print(f"| {name} | {total} | {cells} | {where['near_cutoff']}/{where['beyond_cutoff']}/{where['not_retrieved']} |",
+    print(f"| {name} | {total} | {cells} | {where['beyond_cutoff']} ({where['near_cutoff']}) / {where['not_retrieved']} |",
           flush=True)
     for a in result["summary"]["verdicts"]["advice"]:
         print(f"|   advice: {a}", flush=True)
@@ -62,7 +62,7 @@ def main() -> None:
     if not DATA.is_dir():
         sys.exit("../shared/datasets is not present")
     print("| run | queries | ok | buried_evidence | wrong_chunk | missing_document | goldset_error | "
-          "missing: near/beyond/never |")
+          "missing: beyond (of them near) / never |")
     print("|---|---|---|---|---|---|---|---|")
     retrievers = {"bm25": BM25, "dense": DENSE}
     scifact = {"corpus": {"path": str(DATA / "scifact"), "format": "beir"},
