@@ -138,7 +138,7 @@ def test_an_observed_value_that_prints_like_its_threshold_shows_the_digits_that_
     assert [r.passed for r in res] == [False, True, True, False]
     assert [r.message.split(" over ")[0] for r in res[:3]] == ["doc.ndcg@10 is 0.67705", "doc.ndcg@10 is 0.6771",
                                                                "doc.ndcg@10 is 0.6771"]  # equal: 4 decimals
-    assert res[3].message.startswith("buried_evidence share is 0.5000 (1 queries)")
+    assert res[3].message.startswith("buried_evidence share is 0.5000 (1 query)")
     md = summary_markdown("cand", res)
     assert "| ❌ | doc.ndcg@10 >= 0.6771 | doc.ndcg@10 is 0.67705 over 2 queries |" in md
     suite = ET.fromstring(junit_xml("cand", res).split("?>", 1)[1])

@@ -264,12 +264,12 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
             ok = OPS[rule.op](share, rule.value)
             count = getattr(counts, rule.target)
             out.append(GateResult(rule, ok, share, f"{rule.target} share is {_shown(share, rule.value, 3)} "
-                                                   f"({count} queries)"))
+                                                   f"({count} quer{'y' if count == 1 else 'ies'})"))
         elif rule.kind == "latency":
             value = float(getattr(result.latency, rule.target))
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
                                   f"latency.{rule.target} is {_shown(value, rule.value, 1)} over "
-                                  f"{result.latency.queries} queries "
+                                  f"{result.latency.queries} quer{'y' if result.latency.queries == 1 else 'ies'} "
                                   f"(measured {result.latency.measured})", n=result.latency.queries))
         elif rule.kind == "metric":
             value, n = metric_value(result, rule)
@@ -278,7 +278,7 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
                 out.append(GateResult(rule, False, None, f"no query is counted {where} (none with relevant, checkable gold)", n=0))
                 continue
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
-                                  f"{rule.target} is {_shown(value, rule.value, 4)} over {n} queries", n=n))
+                                  f"{rule.target} is {_shown(value, rule.value, 4)} over {n} quer{'y' if n == 1 else 'ies'}", n=n))
         elif baseline is None:
             out.append(GateResult(rule, False, None, "regression rules need --baseline "
                                                      "(a results.json of the main branch)", skipped=True))
