@@ -335,3 +335,17 @@ def test_metric_tables_say_how_at_k_and_at_window_count_documents(demo):
     assert after.startswith("At doc level, @5 counts the top 5 distinct documents; @window counts the documents of "
                             "the window's chunks")
     assert 'id="at-k">At doc level, @5 counts' in (demo / "demo-bm25/report.html").read_text()
+
+
+def test_every_run_chart_labels_its_axes(demo):
+    from harness.core.result_load import load_result
+    from harness.render import plots
+
+    charts = plots.run_charts([load_result(demo / "demo-bm25/results.json")])
+    try:
+        for c in charts:
+            (ax,) = c.figure.axes
+            assert ax.get_xlabel() or c.name.startswith("plot_verdicts_by_"), c.name  # tick labels name the slices
+            assert ax.get_ylabel(), c.name
+    finally:
+        plots.close(charts)
