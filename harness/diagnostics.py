@@ -243,9 +243,11 @@ def advice(t: _Tally, gold: GoldSet) -> list[str]:
     if missing:
         near = len(t.near_ranks)
         if near:
-            out.append(f"{near / missing:.0%} of missing documents ({near} of {missing}) were found "
-                       f"just past the cutoff (ranks {min(t.near_ranks)}–{max(t.near_ranks)}): a reranker or a larger "
-                       f"window would bring them in")
+            lo, hi = min(t.near_ranks), max(t.near_ranks)
+            out.append(f"{near / missing:.0%} of missing documents ({near} of {missing}) "
+                       f"{'was' if near == 1 else 'were'} found just past the cutoff "
+                       f"({f'rank {lo}' if lo == hi else f'ranks {lo}–{hi}'}): a reranker or a larger window would "
+                       f"bring {'it' if near == 1 else 'them'} in")
         absent = t.where.get("absent_from_run", 0)
         if absent:
             out.append(f"{absent} quer{'y is' if absent == 1 else 'ies are'} absent from the run (no "

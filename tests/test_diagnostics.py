@@ -247,3 +247,14 @@ def test_noise_advice_leaves_out_queries_with_nothing_relevant_in_the_window():
     noisy = [_v("ok", "", noise(0.2), ["noisy_context"])] * 2
     (line,) = [a for a in _advice(misses + noisy + [_v("ok", "")] * 3) if "noisy context" in a]
     assert line.startswith("25% of queries have noisy context") and "3 more queries are flagged" in line
+
+
+def test_near_cutoff_advice_names_one_rank_once():
+    from harness.diagnostics import _v
+
+    one = [_v("missing_document", "", {"where": "beyond_cutoff", "near": True, "first_rank": 15})]
+    (line,) = [a for a in _advice(one) if "just past" in a]
+    assert "(1 of 1) was found just past the cutoff (rank 15): a reranker or a larger window would bring it in" in line
+    two = one + [_v("missing_document", "", {"where": "beyond_cutoff", "near": True, "first_rank": 7})]
+    (line,) = [a for a in _advice(two) if "just past" in a]
+    assert "(2 of 2) were found just past the cutoff (ranks 7–15)" in line and "bring them in" in line
