@@ -150,11 +150,12 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     print(target / "report.md")
 
 
-def _install_signal_handlers() -> None:
-    """SIGTERM raises like Ctrl-C, so every cleanup path runs before the exit. The CLI only: never at import."""
+def _install_signal_handlers(program: bool):
+    """SIGTERM raises like Ctrl-C, so every cleanup path runs before the exit. The CLI only: never at import.
+    Returns what puts a calling program's own handling back (``interrupt.install``)."""
     from .core.interrupt import install
 
-    install()
+    return install(program)
 
 
 @command(cls=registry_help(retriever_kinds))
@@ -321,16 +322,22 @@ from .cli_goldset import goldset_app  # noqa: E402  (the `harness goldset ...` c
 app.add_typer(goldset_app, name="goldset")
 
 
-def main() -> None:
+def main(program: bool = False) -> None:
+    """The command line. ``program``: this process is the harness command (the console script, ``python -m
+    harness.cli``), whose exit status and late signals are the CLI's to decide; a program that calls ``main()``
+    keeps its own signal handling and exit status once the command is over."""
     from .core.interrupt import Terminated, leave
 
-    _install_signal_handlers()
+    restore = _install_signal_handlers(program)
     try:
         guard_std_streams()
         run_app(app)
     except (KeyboardInterrupt, Terminated) as exc:  # one that came outside the boundary's own try
         leave(exc)
+    finally:
+        if not program:
+            restore()
 
 
 if __name__ == "__main__":
-    main()
+    main(program=True)

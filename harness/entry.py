@@ -14,7 +14,7 @@ def main() -> None:
     try:
         from .cli import main as cli_main
 
-        cli_main()  # inside the try too: a signal between the import and the boundary's own try is the same line
+        cli_main(program=True)  # inside the try too: a signal between the import and the boundary's own try is the same line
     except (KeyboardInterrupt, Terminated) as exc:
         leave(exc)
 

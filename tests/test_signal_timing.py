@@ -216,3 +216,37 @@ def _python(code: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=60)
+
+
+def test_a_program_that_calls_the_cli_keeps_its_handlers_and_its_exit_status(tmp_path):
+    """cli.main() called by a program of the user's (not the console script): once the command is over, Ctrl-C
+    raises in that program again and its own exit status stands. A review found one in-process call made every later
+    signal a 'late' one and the process's exit status the command's: a pytest session with a failing test exited 0."""
+    proc = _python("""
+        import os, signal, sys, time
+        from harness.cli import main
+        sys.argv = ["harness", "--version"]
+        try:
+            main()
+        except SystemExit as exc:
+            print("exit", exc.code)
+        print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+              signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            print("ctrl-c raises")
+        sys.exit(3)
+        """)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.split("\n")[1:] == ["exit 0", "True True", "ctrl-c raises", ""], proc.stdout + proc.stderr
+    tests = tmp_path / "test_calls_main.py"
+    tests.write_text("import sys\nimport pytest\nfrom harness.cli import main\n\n"
+                     "def test_version(monkeypatch):\n    monkeypatch.setattr(sys, 'argv', ['harness', '--version'])\n"
+                     "    with pytest.raises(SystemExit):\n        main()\n\n"
+                     "def test_fails():\n    assert False\n")
+    session = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert session.returncode == 1 and "1 failed, 1 passed" in session.stdout, session.stdout + session.stderr

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator, NoReturn
+from typing import Callable, Iterator, NoReturn
 
 MESSAGE = "interrupted: nothing half-written was left behind"
 LATE = "interrupted: the command had already finished; nothing was cut short"
@@ -42,7 +42,10 @@ _HELD = (signal.SIGINT, signal.SIGTERM)
 class _Process:
     """What the CLI's handlers know of the signals so far (one per process, made by ``install``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, program: bool) -> None:
+        # This process is the harness command (the console script, python -m harness.cli), not a program of the
+        # user's that called cli.main(): only then is a late signal held to the exit and the exit status ours.
+        self.program = program
         # The first signal a handler raised for. Library code can swallow the exception: a Ctrl-C or SIGTERM that
         # lands inside pyarrow's lazy import of pandas was seen turned into an AttributeError, or lost with the run
         # going on to publish. ``raise_if_received`` acts on it again.
@@ -75,16 +78,33 @@ def _on_signal(signum, frame) -> None:
     raise exception_for(signum)
 
 
-def install() -> None:
-    """Make SIGTERM raise ``Terminated`` and Ctrl-C ``KeyboardInterrupt`` (the CLI calls this first; a library user
-    keeps their own handling). Again in the same process, it only puts the handlers back."""
+_EXIT_HOOKED: list[bool] = []  # ``_at_exit`` registered (once a process)
+
+
+def install(program: bool = True) -> Callable[[], None]:
+    """Make SIGTERM raise ``Terminated`` and Ctrl-C ``KeyboardInterrupt`` for one command (the CLI calls this first;
+    a library user keeps their own handling), with a fresh record of its signals. ``program``: this process is the
+    harness command, whose exit ``_at_exit`` ends; otherwise (cli.main() called by the user's own program) its
+    signals only raise, and the returned function puts the caller's handlers and unraisable hook back."""
     global _CLI
-    if _CLI is None:
-        _CLI = _Process()
+    previous, hook = {s: signal.getsignal(s) for s in _HELD}, sys.unraisablehook
+    _CLI = _Process(program)
+    if program and not _EXIT_HOOKED:
+        _EXIT_HOOKED.append(True)
         atexit.register(_at_exit)  # the first registered runs last: after every other exit function
-        sys.unraisablehook = _unraisable_hook(sys.unraisablehook)
+    if not getattr(hook, "_harness", False):
+        sys.unraisablehook = _unraisable_hook(hook)
     for s in _HELD:
         signal.signal(s, _on_signal)
+
+    def restore() -> None:
+        global _CLI
+        for s, handler in previous.items():
+            if handler is not None:  # (None: a handler not set from Python, which cannot be put back from here)
+                signal.signal(s, handler)
+        sys.unraisablehook, _CLI = hook, None
+
+    return restore
 
 
 def received() -> int | None:
@@ -104,7 +124,7 @@ def finish() -> None:
     it once the result is out (``_at_exit``); one that a ``deferred`` block holds becomes such a late signal. For
     the CLI only; nothing in a library user's process."""
     cli = _CLI
-    if cli is None or cli.done:
+    if cli is None or cli.done or not cli.program:
         return
     cli.done = True
     cli.late, cli.held = cli.late or cli.held, None
@@ -115,7 +135,7 @@ def exiting(status: int) -> None:
     with a late signal's) by ``os._exit``. The interpreter's own finalization comes after every exit function and
     puts the default handlers back first, so a signal there killed the process (a death by SIGINT, no word)."""
     finish()
-    if _CLI is not None:
+    if _CLI is not None and _CLI.program:
         _CLI.status = status
 
 
@@ -129,9 +149,10 @@ def leave(exc: BaseException) -> NoReturn:
     load a raising exit was seen (about 1 in 10) to end as a death by SIGINT in the interpreter's shutdown, and a
     second signal could too: ``os._exit`` after ``ignore_further`` leaves nothing for either to do. What the command
     printed is dropped with the process: none of it went out (the first byte out would have called ``finish``), and
-    an interrupted command's result is not shown in part. Without the CLI's handlers (the CLI run inside a test's
-    interpreter) it raises the SystemExit instead, which ends nothing but the command."""
-    if _CLI is None:
+    an interrupted command's result is not shown in part. When the process is not the harness command (the CLI run
+    inside a test's interpreter, cli.main() called by a program) it raises the SystemExit instead, which ends
+    nothing but the command."""
+    if _CLI is None or not _CLI.program:
         _say(MESSAGE)
         raise SystemExit(exit_code(exc))
     ignore_further()
@@ -161,7 +182,7 @@ def _at_exit() -> None:
     came once the command had finished: the command's own status would say nothing of it. The standard streams
     are flushed first, as the interpreter would have; a signal from here on is too late to change the status."""
     cli = _CLI
-    if cli is None or (cli.status is None and cli.late is None):
+    if cli is None or not cli.program or (cli.status is None and cli.late is None):
         return  # not the CLI's exit (a script that installed the handlers): the interpreter's own
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -184,6 +205,7 @@ def _unraisable_hook(previous):
             previous(unraisable)
             return
         _deliver_again(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+    hook._harness = True  # (installed once, however many commands run)
     return hook
 
 
