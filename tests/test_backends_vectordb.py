@@ -372,7 +372,7 @@ BAD_ADDRESSES = [
     ("qdrant space", "{kind: qdrant, url: 'http://bad host:6333'}", None, "retriever.url", "not a Qdrant server URL"),
     ("qdrant scheme", "{kind: qdrant, url: 'ftp://127.0.0.1:6333'}", None, "retriever.url", "http or https"),
     ("dsn option", "{kind: pgvector, dsn_env: HARNESS_TEST_DSN}", "host=127.0.0.1 port=1 bogus=1 password=s3cret",
-     "retriever.dsn_env: environment variable HARNESS_TEST_DSN", 'invalid connection option "bogus"'),
+     "retriever.dsn_env: environment variable HARNESS_TEST_DSN", "unknown option 'bogus'"),
     ("dsn words", "{kind: pgvector, dsn_env: HARNESS_TEST_DSN}", "this is not a dsn",
      "retriever.dsn_env: environment variable HARNESS_TEST_DSN", "not hold a PostgreSQL connection string"),
 ]
@@ -406,3 +406,15 @@ def test_qdrant_connect_to_a_missing_or_empty_path_creates_nothing(tmp_path):
             assert_input_error(proc, "cfg.yaml", "retriever.path", why)
         assert not (tmp_path / "no_such_store").exists()
         assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_a_dsn_problem_never_quotes_the_dsn():
+    """libpq's message quotes the token it stopped at: a password with a space, or a URI's query, was printed."""
+    pytest.importorskip("psycopg")
+    from harness.retrievers.pgvector import dsn_problem
+
+    for dsn, secret in [("host=db user=me password=hunter2 secretword", "secretword"),
+                        ("postgresql://u:pw@h/db?hunter3", "hunter3"), ("host=a pass word=x", "pass")]:
+        problem = dsn_problem(dsn)
+        assert problem and secret not in problem and "hunter2" not in problem, problem
+    assert "unknown option 'bogus'" in dsn_problem("host=a bogus=1")

@@ -11,6 +11,7 @@ the ``dense`` encoder's (cached) vectors; connect mode reads an existing table, 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from typing import Literal, Sequence
@@ -91,8 +92,14 @@ def dsn_problem(dsn: str) -> str | None:
     try:
         conninfo_to_dict(dsn)
     except ProgrammingError as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        return (f"does not hold a PostgreSQL connection string ({first}); e.g. postgresql://user@host:5432/db or "
+        # libpq's message quotes the token it stopped at, which may be (part of) a password: only its kind is said,
+        # and an unknown option's name, which is a keyword, never a secret.
+        message = str(exc)
+        unknown = re.match(r'invalid connection option "([A-Za-z_]+)"', message)
+        what = (f"unknown option {unknown[1]!r}" if unknown else
+                "a word without '=' (quote a value with spaces)" if 'missing "="' in message or "separator" in message
+                else "not readable")
+        return (f"does not hold a PostgreSQL connection string ({what}); e.g. postgresql://user@host:5432/db or "
                 f"'host=localhost port=5432 dbname=db'")
     return None
 
