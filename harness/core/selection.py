@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -27,6 +27,17 @@ FAILING = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "burie
 SHOWN_ABOVE = 30
 
 Row = tuple[str, str, float]  # (query id, verdict kind, chunk rr@window)
+
+
+def drill_target(relevant: Iterable[bool], doc_relevant: Iterable[bool], checkable: bool = True) -> int | None:
+    """The rank a query's drill-down leads to, given its hits' flags in rank order: its first relevant chunk, else
+    its first chunk of a relevant document; none when its judgments are no evidence (``checkable`` False: a
+    golden-set error)."""
+    if not checkable:
+        return None
+    relevant, doc_relevant = list(relevant), list(doc_relevant)
+    first = next((r for r, flag in enumerate(relevant, 1) if flag), None)
+    return first if first is not None else next((r for r, flag in enumerate(doc_relevant, 1) if flag), None)
 
 
 def drill_ranks(window: int, target: int | None, shown: int = SHOWN_ABOVE) -> tuple[int, int | None]:

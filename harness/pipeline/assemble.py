@@ -21,7 +21,7 @@ from ..core.hittable import HitTable
 from ..core.levelgrades import grades_at
 from ..core.positions import Positions
 from ..core.querystore import stored
-from ..core.selection import Rows, drill_ranks, kept
+from ..core.selection import Rows, drill_ranks, drill_target, kept
 from ..core.fingerprint import document_fingerprint, fingerprint_of_items
 from ..core.types import RankedList, Run
 from ..diagnostics import diagnose, flags_text, summarize_verdicts
@@ -149,15 +149,6 @@ class _Rows:
         return bool(self.table.included[self._row(i, qid)])
 
 
-def _drill_target(hits, relevant: dict, gold_docs: set, verdict) -> int | None:
-    """The rank a query's drill-down leads to (``render.drilldown``): its first relevant chunk, else its first chunk
-    of a relevant document; none for a golden-set error, whose judgments are not evidence."""
-    if verdict.kind == "goldset_error":
-        return None
-    first = next((r for r, h in enumerate(hits, 1) if relevant.get(h.chunk_id, 0) >= 1), None)
-    return first if first is not None else next((r for r, h in enumerate(hits, 1) if h.doc_id in gold_docs), None)
-
-
 def _first_chunks(chunks: Sequence, doc_ids: set[str]) -> list:
     """The first chunk (lowest start) of each of ``doc_ids``, in one pass over the chunks."""
     first: dict[str, object] = {}
@@ -225,7 +216,10 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         hits_i = lists[i].hits
         relevant = grades_at(cq, i, query_ids[i])
         gold_docs = {d for d, grade in grades_at(dq, i, query_ids[i]).items() if grade >= 1}
-        top, deeper = drill_ranks(window_k[i], _drill_target(hits_i, relevant, gold_docs, verdicts[query_ids[i]]))
+        target = drill_target((relevant.get(h.chunk_id, 0) >= 1 for h in hits_i),
+                              (h.doc_id in gold_docs for h in hits_i),
+                              checkable=verdicts[query_ids[i]].kind != "goldset_error")
+        top, deeper = drill_ranks(window_k[i], target)
         window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:max(window_k[i], 1, top)])
         if deeper:
             window_chunks.setdefault(hits_i[deeper - 1].chunk_id, store.chunks[hits_i[deeper - 1].chunk_id])

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from ..core.selection import SHOWN_ABOVE, drill_ranks  # noqa: F401  (SHOWN_ABOVE: its old home was here)
+from ..core.selection import SHOWN_ABOVE, drill_ranks, drill_target  # noqa: F401  (SHOWN_ABOVE: its old home was here)
 
 if TYPE_CHECKING:
     from ..core.result import HitRecord, QueryResult
@@ -193,9 +193,7 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
         text = texts.chunk(best.chunk_id) if best else None
         gold_docs.append(GoldDoc(g.doc_id, g.grade, best.rank if best else None,
                                  snippet(text) if text is not None else texts.doc_head(g.doc_id)))
-    first_relevant = next((h.rank for h in hits if h.relevant), None)
-    first_doc = next((h.rank for h in hits if h.doc_relevant), None)
-    target = (first_relevant if first_relevant is not None else first_doc) if checkable else None
+    target = drill_target((h.relevant for h in hits), (h.doc_relevant for h in hits), checkable)
     depth = max(k, target or 0)
     top, deeper = drill_ranks(k, target, shown)
     rows = [RankRow(h.rank, h.score, h.chunk_id, h.doc_id, h.start, h.end, _mark(h), h.in_window,
