@@ -489,6 +489,15 @@ def test_a_python_retriever_repeating_hits_keeps_depth_distinct_ones_counted(tmp
     assert got.summary.doc["recall@3"] == 1.0 and got.hit_problems.duplicates == 6
 
 
+def test_repeats_of_a_child_inside_a_hybrid_are_counted(tmp_path):
+    """hit_problems.duplicates read the top retriever only: an external child of a hybrid dropped its repeats
+    uncounted (review)."""
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 3.0 s\nq1 Q0 d1 2 3.0 s\nq1 Q0 d2 3 2.0 s\nq1 Q0 d4 4 1.0 s\n")
+    got = _dup_run(tmp_path, {"kind": "hybrid", "children": [{"kind": "external", "path": "run.trec"},
+                                                             {"kind": "bm25", "backend": "fast"}]})
+    assert got.hit_problems.duplicates == 1
+
+
 def test_a_live_service_repeating_hits_has_them_counted(service, tmp_path):
     service.answers = {"delta": [{"doc_id": d, "score": s} for d, s in [("d1", 3.0), ("d2", 2.0), ("d4", 1.0)]]}
     service.shape = lambda hits: {"hits": [h for h in hits for _ in range(3)]}

@@ -22,6 +22,7 @@ from ..config.schema import ExecutorConfig, ExperimentConfig
 from ..core.errors import ConfigError, HarnessError, MissingDependencyError
 from ..core.types import Chunk, Hit, Query, RankedList
 from ..retrievers import BuildContext, Retriever, build_retriever
+from ..retrievers.compose import parts as _parts
 from ..retrievers.ranking import rank_hits
 from .local import Executed, run_local
 
@@ -120,15 +121,6 @@ def _set_threads(threads: int) -> None:
 
 
 # ---- encoding: Ray Data over an actor pool -------------------------------------------------------------------
-
-def _parts(retriever: Any) -> Iterator[Any]:
-    """``retriever`` and every retriever inside it (a hybrid's children, a reranked child), depth first."""
-    todo = [retriever]
-    while todo:
-        node = todo.pop()
-        yield node
-        todo += list(getattr(node, "children", []) or []) + ([node.child] if hasattr(node, "child") else [])
-
 
 def live_parts(retriever: Any) -> list[str]:
     """The kinds of the live retrievers in ``retriever`` (http, elasticsearch...): their work is done by a service,

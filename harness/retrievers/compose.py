@@ -3,7 +3,7 @@ child's top N with a second stage (late-interaction MaxSim over the bundled Mini
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 import numpy as np
 from pydantic import Field, ValidationError
@@ -19,6 +19,15 @@ from .encoders import BUNDLED, Encoder, cross_encoder_problem, load_cross_encode
 
 # Keys a parent reads from a child section; the child's own model never sees them.
 CHILD_KEYS = ("weight", "depth")
+
+
+def parts(retriever: Any) -> Iterator[Any]:
+    """``retriever`` and every retriever inside it (a hybrid's children, a reranked child), depth first."""
+    todo = [retriever]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo += list(getattr(node, "children", []) or []) + ([node.child] if hasattr(node, "child") else [])
 
 
 def split_child(section: dict) -> tuple[dict, dict]:
