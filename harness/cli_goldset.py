@@ -114,9 +114,9 @@ def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YA
         _before_covers(against, before, raw)
     labels = check_goldset(raw, docs, before)
     tally = counts(labels)
-    fixed = []
+    fixed, conflicts = [], []
     if fix is not None:
-        rows, fixed = repaired_rows(raw, labels, docs)
+        rows, fixed, conflicts = repaired_rows(raw, labels, docs)
         write_gold(fix, rows, [gold], option="--fix", replace=force)
     if fmt.value == "json":
         print(json.dumps({"labels": [lab.to_dict() for lab in labels], "counts": tally}, ensure_ascii=False,
@@ -127,6 +127,8 @@ def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YA
                 print(f"{lab.status}\t{lab.query_id}\t{lab.doc_id}\t{lab.detail}")
         print(", ".join(f"{s}: {n}" for s, n in tally.items()))
     if fix is not None:
+        for line in conflicts:
+            _err(f"conflict: {line}")
         left = len(labels) - tally["valid"] - len(fixed)
         _err(f"{fix}: {len(fixed)} label(s) re-anchored; {left} left for a person (listed above)")
     if tally["valid"] != len(labels):

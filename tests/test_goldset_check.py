@@ -157,3 +157,39 @@ def test_fix_keeps_how_a_span_was_found(files, tmp_path):
     original = next(r for r in rows if r["id"] == "moved")["relevant"][0]["evidence"]
     assert spans and all(ev["how"] == "fuzzy" and ev["score"] == 0.9744 for ev in spans), spans
     assert [ev["start"] for ev in spans] != [ev["start"] for ev in original if "start" in ev]  # it did move
+
+
+def _moved_into_judged(tmp_path, other_grade):
+    """Document a's evidence moved to document b, which the query already judges with ``other_grade``."""
+    quote = "Refunds reach your card within seven days"
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"id": "a", "text": quote + "."}) + "\n"
+                   + json.dumps({"id": "b", "text": "Our store opens at nine."}) + "\n")
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "b", "text": "Our store opens at nine.\n\n" + quote + "."}) + "\n")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "q1", "query": "How long do refunds take?", "relevant": [
+        {"doc": "a", "grade": 2, "evidence": [{"start": 0, "end": len(quote), "text": quote}]},
+        {"doc": "b", "grade": other_grade}]}) + "\n")
+    fixed = tmp_path / "fixed.jsonl"
+    proc = harness("goldset", "check", gold, "--corpus", new, "--against", old, "--fix", fixed)
+    assert proc.returncode == 1, proc.stderr
+    return proc, json.loads(fixed.read_text())["relevant"]
+
+
+def test_fix_never_moves_evidence_into_a_judgment_of_another_grade(tmp_path):
+    """A fix that would merge a grade-2 judgment's evidence into a grade-0 judgment (losing the only relevant
+    document) is left undone and listed as a conflict."""
+    proc, relevant = _moved_into_judged(tmp_path, 0)
+    grades = {j["doc"]: j["grade"] for j in relevant}
+    assert grades == {"a": 2, "b": 0}, relevant
+    assert next(j for j in relevant if j["doc"] == "a")["evidence"][0]["start"] == 0  # left as it was
+    assert "conflict: query 'q1', document 'a' (grade 2)" in proc.stderr and "grade 0" in proc.stderr, proc.stderr
+    assert "0 label(s) re-anchored" in proc.stderr
+
+
+def test_fix_moves_evidence_into_a_judgment_of_the_same_grade(tmp_path):
+    proc, relevant = _moved_into_judged(tmp_path, 2)
+    assert [(j["doc"], j["grade"]) for j in relevant] == [("b", 2)], relevant
+    assert relevant[0]["evidence"][0]["start"] == len("Our store opens at nine.\n\n")
+    assert "conflict" not in proc.stderr
