@@ -92,6 +92,17 @@ def test_pool_of_two_runs_lists_each_hit_once(first, tmp_path):
     assert len(rows) == len(_unjudged(results, 3)) and all(r["runs"] == "t" for r in rows)
 
 
+def test_a_grade_written_1_0_is_read_as_1(tmp_path):
+    """As the golden-set table reader reads it: "1.0" in a sheet is grade 1 (it was refused)."""
+    sheet = tmp_path / "s.csv"
+    sheet.write_text("query_id,doc_id,chunk_id,grade,evidence\nq01,new-doc,new-doc#0-5,1.0,\n")
+    out = tmp_path / "g2.jsonl"
+    proc = harness("goldset", "merge", GOLD, sheet, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    q01 = next(json.loads(line) for line in out.read_text().splitlines() if json.loads(line)["id"] == "q01")
+    assert {"doc": "new-doc", "grade": 1} in q01["relevant"], q01
+
+
 def test_conflicts_are_reported_and_not_merged(tmp_path):
     sheet = tmp_path / "s.jsonl"
     sheet.write_text("\n".join(json.dumps(r) for r in [
@@ -120,6 +131,19 @@ CASES = [
     Case("no-grade-column", lambda t: _sheet(t, "query_id,doc_id\nq01,a\n"), ("s.csv:1", "lacks column(s) grade")),
     Case("bad-grades", lambda t: _sheet(t, "query_id,doc_id,grade\nq01,a,x\nq99,a,1\n"),
          ("s.csv:2: grade 'x' is not a whole number", "s.csv:3: query 'q99' is not in the golden set")),
+    # one reading of a grade, the golden-set table reader's: 1.0 is 1; 1_0 (int() would read 10) and non-ASCII
+    # digits are refused, named by line
+    Case("grade-not-ascii-whole", lambda t: _sheet(t, "query_id,doc_id,grade\nq01,a,1_0\nq01,b,\u0662\n"
+                                                      "q01,c,\uff11\nq01,d,1.5\n"),
+         ("s.csv:2: grade '1_0' is not a whole number", "s.csv:3: grade '\u0662' is not a whole number",
+          "s.csv:4: grade '\uff11' is not a whole number", "s.csv:5: grade '1.5' is not a whole number")),
+    Case("grade-jsonl-sheet", lambda t: _sheet(t, '{"query_id": "q01", "doc_id": "a", "grade": "1_0"}\n'
+                                                  '{"query_id": "q01", "doc_id": "b", "grade": true}\n', "s.jsonl"),
+         ("s.jsonl:1: grade '1_0' is not a whole number", "s.jsonl:2: 'grade' must be a whole number, got True")),
+    # a row with more cells than the header (an unquoted comma in a quote) is refused, not cut
+    Case("more-cells-than-header", lambda t: _sheet(t, "query_id,doc_id,grade,evidence\n"
+                                                       "q01,a,1,At their meeting, OAPEC proclaimed it\n"),
+         ("s.csv:2: 5 cells, but the header (line 1) has 4 columns",)),
     Case("multi-line-cell", lambda t: _sheet(t, 'query_id,doc_id,grade,evidence\nq01,a,1,"one\ntwo"\nq98,a,1,\n'),
          ("s.csv:4: query 'q98'",)),
     Case("pool-extension", lambda t: ["goldset", "pool", "r.json", "-o", "x.txt"], ("-o x.txt", ".csv or .jsonl")),

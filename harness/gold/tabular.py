@@ -36,23 +36,43 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
             yield f"{path}: row {i}", row
         return
     text = read_utf8(path, GoldSetError)
-    reader = csv.reader(text.splitlines(keepends=True), delimiter="\t" if fmt == "tsv" else ",")
-    header: list[str] | None = None
+    _, rows = csv_table(path, text, delimiter="\t" if fmt == "tsv" else ",",
+                        tab_hint="; is it tab-separated? set goldset.format: tsv" if fmt == "csv" else "")
+    yield from rows
+
+
+def csv_table(path: Path, text: str, *, delimiter: str = ",", tab_hint: str = "",
+              error: type[Exception] = GoldSetError) -> tuple[list[str] | None, Iterator[tuple[str, dict]]]:
+    """A CSV/TSV table's header (its first non-blank row, None when there is none) and its rows as ``(where,
+    {column: cell})``, ``where`` the row's first line (a quoted cell may span lines). A header naming a column twice,
+    or a row with another number of cells than the header, is an error (``tab_hint`` is added to the latter when
+    the row holds a tab): which cell is which column would be a guess. Every reader of a table uses this."""
+    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter)
     line = 1
+    header: list[str] | None = None
     for cells in reader:
         where, line = f"{path}:{line}", reader.line_num + 1
-        if not any(c.strip() for c in cells):
-            continue
-        if header is None:
+        if any(c.strip() for c in cells):
             header = [c.strip() for c in cells]
             dupes = sorted({h for h in header if header.count(h) > 1})
             if dupes:
-                raise GoldSetError(f"{where}: the header names column(s) {', '.join(map(repr, dupes))} twice")
-            continue
-        if len(cells) != len(header):
-            raise GoldSetError(f"{where}: {len(cells)} cells, but the header (line 1) has {len(header)} columns"
-                               f"{'; is it tab-separated? set goldset.format: tsv' if fmt == 'csv' and chr(9) in ''.join(cells) else ''}")
-        yield where, dict(zip(header, cells))
+                raise error(f"{where}: the header names column(s) {', '.join(map(repr, dupes))} twice")
+            break
+
+    def rows() -> Iterator[tuple[str, dict]]:
+        nonlocal line
+        if header is None:
+            return
+        for cells in reader:
+            where, line = f"{path}:{line}", reader.line_num + 1
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                raise error(f"{where}: {len(cells)} cells, but the header (line 1) has {len(header)} columns"
+                            f"{tab_hint if chr(9) in ''.join(cells) else ''}")
+            yield where, dict(zip(header, cells))
+
+    return header, rows()
 
 
 def _cell(row: dict, column: str | None) -> object:
@@ -62,8 +82,9 @@ def _cell(row: dict, column: str | None) -> object:
     return value.strip() if isinstance(value, str) else value
 
 
-def _number(value: object) -> object:
-    """A table's text "2" or "2.0" as the integer it is; anything else as it is (validation names it)."""
+def whole_number(value: object) -> object:
+    """A table's text "2" or "2.0" (ASCII digits) as the integer it is; anything else as it is (validation names
+    it). The one reading of a number in a table: golden-set tables and judging sheets (``goldset merge``)."""
     if isinstance(value, str) and _WHOLE.fullmatch(value):
         return int(float(value))
     if isinstance(value, float) and value.is_integer():
@@ -93,7 +114,7 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
                                    f"{', '.join(map(repr, row))}; map them with goldset.columns")
             first = False
         qid, text = _cell(row, cols.query_id), _cell(row, cols.query)
-        qid = _number(qid) if not isinstance(qid, str) else qid
+        qid = whole_number(qid) if not isinstance(qid, str) else qid
         key = str(qid)
         if key not in queries:
             tags = {t: str(_cell(row, t)) for t in cols.tags if _cell(row, t) not in (None, "")}
@@ -121,10 +142,10 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
             problems.append(f"{where}: query {key!r} document {doc!r}: the grade cell is empty; give the grade (or "
                             f"leave the document cell empty for a query without judgments)")
             continue
-        grade = _number(_cell(row, cols.grade)) if cols.grade in row else 1
+        grade = whole_number(_cell(row, cols.grade)) if cols.grade in row else 1
         evidence = []
         quote = _cell(row, cols.quote)
-        start, end = _number(_cell(row, cols.start)), _number(_cell(row, cols.end))
+        start, end = whole_number(_cell(row, cols.start)), whole_number(_cell(row, cols.end))
         has_span = start not in (None, "") or end not in (None, "")
         if quote not in (None, "") and has_span:  # which one is the evidence would be a guess
             problems.append(f"{where}: query {key!r} document {doc!r}: a quote and a span on one row; give one")

@@ -6,7 +6,6 @@ already judges with another grade, is left as it was and reported."""
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from ..core.errors import InputError
 from ..core.ids import grade_problem
 from ..core.jsonl import jsonl_rows
 from ..core.textfile import read_utf8
+from ..gold.tabular import csv_table, whole_number
 from ..gold.load import RawQuery
 from .sources import judgment_row, query_row, raw_evidence_row
 
@@ -54,16 +54,14 @@ def _rows(path: Path) -> list[tuple[str, dict]]:
         if problems:
             raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
         return out
-    reader = csv.DictReader(text.splitlines(keepends=True))
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    # The golden-set table reader's: a header naming a column twice, or a row with more or fewer cells than the
+    # header (an unquoted comma in a quote), is refused, not cut or padded
+    header, rows = csv_table(path, text, error=InputError)
+    missing = [c for c in REQUIRED if c not in (header or [])]
     if missing:
         raise InputError(f"{path}:1: the header lacks column(s) {', '.join(missing)} (a sheet written by "
                          f"harness goldset pool has them)")
-    out, line = [], 2
-    for row in reader:
-        out.append((f"{path}:{line}", row))
-        line = reader.line_num + 1  # a quoted cell may span lines: the next row starts after this one
-    return out
+    return list(rows)
 
 
 _CHUNK_OF = re.compile(r"^(.*)#\d+-\d+$")  # the ids of the chunks harness makes: DOC#START-END
@@ -86,15 +84,15 @@ def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgme
         raise InputError(f"{path}: judging sheet not found")
     out, problems, unjudged = [], [], 0
     for where, row in _rows(path):
-        grade_text = str(row.get("grade") if row.get("grade") is not None else "").strip()
-        if not grade_text:
+        cell = row.get("grade")
+        if cell is None or (isinstance(cell, str) and not cell.strip()):
             unjudged += 1
             continue
         qid, doc = str(row.get("query_id") or "").strip(), str(row.get("doc_id") or "").strip()
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            problems.append(f"{where}: grade {grade_text!r} is not a whole number")
+        # read as a golden-set table reads a grade: "2" or "2.0" (ASCII digits) is 2; "1_0", "٢" are refused
+        grade = whole_number(cell.strip() if isinstance(cell, str) else cell)
+        if isinstance(grade, str):
+            problems.append(f"{where}: grade {grade!r} is not a whole number")
             continue
         bad = grade_problem(grade)
         if bad or not doc:
