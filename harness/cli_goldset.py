@@ -49,6 +49,11 @@ def _out_ok(path: Path, inputs: list[Path], force: bool, option: str = "-o") -> 
     special = not_replaceable(path)
     if special:  # --force or not: a link, a device or a pipe is never replaced
         raise InputError(f"{option} {path}: {special}")
+    from .cli_options import run_output_problem
+
+    held = run_output_problem(path)
+    if held:  # --force or not: a file a run's marker lists is that run's (the next run into the folder would stop)
+        raise InputError(f"{option} {path}: {held}")
     if path.exists() and not force:
         raise InputError(f"{option} {path}: exists; refusing to overwrite it (give another path, or --force)")
 
@@ -103,10 +108,11 @@ def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YA
     """
     from .goldset.check import check_goldset, counts
     from .goldset.repair import repaired_rows
-    from .goldset.sources import read_corpus, read_gold, write_gold
+    from .goldset.sources import check_gold_path, read_corpus, read_gold, write_gold
 
     if fix is not None:
         _out_ok(fix, [gold, corpus] + ([against] if against else []), force, "--fix")
+        check_gold_path(fix, "--fix")
     raw = read_gold(gold)
     docs = read_corpus(corpus)
     before = _before(against)
@@ -153,13 +159,15 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
     Example: harness goldset build --from answers.jsonl --corpus corpus.jsonl -o goldset.jsonl
     """
     from .goldset.build import build_goldset, read_answers, tally
-    from .goldset.sources import read_corpus, write_golds
+    from .goldset.sources import check_gold_path, read_corpus, write_golds
 
     _out_ok(out, [source, corpus], force)
+    check_gold_path(out, "-o")
     if unresolved is not None:
         if unresolved.resolve() == out.resolve():
             raise InputError(f"--unresolved {unresolved}: the same file as -o; give another path")
         _out_ok(unresolved, [source, corpus], force, "--unresolved")
+        check_gold_path(unresolved, "--unresolved")
     docs = read_corpus(corpus, corpus_format.value if corpus_format else None)
     rows, outcomes = build_goldset(read_answers(source, docs), docs)
     listed = [o for o in outcomes if o.how in ("ambiguous", "missing")]
@@ -234,9 +242,10 @@ def merge(gold: Path = typer.Argument(..., help="the golden set"),
     Example: harness goldset merge goldset.jsonl to_judge.csv -o goldset.v2.jsonl
     """
     from .goldset.merge import merge as fold, read_sheet
-    from .goldset.sources import read_gold, write_gold
+    from .goldset.sources import check_gold_path, read_gold, write_gold
 
     _out_ok(out, [gold, sheet], force)
+    check_gold_path(out, "-o")
     raw = read_gold(gold)
     judged, unjudged = read_sheet(sheet, {q.query_id: q for q in raw})
     rows, report = fold(raw, judged, unjudged)

@@ -273,6 +273,12 @@ def _run_output_problem(path: Path, kind: str | None, reporting: list[Path] | No
             f"new file name, or another folder), so the folder keeps one run's outputs")
 
 
+def run_output_problem(path: Path) -> str | None:
+    """Why ``path`` may not be written by a command that writes no report (gate, goldset): a run's output folder
+    lists it as one of that run's files. The same words as ``output_problems`` says them."""
+    return _run_output_problem(path, None, None)
+
+
 def output_problems(outputs: dict[str, Path | None], inputs: list[Path],
                     kinds: dict[str, str] | None = None, reporting: list[Path] | None = None) -> list[str]:
     """One line per output option that cannot be written as given, found before any work is done. A missing parent

@@ -140,7 +140,7 @@ def test_build_refuses_tags_it_would_turn_into_text_and_keeps_an_unlocated_answe
     (tmp_path / "corpus.jsonl").write_text(CORPUS)
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"id": "a1", "query": "t", "answers": ["dog"], "tags": {"x": null}}\n')
-    proc = harness("goldset", "build", "--from", answers, "--corpus", tmp_path / "corpus.jsonl", "-o", tmp_path / "g")
+    proc = harness("goldset", "build", "--from", answers, "--corpus", tmp_path / "corpus.jsonl", "-o", tmp_path / "g.jsonl")
     assert_input_error(proc, "answers.jsonl:1", "a tag's value must be text or a number")
     answers.write_text('{"id": "a2", "query": "t", "answers": ["a horse"], "doc": "d1"}\n')
     out = tmp_path / "g.jsonl"

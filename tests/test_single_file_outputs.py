@@ -381,3 +381,50 @@ def test_gate_writes_its_summary_and_junit_together(run, tmp_path, monkeypatch):
     proc = harness("gate", run, "--rules", rules, "--summary", summary, "--junit", junit)
     assert_input_error(proc, f"--junit {junit}: cannot write: Input/output error (none of them was written)")
     assert (summary.read_text(), junit.read_text()) == before and _leftovers(tmp_path) == []
+
+
+def test_goldset_commands_never_write_over_a_run_output(run, tmp_path):
+    """README: no command but `report` writes over a file a run's marker lists; --force does not change that (the
+    next run into the folder would stop: changed since harness wrote it). The same words as gate --summary."""
+    import shutil
+
+    from harness.cli_goldset import _out_ok
+    from harness.core.errors import InputError
+
+    folder = tmp_path / "r"
+    shutil.copytree(run.parent, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    gold = folder.parent / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "q1", "query": "x", "relevant": []}) + "\n")
+    sheet = tmp_path / "s.csv"
+    sheet.write_text("query_id,doc_id,grade\n")
+    held = "an output of run 't' (written "
+    proc = harness("goldset", "pool", folder / "results.json", "-o", folder / "per_query.csv", "--force")
+    assert_input_error(proc, f"-o {folder / 'per_query.csv'}: is per_query.csv, {held}")
+    for option in ("-o", "--fix"):
+        with pytest.raises(InputError, match=r"is report\.md, an output of run 't' .*refusing to overwrite it"):
+            _out_ok(folder / "report.md", [gold], True, option)
+    proc = harness("goldset", "merge", gold, sheet, "-o", folder / "report.md", "--force")
+    assert proc.returncode == 2, proc.stderr
+    proc = harness("goldset", "check", gold, "--corpus", gold, "--fix", folder / "report.md", "--force")
+    assert proc.returncode == 2, proc.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+@pytest.mark.parametrize("command", ["merge", "check", "build", "unresolved"])
+def test_golden_set_outputs_are_jsonl(command, tmp_path):
+    """As pool's sheet path: a golden set written to out.md would be JSONL that readers take for another format."""
+    src, corpus = _answers(tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "q1", "query": "x", "relevant": []}) + "\n")
+    sheet = tmp_path / "s.csv"
+    sheet.write_text("query_id,doc_id,grade\n")
+    args, option = {
+        "merge": (["goldset", "merge", gold, sheet, "-o", "out.md"], "-o"),
+        "check": (["goldset", "check", gold, "--corpus", corpus, "--fix", "out.md"], "--fix"),
+        "build": (_build(tmp_path, "-o", "out.md"), "-o"),
+        "unresolved": (_build(tmp_path, "-o", "g.jsonl", "--unresolved", "out.md"), "--unresolved"),
+    }[command]
+    proc = harness(*args, cwd=tmp_path)
+    assert_input_error(proc, f"{option} out.md: written as JSONL")
+    assert not (tmp_path / "out.md").exists() and not (tmp_path / "g.jsonl").exists()

@@ -70,6 +70,17 @@ def raw_query_row(query: RawQuery) -> dict:
                              for j in query.relevant])
 
 
+GOLD_SUFFIXES = (".jsonl",)  # what write_gold writes: native JSONL
+
+
+def check_gold_path(path: Path, option: str) -> None:
+    """A golden set (or a list of unresolved answers) is written as native JSONL: a path with another extension
+    (``.md``, ``.csv``) would hold JSONL that every reader chooses another parser for (as pool's sheet path)."""
+    if path.suffix.lower() not in GOLD_SUFFIXES:
+        raise InputError(f"{option} {path}: written as JSONL (a golden set: native JSONL, one query a line); give "
+                         f"a .jsonl path")
+
+
 def write_gold(path: Path, rows: Iterable[dict], inputs: Iterable[Path] = (), *, option: str = "-o",
                replace: bool = True) -> int:
     """Native JSONL, one query a line, written atomically; never over one of the command's inputs. ``replace=False``
