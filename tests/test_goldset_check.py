@@ -193,3 +193,20 @@ def test_fix_moves_evidence_into_a_judgment_of_the_same_grade(tmp_path):
     assert [(j["doc"], j["grade"]) for j in relevant] == [("b", 2)], relevant
     assert relevant[0]["evidence"][0]["start"] == len("Our store opens at nine.\n\n")
     assert "conflict" not in proc.stderr
+
+
+def test_fix_never_merges_evidence_of_two_grades_into_one_new_judgment(tmp_path):
+    x, y = "Refunds reach your card within seven days", "Shipping is free above fifty euros"
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"id": "a", "text": x + "."}) + "\n" + json.dumps({"id": "c", "text": y + "."}) + "\n")
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "d", "text": x + ".\n\n" + y + "."}) + "\n")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "q1", "query": "refunds?", "relevant": [
+        {"doc": "a", "grade": 2, "evidence": [{"start": 0, "end": len(x), "text": x}]},
+        {"doc": "c", "grade": 1, "evidence": [{"start": 0, "end": len(y), "text": y}]}]}) + "\n")
+    fixed = tmp_path / "fixed.jsonl"
+    proc = harness("goldset", "check", gold, "--corpus", new, "--against", old, "--fix", fixed)
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(fixed.read_text()) == json.loads(gold.read_text())  # both left as they were
+    assert proc.stderr.count("conflict: ") == 2, proc.stderr
