@@ -65,6 +65,7 @@ def _same(local, remote) -> None:
         assert b.hits == a.hits, a.id
     assert remote.summary == local.summary
     assert remote.config_hash == local.config_hash
+    assert remote.hit_problems == local.hit_problems
 
 
 def test_bm25_demo_same_result_as_local(local_ray, tmp_path):
@@ -268,7 +269,7 @@ def test_a_python_retriever_imports_from_its_path_on_the_workers(local_ray, tmp_
         "        for t in texts:\n"
         "            w = set(t.lower().split())\n"
         "            top = sorted(((len(w & s), cid) for cid, s in self.chunks), reverse=True)[:k]\n"
-        "            out.append([{'chunk_id': cid, 'score': float(s)} for s, cid in top])\n"
+        "            out.append([{'chunk_id': cid, 'score': float(s)} for s, cid in top for _ in (1, 2)])\n"
         "        return out\n")
     demo = ROOT / "goldsets" / "demo"
     config = parse_config({"name": "pyray", "corpus": {"path": str(demo / "corpus.jsonl")},
@@ -279,7 +280,8 @@ def test_a_python_retriever_imports_from_its_path_on_the_workers(local_ray, tmp_
     local = _run(config, tmp_path / "cache")
     remote = _run(_with(config, kind="ray", num_workers=2, batch_size=8), tmp_path / "cache")
     assert remote.executor.placement == "shipped"
-    _same(local, remote)
+    _same(local, remote)  # every hit given twice: the dropped repeats are counted on the workers as here
+    assert local.hit_problems.duplicates > 0
 
 
 def test_more_shards_than_chunks_is_said_before_ray_starts(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from ..config.schema import ExecutorConfig, ExperimentConfig
 from ..core.errors import ConfigError, HarnessError, MissingDependencyError
 from ..core.types import Chunk, Hit, Query, RankedList
 from ..retrievers import BuildContext, Retriever, build_retriever
-from ..retrievers.compose import parts as _parts
+from ..retrievers.compose import dropped_duplicates, parts as _parts
 from ..retrievers.ranking import rank_hits
 from .local import Executed, run_local
 
@@ -261,8 +261,12 @@ class IndexActor:
             close()
         return True
 
-    def retrieve(self, queries: Sequence[Query], k: int) -> list[tuple]:
-        return [_packed(ranked) for ranked in self.retriever.retrieve(queries, k)]
+    def retrieve(self, queries: Sequence[Query], k: int) -> tuple[list[tuple], int]:
+        """The batch's lists, and the repeated hits its retrievers dropped before the cut (results.json counts them
+        as a local run does: the count lives in this actor's copy of the retriever)."""
+        before = dropped_duplicates(self.retriever)
+        packed = [_packed(ranked) for ranked in self.retriever.retrieve(queries, k)]
+        return packed, dropped_duplicates(self.retriever) - before
 
 
 def _packed(ranked: RankedList) -> tuple:
@@ -302,6 +306,7 @@ class RayRetriever:
         self.ex, self.batch_size = config.executor, batch_size
         self.groups: list[list] = []  # replicas x shards actors
         self.placement = ""
+        self.duplicates_dropped = 0  # what the actors' retrievers dropped (``IndexActor.retrieve``)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         ray, ex, local = self.ray, self.ex, self.local
@@ -344,7 +349,9 @@ class RayRetriever:
             refs.append([a.retrieve.remote(batch, k) for a in self.groups[n % len(self.groups)]])
         out: list[RankedList] = []
         for per_shard in refs:
-            lists = [_unpacked(part) for part in _get(self.ray, per_shard)]
+            answers = _get(self.ray, per_shard)
+            self.duplicates_dropped += sum(dropped for _, dropped in answers)
+            lists = [_unpacked(part) for part, _ in answers]
             out += lists[0] if len(lists) == 1 else merge_shards(lists, k)
         return out
 

@@ -13,6 +13,7 @@ import numpy as np
 from ..config.schema import CutoffConfig
 from ..core.errors import ConfigError, HarnessError, RetrieverError, crash_line
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
+from ..retrievers.compose import dropped_duplicates
 from ..retrievers.contract import HitReport, shown
 from ..retrievers.ranking import id_order
 from ..text import TokenCounter
@@ -91,7 +92,7 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     n_adopted = 0
     problems: list[HitProblem] = []
     duplicates = 0
-    dropped_before = _dropped(retriever)
+    dropped_before = dropped_duplicates(retriever)
     batches: list[tuple[float, int]] = []  # (seconds, queries) per retrieve call, for per-query latency
     with _progress(len(queries), "retrieving", progress) as advance:
         for i in range(0, len(queries), batch_size):
@@ -128,20 +129,12 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
                              f"queries name no chunk of the corpus (retriever_hits.unplaceable: fail; set it to "
                              f"skip to drop them, counted in results.json)", shown(problems))
     # Kinds whose hits come from elsewhere (external, http, python) drop repeats before the cut at depth, counted
-    duplicates += _dropped(retriever) - dropped_before
+    duplicates += dropped_duplicates(retriever) - dropped_before  # (a composite's children, Ray's actors too)
     loose = list(getattr(retriever, "loosely_placed", ())) + placer.loose  # the external run places its own hits
     run_chunks = list(chunks) + list(placer.adopted.values())
     ms, measured = per_query_ms(retriever, queries, batches)
     return Retrieved(table.build(run_chunks), run_chunks, timings, HitReport.of(problems, duplicates, loose),
                      latency_summary(ms, sum(s for s, _ in batches), measured))
-
-
-def _dropped(retriever: Retriever) -> int:
-    """Repeated hits the kinds whose hits come from elsewhere (external, http, python) dropped before the cut at
-    depth, so far: in the retriever and in every one inside it (a hybrid's external child counts too)."""
-    from ..retrievers.compose import parts
-
-    return sum(int(getattr(node, "duplicates_dropped", 0) or 0) for node in parts(retriever))
 
 
 def _indexed(retriever: Retriever):

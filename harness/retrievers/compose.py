@@ -30,6 +30,11 @@ def parts(retriever: Any) -> Iterator[Any]:
         todo += list(getattr(node, "children", []) or []) + ([node.child] if hasattr(node, "child") else [])
 
 
+def dropped_duplicates(retriever: Any) -> int:
+    """The repeated hits ``retriever`` and every retriever inside it dropped before the cut at depth, so far."""
+    return sum(int(getattr(node, "duplicates_dropped", 0) or 0) for node in parts(retriever))
+
+
 def split_child(section: dict) -> tuple[dict, dict]:
     own = {k: v for k, v in section.items() if k not in CHILD_KEYS}
     return own, {k: section[k] for k in CHILD_KEYS if k in section}
