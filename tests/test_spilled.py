@@ -173,6 +173,12 @@ def test_spilled_rows_read_back_what_was_written_and_give_the_same_means(width, 
     assert spilled.mean(np.zeros(n, bool)) == held.mean(np.zeros(n, bool))
     assert np.array_equal(spilled.column(specs[-1].name), held.column(specs[-1].name))
     assert spilled.per_query() == held.per_query()
+    selections = [mask, None, ~mask, np.zeros(n, bool)]
+    reads = []
+    real_rows = SpilledRows.rows
+    monkeypatch.setattr(SpilledRows, "rows", lambda self, lo, hi: reads.append(lo) or real_rows(self, lo, hi))
+    assert spilled.means(selections) == [held.mean(m) for m in selections] == held.means(selections)
+    assert len(reads) == width * -(-n // SpilledRows.BLOCK)  # each metric's column read once for all selections
     import pickle
 
     assert np.array_equal(pickle.loads(pickle.dumps(rows)), whole)

@@ -90,18 +90,29 @@ class MetricTable:
         return self.values[:, names.index(name)]
 
     def mean(self, rows: np.ndarray | None = None) -> dict[str, float | None]:
-        """Means (``mean_of``) over the included queries (and, with ``rows``, only those of them ``rows`` selects); None when no
-        query is in."""
-        if rows is not None:
-            rows = np.asarray(rows)
-            if rows.dtype != bool or rows.shape != self.included.shape:
-                raise MetricError(f"rows: expected a boolean mask of the table's {len(self.included)} queries, got "
-                                  f"{rows.dtype} of shape {rows.shape} (for one metric's mean: table.mean()[name])")
-        mask = self.included if rows is None else self.included & rows
-        if not mask.any():
-            return {name: None for name in self.names}
-        # A column at a time (``values[:, j]``: one pass over a spilled table's file each), as ``mean_of`` rules.
-        return {name: mean_of(self.values[:, j][mask]) for j, name in enumerate(self.names)}
+        """Means (``mean_of``) over the included queries (and, with ``rows``, only those of them ``rows`` selects);
+        None when no query is in."""
+        return self.means([rows])[0]
+
+    def means(self, selections: Sequence[np.ndarray | None]) -> list[dict[str, float | None]]:
+        """``mean(rows)`` for each of ``selections``, each metric's column read once for all of them (a spilled
+        table's file is read once a metric, not once a metric and a selection: the verdicts' means ask for six)."""
+        masks = [self._counted_in(rows) for rows in selections]
+        out: list[dict[str, float | None]] = [{} for _ in masks]
+        for j, name in enumerate(self.names):
+            column = self.values[:, j] if any(mask.any() for mask in masks) else None
+            for mask, means in zip(masks, out):
+                means[name] = mean_of(column[mask]) if mask.any() else None
+        return out
+
+    def _counted_in(self, rows: np.ndarray | None) -> np.ndarray:
+        if rows is None:
+            return self.included
+        rows = np.asarray(rows)
+        if rows.dtype != bool or rows.shape != self.included.shape:
+            raise MetricError(f"rows: expected a boolean mask of the table's {len(self.included)} queries, got "
+                              f"{rows.dtype} of shape {rows.shape} (for one metric's mean: table.mean()[name])")
+        return self.included & rows
 
     def per_query(self) -> dict[str, dict[str, float]]:
         return {q: {n: float(v) for n, v in zip(self.names, row)} for q, row in zip(self.query_ids, self.values)}

@@ -109,12 +109,11 @@ def _judged_documents(docs, gold) -> dict[str, str]:
 def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, float]]:
     """kind -> "level.metric" -> mean over that kind's queries counted at the level: the same mask as the
     summary, restricted to one verdict kind. A level where none of the kind's queries counts has no entry."""
+    masks = [np.array([k == kind for k in kinds], dtype=bool) for kind in KINDS]
+    per_level = {level: levels.table(level).means(masks) for level in LEVELS}  # each column read once a level
     out: dict[str, dict[str, float]] = {}
-    for kind in KINDS:
-        means: dict[str, float] = {}
-        rows = np.array([k == kind for k in kinds], dtype=bool)
-        for level in LEVELS:
-            means.update((f"{level}.{m}", v) for m, v in levels.table(level).mean(rows).items() if v is not None)
+    for i, kind in enumerate(KINDS):
+        means = {f"{level}.{m}": v for level in LEVELS for m, v in per_level[level][i].items() if v is not None}
         if means:
             out[kind] = means
     return out
