@@ -288,17 +288,8 @@ def _external_parts(config: ExperimentConfig) -> list[tuple[str, object]]:
     """(key path, parsed config) of each external retriever in the config: the retriever or a child of it."""
     from ..retrievers.external import ExternalConfig
 
-    wheres = _section_wheres(config.retriever, "retriever")
-    return [(where, cfg) for where, cfg in zip(wheres, _section_configs(config.retriever))
+    return [(where, cfg) for where, cfg in _section_configs(config.retriever, with_keys=True)
             if isinstance(cfg, ExternalConfig)]
-
-
-def _section_wheres(section: dict, where: str) -> list[str]:
-    """The key path of each section ``_sections`` lists, in its order."""
-    children = [(f"{where}.children.{i}", c) for i, c in enumerate(section.get("children") or [])]
-    if section.get("child"):
-        children.append((f"{where}.child", section["child"]))
-    return [where] + [w for key, c in children if isinstance(c, dict) for w in _section_wheres(c, key)]
 
 
 def _check_external_lines(config: ExperimentConfig, source: str, sample: bool, errors: list,
@@ -337,19 +328,28 @@ def _check_external_hits(config: ExperimentConfig, loaded: Prepared, errors: lis
                 errors.append(exc)
 
 
+def _keyed_sections(section: dict, where: str = "retriever") -> list[tuple[str, dict]]:
+    """(key path, section) of a retriever section and all its children's, depth first."""
+    children = [(f"{where}.children.{i}", c) for i, c in enumerate(section.get("children") or [])]
+    if section.get("child"):
+        children.append((f"{where}.child", section["child"]))
+    return [(where, section)] + [pair for key, c in children if isinstance(c, dict) for pair in _keyed_sections(c, key)]
+
+
 def _sections(section: dict) -> list[dict]:
     """A retriever section and all its children's, depth first."""
-    children = list(section.get("children") or []) + ([section["child"]] if section.get("child") else [])
-    return [section] + [s for c in children if isinstance(c, dict) for s in _sections(c)]
+    return [part for _, part in _keyed_sections(section)]
 
 
-def _section_configs(section: dict) -> list:
-    """The parsed config of a retriever section and of each of its children, depth first."""
+def _section_configs(section: dict, with_keys: bool = False) -> list:
+    """The parsed config of a retriever section and of each of its children, depth first (with ``with_keys``, each
+    with its key path, as (where, config))."""
     from ..retrievers import parse_retriever_config
     from ..retrievers.compose import split_child
 
-    return [parse_retriever_config(part if part is section else split_child(part)[0])  # a child's weight/depth aside
-            for part in _sections(section)]
+    parsed = [(where, parse_retriever_config(part if part is section else split_child(part)[0]))  # weight aside
+              for where, part in _keyed_sections(section)]
+    return parsed if with_keys else [cfg for _, cfg in parsed]
 
 
 def _uses_external(section: dict) -> bool:
