@@ -363,7 +363,7 @@ def test_tantivy_bm25_ranks_like_our_bm25_mostly(tmp_path):
 
 @pytest.mark.parametrize("retriever, fragments", [
     ("{kind: http, url: 'localhost:8000'}", ["retriever.url:", "not an http(s) URL"]),
-    ("{kind: http, url: 'http://127.0.0.1:99999/search'}", ["retriever.url:", "port is not a number in 1-65535"]),
+    ("{kind: http, url: 'http://127.0.0.1:99999/search'}", ["retriever.url:", "port is not in 1-65535"]),
     ("{kind: http, url: 'http://bad host/search'}", ["retriever.url:", "not an http(s) URL"]),
     ("{kind: http, url: 'http://x', headers_env: {Authorization: NO_SUCH_VAR_LIVE}}",
      ["retriever.headers_env.Authorization: environment variable NO_SUCH_VAR_LIVE is not set"]),

@@ -22,13 +22,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping, Sequence
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, JsonValue, field_validator, model_validator
 
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Hit, Query, RankedList
+from ..core.urls import service_url_problem
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
 from .http_transport import Failed, TimedOut, transport
@@ -44,18 +44,8 @@ MAX_RETRY_AFTER_S = 30.0
 
 
 def url_problem(url: str) -> str | None:
-    try:
-        parts = urlsplit(url) if isinstance(url, str) else None
-        port = parts.port if parts is not None else None  # read here: a port past 65535 raised at the first request
-    except ValueError:
-        return f"{url!r}: its port is not a number in 1-65535, e.g. http://localhost:8000/search"
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
-        return f"{url!r} is not an http(s) URL with a host, e.g. http://localhost:8000/search"
-    if port == 0:
-        return f"{url!r}: its port is not a number in 1-65535, e.g. http://localhost:8000/search"
-    if parts.username or parts.password:
-        return "the URL must not carry credentials: put them in headers_env (headers from environment variables)"
-    return None
+    return service_url_problem(url, "an http(s) URL", "e.g. http://localhost:8000/search",
+                               "put them in headers_env (headers from environment variables)")
 
 
 def checked_url(url: str) -> str:

@@ -10,7 +10,6 @@ local mode always searches exactly: HNSW settings take effect against a server. 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -19,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk
+from ..core.urls import service_url_problem
 from .base import RetrieverKind, register
 from .vectorstore import (MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, marker_problem, need,
                           store_folder_problem)
@@ -101,34 +101,10 @@ class QdrantConfig(VectorStoreConfig):
 
 
 def qdrant_url_problem(url: str) -> str | None:
-    """Why ``url:`` is no Qdrant server address (an http(s) URL with a host and a port in 1-65535), said when the
-    config is read: qdrant-client raised urllib3's LocationParseError from deep inside, a traceback."""
-    from urllib.parse import urlsplit
-
-    example = "e.g. http://localhost:6333"
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:  # a port out of range or not a number, a bracket left open
-        digits = re.search(r":(\d+)$", urlsplit(url).netloc) if "[" not in url else None
-        if digits:
-            return f"port {int(digits[1])} is not in 1-65535; {example}"
-        return f"not a Qdrant server URL ({exc}); {example}"
-    if parts.scheme not in ("http", "https") or not parts.hostname or any(ch.isspace() for ch in url):
-        return f"not a Qdrant server URL (http or https, a host, no spaces); {example}"
-    if port is not None and not 1 <= port <= 65535:
-        return f"port {port} is not in 1-65535; {example}"
-    if parts.username or parts.password:
-        return "the URL must not carry credentials: put the API key in the variable api_key_env: names"
-    try:  # what qdrant-client parses it with, where installed: anything it refuses is said here
-        from urllib3.util import parse_url
-    except ImportError:
-        return None
-    try:
-        parse_url(url)
-    except ValueError as exc:
-        return f"not a Qdrant server URL ({type(exc).__name__}); {example}"
-    return None
+    """Why ``url:`` is no Qdrant server address, said when the config is read: qdrant-client raised urllib3's
+    LocationParseError from deep inside, a traceback."""
+    return service_url_problem(url, "a Qdrant server URL", "e.g. http://localhost:6333",
+                               "put the API key in the variable api_key_env: names")
 
 
 def _qdrant_store(folder) -> bool:
