@@ -110,6 +110,15 @@ def test_demo_configs_run_from_the_cli(tmp_path):
         assert "recall@5 0.9922" in proc.stderr
 
 
+def test_a_lancedb_run_prints_no_library_warning_a_query(tmp_path):
+    """LanceDB's scanner logged a deprecation WARN line for every query (46 on the demo) to the process's stderr, -q
+    or not: a search now names the `_distance` column it reads."""
+    _need("lancedb")
+    proc = harness("run", ROOT / "configs/demo-lancedb.yaml", "--out", tmp_path / "o", "-q", fresh=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "WARN" not in proc.stderr and "lance::" not in proc.stderr, proc.stderr
+
+
 # ---- ANN: recall@10 against exact, reported and checked -------------------------------------------------------
 
 def _recall_at_10(ann, exact) -> float:

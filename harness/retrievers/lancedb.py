@@ -184,7 +184,9 @@ class LanceRetriever(VectorStoreRetriever):
         column = c.column if c.mode == "connect" else "vector"
         out = []
         for v in vectors:
-            q = self.table.search(v, vector_column_name=column).metric(c.metric).select(self._columns()).limit(n)
+            # "_distance" named among the columns: LanceDB adds it anyway and warns once a query that it will stop
+            q = (self.table.search(v, vector_column_name=column).metric(c.metric)
+                 .select(self._columns() + ["_distance"]).limit(n))
             if exact:
                 q = q.bypass_vector_index()
             else:
