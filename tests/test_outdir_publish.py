@@ -303,19 +303,30 @@ def test_malformed_entries_count_as_unknown() -> None:
     assert _stamps(["a"], files) == {}
 
 
-def test_a_changed_file_the_run_would_remove_is_refused_too(tmp_path: Path) -> None:
+def _refused_publish(folder: Path, staged: dict[str, str], edits: dict[str, str]):
+    """A run that stages ``staged`` while ``edits`` are written into its folder, whose publish is refused: (the
+    error, the folder's outputs as they were when the run came to publish)."""
     from harness.core.errors import InputError
-
     from harness.core.outdir import open_output
 
-    folder = first_run(tmp_path)
     with pytest.raises(InputError) as caught:
         with open_output(folder, run="t") as out:
             with out.publish() as stage:
-                (stage / "a.txt").write_text("second a\n")
-                (folder / "gone.txt").write_text("only the first run, and my edit\n")
+                for name, text in staged.items():
+                    (stage / name).write_text(text)
+                for name, text in edits.items():
+                    (folder / name).write_text(text)
                 before = outputs(folder)
-    assert caught.value.problems == ["gone.txt: changed since harness wrote it; --force removes it"]
+    return caught.value, before
+
+
+def test_a_changed_file_the_run_would_remove_is_refused_too(tmp_path: Path) -> None:
+    from harness.core.errors import InputError
+
+    folder = first_run(tmp_path)
+    error, before = _refused_publish(folder, {"a.txt": "second a\n"},
+                                     {"gone.txt": "only the first run, and my edit\n"})
+    assert error.problems == ["gone.txt: changed since harness wrote it; --force removes it"]
     assert snapshot(folder) == before and not leftovers(folder)
     with pytest.raises(InputError) as caught:  # known at once when opening, before the run says what it writes
         publish(folder, SECOND)
@@ -327,23 +338,13 @@ def test_a_changed_file_the_run_would_remove_is_refused_too(tmp_path: Path) -> N
 def test_a_file_changed_while_the_run_works_is_refused_when_publishing(tmp_path: Path) -> None:
     """Checked when the folder is opened (before the work) and again before the first rename (a run takes minutes);
     a clash with a file harness did not write is reported in the same list."""
-    from harness.core.errors import InputError
-
     folder = first_run(tmp_path)
-    with pytest.raises(InputError) as caught:
-        from harness.core.outdir import open_output
-
-        with open_output(folder, run="t") as out:
-            with out.publish() as stage:
-                (stage / "a.txt").write_text("second a\n")
-                (stage / "theirs.txt").write_text("harness's\n")
-                (folder / "a.txt").write_text("edited during the run\n")
-                (folder / "theirs.txt").write_text("the user's\n")
-                before = outputs(folder)
-    assert str(caught.value).splitlines()[0].endswith("harness would overwrite what it did not write; move these "
-                                                      "away or choose another folder")
-    assert caught.value.problems == ["theirs.txt: exists and harness did not write it",
-                                     "a.txt: changed since harness wrote it; --force replaces it"]
+    error, before = _refused_publish(folder, {"a.txt": "second a\n", "theirs.txt": "harness's\n"},
+                                     {"a.txt": "edited during the run\n", "theirs.txt": "the user's\n"})
+    assert str(error).splitlines()[0].endswith("harness would overwrite what it did not write; move these "
+                                               "away or choose another folder")
+    assert error.problems == ["theirs.txt: exists and harness did not write it",
+                              "a.txt: changed since harness wrote it; --force replaces it"]
     assert snapshot(folder) == before and not leftovers(folder)
 
 
