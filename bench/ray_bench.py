@@ -51,7 +51,7 @@ def main() -> None:
           f"{local.stages['retrieve_s']:6.2f} s  {args.queries / local.stages['retrieve_s']:8.0f} q/s")
     import ray
 
-    from harness.executors.ray import local_init_args
+    from harness.executors.ray_session import local_init_args
 
     t0 = time.perf_counter()
     ray.init(**local_init_args())

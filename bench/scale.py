@@ -159,8 +159,8 @@ def growth(rows: list[dict]) -> None:
         return
     base = ok[0]
     print("\ngrowth against the first size:")
-    print(f"| chunks x queries | wall | CPU | peak RSS | retrieve | results.json | report.html | x chunks | "
-          f"x queries | x wall | x RSS |")
+    print("| chunks x queries | wall | CPU | peak RSS | retrieve | results.json | report.html | x chunks | "
+          "x queries | x wall | x RSS |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in ok:
         f = r["files"]

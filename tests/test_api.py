@@ -9,13 +9,11 @@ import contextlib
 import io
 import json
 import math
-import re
 import subprocess
 import sys
 import types
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np

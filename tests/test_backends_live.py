@@ -18,7 +18,7 @@ import pytest
 from clihelp import DEMO, assert_input_error, demo_config, harness
 
 from harness.config.schema import parse_config
-from harness.core.errors import ConfigError, RetrieverError
+from harness.core.errors import RetrieverError
 from harness.pipeline.assemble import run_experiment
 
 BASE = {"name": "live", "corpus": {"path": str(DEMO / "corpus.jsonl")},

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from clihelp import DEMO, assert_input_error, demo_config, harness
+from clihelp import DEMO, assert_input_error, harness
 
 CORPUS = '{"id": "d1", "title": "Alpha", "text": "The cat sat on the mat. The dog ran in the park. The cat sat on the mat."}\n'
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import harness as harness_pkg
-from clihelp import DEMO, ROOT, Case, assert_no_traceback, harness, run_case
+from clihelp import ROOT, Case, assert_no_traceback, harness, run_case
 
 QRELS = "q1 0 d1 1\nq1 0 d2 1\nq2 0 d3 2\nq3 0 d9 0\n"
 RUN = ("q1 Q0 d1 1 3.0 t\nq1 Q0 d4 2 2.0 t\nq1 Q0 d2 3 1.0 t\n"

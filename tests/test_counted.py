@@ -25,8 +25,7 @@ from harness.core.result import LEVELS, Result
 from harness.core.result_load import load_result
 from harness.pipeline.assemble import run_experiment
 from harness.pipeline.sweep import build_leaderboard
-from harness.render.html import render
-from harness.render.outputs import markdown, per_query_csv, write_run_files
+from harness.render.outputs import per_query_csv, write_run_files
 from harness.stats.compare import compare_runs
 from harness.stats.gates import _parse_rule, evaluate_gates
 

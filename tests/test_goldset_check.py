@@ -9,7 +9,7 @@ import json
 import pytest
 
 import goldsetdata as g
-from clihelp import Case, assert_input_error, harness, run_case
+from clihelp import Case, harness, run_case
 from harness.goldset.check import STATUSES, Before, check_goldset
 from harness.goldset.sources import read_corpus, read_gold
 

@@ -38,7 +38,7 @@ def worker_tmp() -> Iterator[Path]:
 def local_ray(worker_tmp):
     import ray
 
-    from harness.executors.ray import local_init_args
+    from harness.executors.ray_session import local_init_args
 
     args = local_init_args()
     args["runtime_env"]["env_vars"]["TMPDIR"] = str(worker_tmp)
@@ -292,7 +292,7 @@ def test_more_shards_than_chunks_is_said_before_ray_starts(tmp_path, monkeypatch
     def no_ray(*args, **kwargs):
         raise AssertionError("Ray was started")
 
-    monkeypatch.setattr(ray_executor, "_start", no_ray)
+    monkeypatch.setattr(ray_executor, "start_ray", no_ray)
     cfg = demo_config(tmp_path, executor="{kind: ray, shards: 100}", retriever="{kind: bm25, backend: fast}")
     for args in (["validate", cfg], ["run", cfg, "--out", tmp_path / "out", "-q"]):
         proc = harness(*args, cwd=tmp_path)

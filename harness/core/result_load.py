@@ -34,7 +34,7 @@ def load_result(path: Path) -> Result:
     if path.is_dir():
         runs = sorted(p.parent.name for p in path.glob(f"*/{RESULTS_FILE}") if p.is_file())
         hint = (f"; a sweep's folder? give one of its runs, e.g. {path / runs[0]}" if runs else
-                f"; give a results.json, or the folder a run wrote")
+                "; give a results.json, or the folder a run wrote")
         raise InputError(f"{path}: a folder without a {RESULTS_FILE}{hint}")
     if not path.is_file():
         raise InputError(f"{path}: results file not found")

@@ -34,7 +34,7 @@ def shared(configs: Sequence[ExperimentConfig]) -> Iterator[None]:
     if len(rays) != 1:
         yield
         return
-    from .ray import session
+    from .ray_session import session
 
     with session(next(c for c in configs if c.executor.kind == "ray").executor):
         yield

@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 from ..config.schema import ExperimentConfig
 from ..core.types import Chunk, Document, Query
 from ..pipeline.execute import Retrieved, retrieve_all
-from ..retrievers import BuildContext, Retriever
+from ..retrievers import Retriever
 
 
 @dataclass(frozen=True)

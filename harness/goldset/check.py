@@ -156,7 +156,7 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
                              "evidence is still in it")
             return Label(qid, doc_id, "valid", old_span, new, "")
         if found:
-            return _moved(qid, doc_id, old_span, found, doc_id, doc, old_para, f"in the same document")
+            return _moved(qid, doc_id, old_span, found, doc_id, doc, old_para, "in the same document")
     # Not in its document: anywhere else in the corpus, exactly or normalised.
     # Exact matches anywhere win over normalised ones (as in a single document).
     others = [d for d in docs.values() if d.doc_id != doc_id]

@@ -146,7 +146,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
     if lines:
         errors.insert(0, ConfigError(f"{source}: invalid config", [f"{source}: {p}" for p in lines]))
     if any(cfg.executor.kind == "ray" for cfg in configs):
-        from ..executors.ray import import_ray  # the optional extra, named before any work rather than after it
+        from ..executors.ray_session import import_ray  # the optional extra, named before any work rather than after it
         _attempt(import_ray, errors)
     # A --cache-dir given is checked whatever the retriever: a path typed by mistake is said, not ignored.
     if cache_dir is not None or any(_uses_cache(cfg.retriever) for cfg in configs):

@@ -98,7 +98,7 @@ def check_output(kind: str, queries: Sequence[Query], lists: Sequence[RankedList
                 break
             prev = h
     if problems:
-        shown = problems[:MAX_SHOWN] + ([f"... and more"] if len(problems) > MAX_SHOWN else [])
+        shown = problems[:MAX_SHOWN] + (["... and more"] if len(problems) > MAX_SHOWN else [])
         raise RetrieverError(f"retriever.kind {kind!r}: its output breaks the retriever contract (one list per "
                              f"query in query order, at most k hits each, by score descending, ranks 1..n; "
                              f"ranking.rank_hits makes such lists)", shown)

@@ -27,7 +27,7 @@ from pydantic import AfterValidator, Field, JsonValue, field_validator, model_va
 
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
-from ..core.types import Chunk, Document, Hit, Query, RankedList
+from ..core.types import Chunk, Document, Query, RankedList
 from ..core.urls import service_url_problem
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines

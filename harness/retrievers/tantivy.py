@@ -20,7 +20,7 @@ from pydantic import Field
 from ..core.errors import MissingDependencyError
 from ..core.schema import Strict
 from ..core.types import Chunk, Hit, Query, RankedList
-from .base import BuildContext, RetrieverKind, register
+from .base import RetrieverKind, register
 from .ranking import rank_hits
 
 _WORD = re.compile(r"\w+")
