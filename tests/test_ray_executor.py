@@ -42,7 +42,19 @@ def local_ray(worker_tmp):
 
     args = local_init_args()
     args["runtime_env"]["env_vars"]["TMPDIR"] = str(worker_tmp)
-    ray.init(**dict(args, num_cpus=2))
+    # A cluster named by RAY_ADDRESS (or started with `ray start` on this machine) is not joined: address: local
+    # is a private Ray. Without address "local" in the arguments ray.init went to this address and failed.
+    import os
+
+    before = os.environ.get("RAY_ADDRESS")
+    os.environ["RAY_ADDRESS"] = "127.0.0.1:9"
+    try:
+        ray.init(**dict(args, num_cpus=2))
+    finally:
+        if before is None:
+            del os.environ["RAY_ADDRESS"]
+        else:
+            os.environ["RAY_ADDRESS"] = before
     yield ray
     ray.shutdown()
 

@@ -33,7 +33,9 @@ def local_init_args() -> dict:
     """``ray.init`` arguments for a private Ray on this machine: every CPU, no dashboard, bound to the loopback
     address where Ray lets us choose, and workers importing the same harness as the driver."""
     path = os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
-    return {"num_cpus": os.cpu_count() or 1, "include_dashboard": False,
+    # address "local": without it ray.init joins a cluster started on this machine (`ray start`) or named by
+    # RAY_ADDRESS, and then refuses num_cpus; a private Ray is what address: local promises.
+    return {"address": "local", "num_cpus": os.cpu_count() or 1, "include_dashboard": False,
             "_node_ip_address": "127.0.0.1", "log_to_driver": False, "logging_level": logging.ERROR,
             "runtime_env": {"env_vars": {"PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}}}
 
