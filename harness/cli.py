@@ -24,8 +24,9 @@ from .cli_compare import compare_command, gate_command, report_command
 from .cli_options import (Executor, HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices,
                           executor_option, format_choices, format_option, metric_option, out_option, quiet_libraries,
                           registry_help, retriever_kinds, run_summary_json, set_option, verdict_kinds, with_executor)
-from .metrics.engine import ORDERS, QUERY_POLICIES
+from .metrics.join import ORDERS
 from .metrics.spec import DEFAULT_METRICS
+from .metrics.table import QUERY_POLICIES
 from .render.fmt import plural
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
