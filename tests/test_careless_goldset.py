@@ -186,6 +186,25 @@ def test_a_csv_golden_set_row_that_could_mean_two_things_is_refused(tmp_path, ro
     assert_input_error(harness("validate", cfg), "g.csv:", fragment)
 
 
+def test_every_row_of_a_csv_golden_set_with_another_width_is_named_with_the_other_problems(tmp_path):
+    """Each row with more or fewer cells than the header is named, with the file's other problems, in one error:
+    the reader stopped at the first such row, so a sheet with ten unquoted commas took ten runs to fix."""
+    (tmp_path / "corpus.jsonl").write_text(CORPUS)
+    table = tmp_path / "g.csv"
+    table.write_text("query_id,query,doc_id,grade,quote,start,end,topic\n"
+                     "q1,dog,d1,2,The dog ran, in the park.,,,\n"
+                     "q2,cat,d1,,,,,\n"
+                     "q3,bird,d1,1,,,\n")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"name: t\ncorpus: {{path: {tmp_path / 'corpus.jsonl'}}}\n"
+                   f"goldset: {{path: {table}, format: csv, columns: {{tags: [topic]}}}}\n"
+                   f"retriever: {{kind: bm25, backend: fast}}\n")
+    assert_input_error(harness("validate", cfg), "3 problem(s) in the golden set",
+                       "g.csv:2: 9 cells, but the header (line 1) has 8 columns",
+                       "g.csv:3: query 'q2' document 'd1': the grade cell is empty",
+                       "g.csv:4: 7 cells, but the header (line 1) has 8 columns")
+
+
 def test_check_and_stats_refuse_a_run_over_another_golden_set(demo_run, tmp_path):
     gold = _gold(tmp_path, [{"quote": "The dog ran in the park."}])
     results = demo_run / "out" / "results.json"

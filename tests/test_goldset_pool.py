@@ -141,9 +141,12 @@ CASES = [
                                                   '{"query_id": "q01", "doc_id": "b", "grade": true}\n', "s.jsonl"),
          ("s.jsonl:1: grade '1_0' is not a whole number", "s.jsonl:2: 'grade' must be a whole number, got True")),
     # a row with more cells than the header (an unquoted comma in a quote) is refused, not cut
+    # (every such row, with the sheet's other problems: the reader stopped at the first)
     Case("more-cells-than-header", lambda t: _sheet(t, "query_id,doc_id,grade,evidence\n"
-                                                       "q01,a,1,At their meeting, OAPEC proclaimed it\n"),
-         ("s.csv:2: 5 cells, but the header (line 1) has 4 columns",)),
+                                                       "q01,a,1,At their meeting, OAPEC proclaimed it\n"
+                                                       "q01,b,x,\nq01,c,1\n"),
+         ("s.csv: 3 problem(s)", "s.csv:2: 5 cells, but the header (line 1) has 4 columns",
+          "s.csv:3: grade 'x' is not a whole number", "s.csv:4: 3 cells, but the header (line 1) has 4 columns")),
     Case("multi-line-cell", lambda t: _sheet(t, 'query_id,doc_id,grade,evidence\nq01,a,1,"one\ntwo"\nq98,a,1,\n'),
          ("s.csv:4: query 'q98'",)),
     Case("pool-extension", lambda t: ["goldset", "pool", "r.json", "-o", "x.txt"], ("-o x.txt", ".csv or .jsonl")),

@@ -22,8 +22,8 @@ from ..core.textfile import read_utf8
 _WHOLE = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 
 
-def _rows(path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
-    """(where, row as column -> text or value) for each row."""
+def _rows(path: Path, fmt: str, problems: list[str]) -> Iterator[tuple[str, dict]]:
+    """(where, row as column -> text or value) for each row; a row that cannot be read is named in ``problems``."""
     if not path.is_file():
         raise GoldSetError(f"{path}: golden set file not found")
     if fmt == "parquet":
@@ -37,16 +37,19 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
         return
     text = read_utf8(path, GoldSetError)
     _, rows = csv_table(path, text, delimiter="\t" if fmt == "tsv" else ",",
-                        tab_hint="; is it tab-separated? set goldset.format: tsv" if fmt == "csv" else "")
+                        tab_hint="; is it tab-separated? set goldset.format: tsv" if fmt == "csv" else "",
+                        problems=problems)
     yield from rows
 
 
 def csv_table(path: Path, text: str, *, delimiter: str = ",", tab_hint: str = "",
-              error: type[Exception] = GoldSetError) -> tuple[list[str] | None, Iterator[tuple[str, dict]]]:
+              error: type[Exception] = GoldSetError, problems: list[str] | None = None
+              ) -> tuple[list[str] | None, Iterator[tuple[str, dict]]]:
     """A CSV/TSV table's header (its first non-blank row, None when there is none) and its rows as ``(where,
     {column: cell})``, ``where`` the row's first line (a quoted cell may span lines). A header naming a column twice,
     or a row with another number of cells than the header, is an error (``tab_hint`` is added to the latter when
-    the row holds a tab): which cell is which column would be a guess. Every reader of a table uses this."""
+    the row holds a tab): which cell is which column would be a guess. Such a row is skipped and named in
+    ``problems``, so the caller reports it with every other problem of the file. Every reader of a table uses this."""
     reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter)
     line = 1
     header: list[str] | None = None
@@ -68,8 +71,12 @@ def csv_table(path: Path, text: str, *, delimiter: str = ",", tab_hint: str = ""
             if not any(c.strip() for c in cells):
                 continue
             if len(cells) != len(header):
-                raise error(f"{where}: {len(cells)} cells, but the header (line 1) has {len(header)} columns"
-                            f"{tab_hint if chr(9) in ''.join(cells) else ''}")
+                problem = (f"{where}: {len(cells)} cells, but the header (line 1) has {len(header)} columns"
+                           f"{tab_hint if chr(9) in ''.join(cells) else ''}")
+                if problems is None:
+                    raise error(problem)
+                problems.append(problem)
+                continue
             yield where, dict(zip(header, cells))
 
     return header, rows()
@@ -98,7 +105,7 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
     queries: dict[str, tuple[str, dict]] = {}
     problems: list[str] = []
     first = True
-    for where, row in _rows(cfg.path, cfg.format):
+    for where, row in _rows(cfg.path, cfg.format, problems):
         if first:
             wanted = [("query_id", cols.query_id), ("query", cols.query), ("doc", cols.doc)]
             wanted += [(k, getattr(cols, k)) for k in ("grade", "quote", "start", "end") if k in cols.model_fields_set]

@@ -42,21 +42,20 @@ class MergeReport:
     conflicts: list[str] = field(default_factory=list)
 
 
-def _rows(path: Path) -> list[tuple[str, dict]]:
+def _rows(path: Path, problems: list[str]) -> list[tuple[str, dict]]:
+    """The sheet's rows ``(where, row)``; a row that cannot be read is named in ``problems``."""
     text = read_utf8(path, InputError)
     if path.suffix.lower() == ".jsonl":
-        out, problems = [], []
+        out = []
         for lineno, row, bad in jsonl_rows(text):
             if bad or not isinstance(row, dict):
                 problems.append(f"{path}:{lineno}: {bad or 'expected one JSON object per line (a judging sheet)'}")
             else:
                 out.append((f"{path}:{lineno}", row))
-        if problems:
-            raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
         return out
     # The golden-set table reader's: a header naming a column twice, or a row with more or fewer cells than the
     # header (an unquoted comma in a quote), is refused, not cut or padded
-    header, rows = csv_table(path, text, error=InputError)
+    header, rows = csv_table(path, text, error=InputError, problems=problems)
     missing = [c for c in REQUIRED if c not in (header or [])]
     if missing:
         raise InputError(f"{path}:1: the header lacks column(s) {', '.join(missing)} (a sheet written by "
@@ -83,7 +82,7 @@ def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgme
     if not path.is_file():
         raise InputError(f"{path}: judging sheet not found")
     out, problems, unjudged = [], [], 0
-    for where, row in _rows(path):
+    for where, row in _rows(path, problems):
         cell = row.get("grade")
         if cell is None or (isinstance(cell, str) and not cell.strip()):
             unjudged += 1
