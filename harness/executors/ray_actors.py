@@ -13,7 +13,7 @@ from ..core.errors import ConfigError
 from ..core.types import Chunk, Hit, Query, RankedList
 from ..retrievers import BuildContext, Retriever, build_retriever
 from ..retrievers.compose import dropped_duplicates
-from ..retrievers.ranking import rank_hits
+from ..retrievers.ranking import merge_shard_lists
 from .ray_encode import import_folders
 from .ray_session import cpus_per_actor, get_raising, set_threads
 
@@ -86,17 +86,6 @@ def _put(ray, obj: Any):
         return None
 
 
-def merge_shards(per_shard: Sequence[Sequence[RankedList]], depth: int) -> list[RankedList]:
-    """Per query, every shard's hits in the one tie rule's order, cut at ``depth``."""
-    from ..retrievers import ranking
-
-    merge = getattr(ranking, "merge_shard_lists", None)  # the retrievers' own merge, where there is one
-    if merge is not None:
-        return merge(per_shard, depth)
-    return [rank_hits(lists[0].query_id, (h for ranked in lists for h in ranked.hits), depth)
-            for lists in zip(*per_shard)]
-
-
 class RayRetriever:
     """What ``retrieve_all`` drives: ``index`` puts the index on the workers, ``retrieve`` sends one batch of
     ``batch_size`` queries to each replica and returns their lists in query order (merged across shards)."""
@@ -152,7 +141,7 @@ class RayRetriever:
             answers = get_raising(self.ray, per_shard)
             self.duplicates_dropped += sum(dropped for _, dropped in answers)
             lists = [_unpacked(part) for part, _ in answers]
-            out += lists[0] if len(lists) == 1 else merge_shards(lists, k)
+            out += lists[0] if len(lists) == 1 else merge_shard_lists(lists, k)
         return out
 
     def close(self) -> None:
