@@ -264,7 +264,7 @@ def explain(source: Path = typer.Argument(..., help="a results.json (or the fold
     Example: harness explain configs/demo-bm25.yaml --query "how do I rotate the API key?" --doc api-keys
     """
     from .core.errors import InputError
-    from .render.explain import explain_live, explain_saved, print_rich, to_markdown
+    from .render.explain import explain_result, print_rich, to_markdown
 
     if source.suffix == ".json" or source.is_dir():  # a run's folder stands for its results.json
         from .render.outputs import load_results
@@ -273,7 +273,9 @@ def explain(source: Path = typer.Argument(..., help="a results.json (or the fold
         given = [o for o, v in (("--query", query), ("--doc", doc), ("--quote", quote)) if v is not None]
         if given:  # ignoring them would explain something other than what was asked
             raise InputError(f"{', '.join(given)}: only with an experiment YAML; with a results.json give a query id")
-        ex = explain_saved(load_results(source), query_id)
+        from .pipeline.explain import saved_texts
+        result = load_results(source)
+        ex = explain_result(result, query_id, *saved_texts(result, "results.json config"))
     else:
         from .config.schema import load_config
         if query_id:
@@ -285,7 +287,9 @@ def explain(source: Path = typer.Argument(..., help="a results.json (or the fold
             points = math.prod(len(v) if isinstance(v, list) else 1 for v in config.sweep.values())
             raise InputError(f"{source}: sweeps {points} configurations and explain takes one: give the sweep's "
                              "best.yaml, or this config without its sweep: section")
-        ex = explain_live(config, query, doc, quote, cache_dir=cache_dir)
+        from .pipeline.explain import adhoc
+        got = adhoc(config, query, doc, quote, cache_dir=cache_dir)
+        ex = explain_result(got.result, "adhoc", got.chunk_text, got.doc_text, got.contributions)
     shown = canonical_format(fmt, _err)
     if shown == "json":
         print(json.dumps(ex, indent=2, ensure_ascii=False))

@@ -140,8 +140,14 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
         raise InputError("cannot write the report", problems)
     free = free_outputs({"--out": out})["--out"]
     loaded = [load_results(p) for p in results]
-    from .render.explain import load_texts
-    texts = [load_texts(r, str(p), _err) for r, p in zip(loaded, results)]  # the drill-downs' and windows' texts
+    from .pipeline.explain import saved_texts
+    from .render.drilldown import Texts
+
+    def texts_of(result, where: str) -> Texts:  # the drill-downs' and windows' texts
+        chunks, docs = saved_texts(result, where, _err)
+        return Texts(dict(result.chunk_text)) if chunks is None else Texts(chunks, docs or {})
+
+    texts = [texts_of(r, str(p)) for r, p in zip(loaded, results)]
     if kind == "report-md":
         from .render.outputs import markdown
         text = markdown(loaded[0], texts=texts[0])

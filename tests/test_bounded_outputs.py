@@ -287,7 +287,8 @@ def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
     from harness.core.errors import InputError
     from harness.core.result import Result
     from harness.core.result_load import load_result
-    from harness.render.explain import explain_result, explain_saved
+    from harness.pipeline.explain import saved_texts
+    from harness.render.explain import explain_result
     from harness.render.html import render
     from harness.render.plots import curves, ndcg_curve
 
@@ -315,7 +316,8 @@ def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
     lone = tmp_path / "results.json"
     shutil.copy(out / "results.json", lone)
     with pytest.raises(InputError, match="hits.parquet: not found"):
-        explain_saved(load_result(lone), q.id)
+        alone = load_result(lone)
+        explain_result(alone, q.id, *saved_texts(alone, "results.json config"))
 
 
 def test_the_curves_are_the_same_whatever_order_the_hits_are_read_in(large, monkeypatch):

@@ -3,20 +3,13 @@ the verdict and its reason, and for BM25 the matching terms and their contributi
 
 from __future__ import annotations
 
-import difflib
 import re
-from dataclasses import replace
-from pathlib import Path
-
 from typing import TYPE_CHECKING
 
-from ..config.schema import ExperimentConfig, parse_config
 from ..core.errors import InputError
-from ..core.types import GoldSet, Judgment, Query, Span
 
 if TYPE_CHECKING:
     from ..core.result import Result
-    from .drilldown import Texts
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -144,101 +137,3 @@ def print_rich(ex: dict) -> None:
     for key, title in _BEYOND:
         for h in ex.get(key, ()):
             console.print(Text(f"{title[0].lower()}{title[1:]}: {h['chunk_id']} at rank {h['rank']}"))
-
-
-def texts_for(config: ExperimentConfig):
-    from ..chunking import chunk_documents
-    from ..io.documents import load_corpus
-
-    docs = load_corpus(config.corpus)
-    chunks = chunk_documents(docs, config.chunking)
-    return docs, chunks
-
-
-def load_texts(result: Result, where: str, warn) -> "Texts":
-    """Chunk texts for a saved result's drill-downs: those it carries (windows, what outranked the evidence, the
-    evidence itself in its gold records). A results.json written before results carried texts has them from the
-    corpus its config names; a corpus that cannot be loaded then is a warning and the report renders without."""
-    from ..core.errors import HarnessError
-    from .drilldown import Texts
-
-    if result.chunks is not None:  # the texts the result carries (#13): the corpus is not read again
-        return Texts(dict(result.chunk_text))
-    try:
-        docs, chunks = texts_for(parse_config(result.config.as_dict(), where))
-    except HarnessError as exc:
-        warn(f"warning: chunk texts not loaded ({exc})")
-        return Texts()
-    return Texts({c.chunk_id: c.text for c in chunks}, {d.doc_id: d.text for d in docs})
-
-
-def explain_saved(result: Result, query_id: str) -> dict:
-    """Explain a query of a saved result from the texts it carries. A results.json written before results carried
-    texts (no ``chunks``) has the corpus and chunks loaded again from its config."""
-    if result.chunks is not None:
-        return explain_result(result, query_id)
-    config = parse_config(result.config.as_dict(), "results.json config")
-    docs, chunks = texts_for(config)
-    return explain_result(result, query_id, {c.chunk_id: c.text for c in chunks}, {d.doc_id: d.text for d in docs})
-
-
-def report_texts(result: Result, where: str, warn) -> dict[str, str]:
-    """The chunk texts ``harness report`` shows: those the result carries; for a results.json written before
-    results carried texts, the corpus loaded again from its config (``warn`` is told when it cannot be)."""
-    from ..core.errors import HarnessError
-
-    if result.chunks is not None:
-        return result.chunk_text
-    try:
-        _, chunks = texts_for(parse_config(result.config.as_dict(), where))
-    except HarnessError as exc:  # the corpus moved: the report still renders, without snippets
-        warn(f"warning: chunk texts not loaded ({exc})")
-        return {}
-    return {c.chunk_id: c.text for c in chunks}
-
-
-def explain_live(config: ExperimentConfig, query: str, doc: str | None, quote: str | None, *,
-                 cache_dir: Path | None = None) -> dict:
-    """Run the config's retriever for one ad-hoc query, judged against ``doc`` (and ``quote``) if given."""
-    from ..pipeline.assemble import build_result, prepare
-    from ..retrievers import BuildContext, build_retriever
-    from ..pipeline.execute import query_coverage, retrieve_all
-    from ..pipeline.levels import Coverage
-
-    prepared = prepare(config, log=lambda m: None)
-    docs = {d.doc_id: d for d in prepared.docs}
-    judgments, problems = (), []
-    if quote and not doc:
-        raise InputError("--quote: give the document it is in with --doc")
-    if doc:
-        spans = ()
-        # What the user typed is checked, not diagnosed: a typo would otherwise read as a golden-set error, exit 0.
-        if doc not in docs:
-            near = difflib.get_close_matches(doc, list(docs), n=3)
-            raise InputError(f"--doc {doc!r}: not a document of the corpus {config.corpus.path}"
-                             + (f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""))
-        if quote:
-            at = docs[doc].text.find(quote)
-            if at < 0:
-                raise InputError(f"--quote: not found in document {doc!r} (quotes must match its text exactly)")
-            spans = (Span(at, at + len(quote)),)
-        judgments = (Judgment("adhoc", doc, 1, spans),)
-    gold = GoldSet("adhoc", (Query("adhoc", query),), judgments)
-    prepared = replace(prepared, gold=gold, problems=problems)
-    context = BuildContext(progress=False, documents=docs, unplaceable=config.unplaceable(),
-                           **({"cache_dir": cache_dir} if cache_dir else {}))
-    retriever = build_retriever(config.retriever, context)
-    got = retrieve_all(retriever, prepared.chunks, gold.queries, config.depth, progress=False,
-                       kind=config.retriever["kind"], documents=context.documents,
-                       unplaceable=config.unplaceable(), include_title=config.chunking.include_title)
-    lists = got.lists
-    coverage = Coverage(*query_coverage(retriever, gold.queries))  # an external run has no answer for an ad-hoc query
-    result = build_result(replace(prepared, chunks=got.chunks), lists, got.timings, coverage, got.hits)
-    contributions = None
-    if hasattr(retriever, "term_contributions"):
-        position = {c.chunk_id: i for i, c in enumerate(prepared.chunks)}
-        k = result.queries[0].effective_k
-        contributions = {h.chunk_id: retriever.term_contributions(query, position[h.chunk_id])
-                         for h in lists[0].hits[:k]}
-    return explain_result(result, "adhoc", {c.chunk_id: c.text for c in prepared.chunks},
-                          {d.doc_id: d.text for d in prepared.docs}, contributions)
