@@ -175,7 +175,7 @@ class LanceRetriever(VectorStoreRetriever):
         # Unlike vector search, widening does not apply: ties are cut by LanceDB's order at k (like any BM25 top-k
         # of another engine); the pipeline orders what is returned by the tie rule.
         col = self.config.text_column if self.config.mode == "connect" else "text"
-        rows = (self.table.search(text, query_type="fts", fts_columns=col).select(self._columns()).limit(k)
+        rows = (self.table.search(text, query_type="fts", fts_columns=col).select([*self._columns(), "_score"]).limit(k)
                 .to_arrow().to_pylist())
         return [(float(r["_score"]), self._record(r)) for r in rows]
 
