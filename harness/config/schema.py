@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
 from ..core.schema import MAX_RANK, Strict, format_validation_error  # noqa: F401  (re-exported)
-from ..metrics.spec import DEFAULT_METRICS, parse_metrics
+from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, parse_metrics
 
 
 class CorpusConfig(Strict):
@@ -286,9 +286,9 @@ def _sweep_problems(config: ExperimentConfig, specs: list) -> list[str]:
         except MetricError as exc:
             problems += [f"sweep_metric: {p}" for p in exc.problems] or [f"sweep_metric: {exc}"]
         else:
-            if wanted not in {s.name for s in specs}:
+            if wanted not in {s.name for s in specs} | set(WINDOW_METRICS):  # a run's summary always has these
                 problems.append(f"sweep_metric: {config.sweep_metric!r} is not among metrics: "
-                                f"({', '.join(s.name for s in specs)}); add it there")
+                                f"({', '.join(s.name for s in specs)}) nor a window metric; add it there")
     if config.select_on is not None:
         try:
             config.selection_goldset()
