@@ -108,9 +108,12 @@ def need(module: str, extra: str):
     """Import a backend's client, or a one-line error naming the extra to install (``check_installed`` calls it
     too, so ``validate`` says it before any work, in the words ``run`` would)."""
     import importlib
+    import warnings
 
     try:
-        return importlib.import_module(module)
+        with warnings.catch_warnings():  # pgserver's platformdirs warns on import when XDG_RUNTIME_DIR is unset
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            return importlib.import_module(module)
     except ImportError:
         raise MissingDependencyError(f"retriever.kind {extra}: needs {module}: pip install "
                                      f"'rag-harness[{extra}]'") from None
