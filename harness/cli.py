@@ -174,12 +174,15 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
     """
     from .config.schema import load_config
     from .pipeline.assemble import check_before_retrieval
+    from .retrievers.external import PREFLIGHT_LINES
 
     cfg = with_executor(load_config(config, overrides), executor)
     checked = check_before_retrieval(cfg, source=str(config), rules=rules, log=_err, cache_dir=cache_dir,
                                      sample=True)  # an external run's first lines only: a quick check
     for warning in checked.warnings:
         _err(f"warning: {warning}")
+    for path in checked.sampled:  # an ok below says nothing of the lines after these
+        _err(f"note: {path}: validate read its first {PREFLIGHT_LINES:,} lines; harness run reads every line")
     p = checked.prepared
     counted = [plural(len(p.docs), "document"), plural(len(p.chunks), "chunk"),
                plural(len(p.gold.queries), "query", "queries")]

@@ -97,6 +97,23 @@ def test_in_a_long_external_run_validate_counts_the_lines_it_read(tmp_path):
     assert "ext.jsonl:1002" not in proc.stderr
 
 
+def test_validate_ok_on_a_long_external_run_says_it_read_only_its_first_lines(tmp_path):
+    """A bad line after the first 1,000 passes validate's quick check: its ok says what it read (it said nothing,
+    and the run then failed, exit 2); a short file's ok has no such note."""
+    good = '{"query_id": "q01", "doc_id": "install-desktop", "score": 1.0}\n'
+    bad = '{"query_id": "q01", "doc_id": "ghost-doc", "score": 0.5}\n'
+    (tmp_path / "ext.jsonl").write_text(good * 1_200 + bad)
+    cfg = demo_config(tmp_path, retriever="{kind: external, path: ext.jsonl}")
+    proc = harness("validate", cfg)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"note: {tmp_path / 'ext.jsonl'}: validate read its first 1,000 lines; harness run reads every line"
+            in proc.stderr)
+    assert_input_error(harness("run", cfg, "--out", tmp_path / "out", "-q"), "ext.jsonl:1201")
+    (tmp_path / "ext.jsonl").write_text(good * 3)
+    proc = harness("validate", cfg)
+    assert proc.returncode == 0 and "note:" not in proc.stderr, proc.stderr
+
+
 def test_in_a_long_external_run_run_names_every_hit_it_cannot_place(tmp_path):
     good = '{"query_id": "q01", "doc_id": "install-desktop", "score": 1.0}\n'
     bad = '{"query_id": "q01", "doc_id": "ghost-doc", "score": 0.5}\n'

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Callable
@@ -105,6 +105,7 @@ class Checked:
     prepared: Prepared
     points: int
     warnings: list[str]
+    sampled: list[Path] = field(default_factory=list)  # external runs a quick check (``sample``) read only in part
 
 
 def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path | None = None,
@@ -187,7 +188,9 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
             if line not in warnings:
                 warnings.append(line)
     reported_only = 1 if config.sweep and config.select_on is not None and len(configs) > 1 else 0
-    return Checked(next(iter(prepared.values())), len(configs) - reported_only, warnings)
+    sampled = list(dict.fromkeys(ext.path for cfg in configs for _, ext in _external_parts(cfg)
+                                 if ext.read_in_part())) if sample else []
+    return Checked(next(iter(prepared.values())), len(configs) - reported_only, warnings, sampled)
 
 
 def _shard_problems(config: ExperimentConfig) -> list[str]:

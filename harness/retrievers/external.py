@@ -57,6 +57,10 @@ class ExternalConfig(Strict):
                                    f"harness run reads every line)", exc.problems) from None
             ExternalRetriever(self)._read()  # raises, naming every bad line of the file
 
+    def read_in_part(self) -> bool:
+        """Whether the quick check (``check_lines(sample=True)``, validate's) reads only part of this run file."""
+        return self.path.is_file() and _longer(self.path, PREFLIGHT_LINES)
+
     def check_placement(self, chunks: Sequence[Chunk], documents: Mapping[str, Document], unplaceable: str,
                         sample: bool = False) -> str | None:
         """The hits of the first ``PREFLIGHT_LINES`` lines placed on the run's chunks as ``index`` places them
