@@ -309,12 +309,12 @@ class GateOutcome(outcomes.GateOutcome):
     renderers live in stats/gates, which core may not import, so the methods are added here."""
 
     def to_markdown(self) -> str:
-        from .stats.gates import summary_markdown
+        from .render.gate import summary_markdown
 
         return summary_markdown(self.name, list(self.results))
 
     def to_junit(self) -> str:
-        from .stats.gates import junit_xml
+        from .render.gate import junit_xml
 
         return junit_xml(self.name, list(self.results))
 

@@ -78,7 +78,8 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
     """
     from .core.errors import InputError
     from .core.result_load import results_path
-    from .stats.gates import check_rules, evaluate_gates, junit_xml, summary_markdown
+    from .render.gate import junit_xml, summary_markdown
+    from .stats.gates import check_rules, evaluate_gates
     from .render.outputs import load_results
 
     results, baseline = results_path(results), baseline and results_path(baseline)  # a run's folder: its results.json

@@ -3,7 +3,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from harness.core.errors import InputError
-from harness.stats.gates import _parse_rule, evaluate_gates, junit_xml, load_rules, summary_markdown
+from harness.render.gate import junit_xml, summary_markdown
+from harness.stats.gates import _parse_rule, evaluate_gates, load_rules
 from resultfactory import fake_result
 
 

@@ -19,7 +19,6 @@ A metric rule's observed value is the mean over the queries the run counts at th
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -308,35 +307,3 @@ def _shown(value: float, threshold: float, digits: int, sign: str = "") -> str:
                 return shown
         return format(value, sign)  # (1e-20 against 0) the shortest repr that is this value
     return format(value, f"{sign}.{digits}f")
-
-
-def _cell(text: str) -> str:
-    # Rule names are user text: a '|' or a newline would break the Markdown table.
-    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
-def summary_markdown(name: str, results: list[GateResult]) -> str:
-    failed = sum(r.failed for r in results)
-    skipped = sum(r.skipped for r in results)
-    checked = len(results) - skipped
-    verdict = "PASS" if not failed else f"FAIL ({failed} of {checked} {'checked ' if skipped else ''}rules)"
-    if skipped:
-        verdict += f", {skipped} rule{'s' if skipped > 1 else ''} SKIPPED"
-    head = f"## Retrieval gate for `{_cell(name)}`: {verdict}"
-    icon = lambda r: "⏭️ SKIPPED" if r.skipped else ("✅" if r.passed else "❌")
-    rows = [f"| {icon(r)} | {_cell(r.rule.name)} | {_cell(r.message)} |" for r in results]
-    return "\n".join([head, "", "| | rule | observed |", "|---|---|---|", *rows]) + "\n"
-
-
-def junit_xml(name: str, results: list[GateResult]) -> str:
-    suite = ET.Element("testsuite", name=f"harness gate {name}", tests=str(len(results)),
-                       failures=str(sum(r.failed for r in results)), skipped=str(sum(r.skipped for r in results)))
-    for r in results:
-        case = ET.SubElement(suite, "testcase", classname="harness.gate", name=r.rule.name)
-        if r.skipped:
-            ET.SubElement(case, "skipped", message=r.message)
-        elif not r.passed:
-            ET.SubElement(case, "failure", message=r.message).text = r.message
-        else:
-            ET.SubElement(case, "system-out").text = r.message
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
