@@ -131,6 +131,34 @@ def test_dense_encoded_by_ray_data_sharded_and_reused_by_local(local_ray, tmp_pa
     _same(local, _run(config, tmp_path / "ray-cache"))
 
 
+@pytest.mark.slow  # two cold encodes of the demo (local, and Ray Data in a task)
+def test_a_ray_client_driver_encodes_in_a_task_on_the_cluster(local_ray, tmp_path, monkeypatch):
+    """A Ray Client driver (address: ray://head:10001) has no core worker, and Ray Data's executor needs one: a
+    dense run there was a traceback ("'Worker' object has no attribute 'core_worker'"). The encoding runs in a
+    task on the cluster instead, with the same batches: the same cache entries and the same Result."""
+    pytest.importorskip("sentence_transformers")
+    from harness.executors import ray_encode
+
+    assert not ray_encode.client_mode(local_ray)  # a driver started by ray.init has its own core worker
+    config = load_config(ROOT / "configs" / "demo-dense.yaml")
+    local = _run(config, tmp_path / "local-cache")
+
+    def in_the_driver(*args, **kwargs):
+        raise AssertionError("Ray Data ran in the Ray Client driver")
+
+    # What a client driver is told; the task's worker imports its own ray.data, so only the driver's is broken.
+    monkeypatch.setattr(ray_encode, "client_mode", lambda ray: True)
+    monkeypatch.setattr(local_ray.data, "from_items", in_the_driver)
+    remote = _run(_with(config, kind="ray", num_workers=1), tmp_path / "ray-cache")
+    assert remote.timings.stages["encode_s"] > 0
+    _same(local, remote)
+    files = sorted(p.relative_to(tmp_path / "ray-cache") for p in (tmp_path / "ray-cache").rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(tmp_path / "local-cache")
+                                     for p in (tmp_path / "local-cache").rglob("*") if p.is_file())
+    for name in files:
+        assert (tmp_path / "ray-cache" / name).read_bytes() == (tmp_path / "local-cache" / name).read_bytes()
+
+
 def test_hybrid_demo_same_result_as_local(local_ray, tmp_path):
     pytest.importorskip("sentence_transformers")
     config = load_config(ROOT / "configs" / "demo-hybrid.yaml")

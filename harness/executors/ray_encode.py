@@ -11,7 +11,7 @@ import numpy as np
 from ..config.schema import ExecutorConfig
 from ..core.types import Chunk, Query
 from ..retrievers.compose import parts as _parts
-from .ray_session import cpus_per_actor, set_threads
+from .ray_session import cpus_per_actor, get_raising, set_threads
 
 def live_parts(retriever: Any) -> list[str]:
     """The kinds of the live retrievers in ``retriever`` (http, elasticsearch...): their work is done by a service,
@@ -65,6 +65,32 @@ class EncodeActor:
                 "dim": np.array([self.encoder.model.get_sentence_embedding_dimension()] * len(vectors))}
 
 
+def client_mode(ray) -> bool:
+    """True when this process is a Ray Client driver (``address: ray://...``): Ray Data's executor needs a driver
+    with its own core worker, which a client has not (``'Worker' object has no attribute 'core_worker'``)."""
+    try:
+        from ray.util.client import ray as client
+    except ImportError:
+        return False
+    return bool(client.is_connected())
+
+
+def _encode_items(items: list[dict], workers: int, cpus: float, gpus: float | None,
+                  actor: dict) -> dict[int, np.ndarray]:
+    """Every item's vectors, encoded by Ray Data over a pool of ``workers`` EncodeActors (run in the driver, or in
+    a task on the cluster for a Ray Client driver)."""
+    import ray
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    ds = ray.data.from_items(items, override_num_blocks=min(len(items), 4 * workers))
+    ds = ds.map_batches(EncodeActor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
+                        fn_constructor_kwargs=actor, num_cpus=cpus, num_gpus=gpus)
+    done: dict[int, np.ndarray] = {}
+    for row in ds.iter_rows():  # streamed back as the actors finish batches
+        done[int(row["item"])] = np.frombuffer(row["vectors"], dtype=np.float32).reshape(-1, int(row["dim"]))
+    return done
+
+
 def encode_with_ray(ray, retriever: Any, chunks: Sequence[Chunk], query_batches: Sequence[Sequence[Query]],
                     ex: ExecutorConfig) -> int:
     """Fill the embedding cache for every dense part of ``retriever``: the chunks, and the queries in the batches
@@ -90,16 +116,13 @@ def encode_with_ray(ray, retriever: Any, chunks: Sequence[Chunk], query_batches:
             continue
         workers = ex.num_workers
         cpus = cpus_per_actor(ray, workers)
-        ds = ray.data.from_items(items, override_num_blocks=min(len(items), 4 * workers))
-        ds = ds.map_batches(EncodeActor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
-                            fn_constructor_kwargs={"name": enc.name, "max_length": enc.max_length,
-                                                   "batch_size": enc.batch_size,
-                                                   "threads": max(1, int(cpus) or 1),
-                                                   "gpu": ex.num_gpus_per_worker > 0},
-                            num_cpus=cpus, num_gpus=ex.num_gpus_per_worker or None)
-        done: dict[int, np.ndarray] = {}
-        for row in ds.iter_rows():  # streamed back as the actors finish batches
-            done[int(row["item"])] = np.frombuffer(row["vectors"], dtype=np.float32).reshape(-1, int(row["dim"]))
+        actor = {"name": enc.name, "max_length": enc.max_length, "batch_size": enc.batch_size,
+                 "threads": max(1, int(cpus) or 1), "gpu": ex.num_gpus_per_worker > 0}
+        args = (items, workers, cpus, ex.num_gpus_per_worker or None, actor)
+        if client_mode(ray):  # Ray Data cannot run in a Ray Client driver: it runs in a task on the cluster
+            done = get_raising(ray, ray.remote(num_cpus=0)(_encode_items).remote(*args))
+        else:
+            done = _encode_items(*args)
         # Saved through the cache's own shard writer, so the entries are exactly those a local run writes.
         for plan, (kind, texts, key, order) in enumerate(todo):
             dense.cache.get_or_build_rows(kind, key, order, enc.batch_size,
