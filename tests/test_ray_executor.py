@@ -214,12 +214,44 @@ def test_validate_takes_the_executor_option(tmp_path):
     assert_input_error(harness("validate", demo_config(tmp_path), "--executor", "dask", cwd=tmp_path), "--executor")
 
 
+@pytest.mark.parametrize("address", ["ray://head:10001", "ray://10.0.0.1:10001", "ray://[::1]:10001"])
+def test_a_ray_client_address_with_host_and_port_is_accepted(tmp_path, address):
+    proc = harness("validate", demo_config(tmp_path, executor=f"{{kind: ray, address: '{address}'}}"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_ray_client_that_cannot_connect_names_token_authentication(monkeypatch):
+    """Ray's client sends no token unless RAY_AUTH_MODE=token: at a `ray start` cluster (token authentication on
+    by default) it timed out as if nothing listened, and the line said only "start one"."""
+    from harness.config.schema import ExecutorConfig
+    from harness.executors import ray_session
+
+    class NoCluster:
+        @staticmethod
+        def init(**kwargs):
+            raise ConnectionError("ray client connection timeout")
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    with pytest.raises(ConfigError) as err:
+        ray_session._init(NoCluster, ExecutorConfig(kind="ray", address="ray://head:10001"))
+    assert "ray client connection timeout" in str(err.value) and "RAY_AUTH_MODE=token" in str(err.value)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError) as err:  # address: auto joins as a core worker, which finds the token itself
+        ray_session._init(NoCluster, ExecutorConfig(kind="ray", address="auto"))
+    assert "RAY_AUTH_MODE" not in str(err.value)
+
+
 @pytest.mark.parametrize("section, fragments", [
     ("{kind: spark}", ["executor.kind: Input should be 'local' or 'ray'"]),
     ("{kind: ray, address: 10.0.0.1:6379, num_workers: 0, shards: -1}",
      ["executor.address: expected 'local', 'auto' or 'ray://host:port'", "executor.num_workers:",
       "executor.shards:"]),
     ("{kind: ray, workers: 2}", ["executor.workers: unknown key; did you mean 'num_workers'?"]),
+    # a Ray Client address without its port (or host): Ray waited 30 s, then "ray client connection timeout"
+    ("{kind: ray, address: 'ray://127.0.0.1'}", ["executor.address: expected 'local', 'auto' or 'ray://host:port'"]),
+    ("{kind: ray, address: 'ray://'}", ["executor.address: expected 'local', 'auto' or 'ray://host:port'"]),
+    ("{kind: ray, address: 'ray://:10001'}", ["executor.address: expected 'local', 'auto' or 'ray://host:port'"]),
+    ("{kind: ray, address: 'ray://head:0'}", ["executor.address: expected 'local', 'auto' or 'ray://host:port'"]),
 ])
 def test_bad_executor_section_is_located(tmp_path, section, fragments):
     proc = harness("validate", demo_config(tmp_path, executor=section), cwd=tmp_path)

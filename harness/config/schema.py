@@ -133,7 +133,12 @@ class ExecutorConfig(Strict):
     @field_validator("address")
     @classmethod
     def _address(cls, value: str) -> str:
-        if value not in ("local", "auto") and not value.startswith("ray://"):
+        if value in ("local", "auto"):
+            return value
+        # A Ray Client address names its port: without one (or without a host) Ray waited 30 s for a connection
+        # that could not be, then said "ray client connection timeout".
+        host, _, port = value[len("ray://"):].rpartition(":") if value.startswith("ray://") else ("", "", "")
+        if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError("expected 'local', 'auto' or 'ray://host:port'")
         return value
 

@@ -81,7 +81,17 @@ def _init(ray, ex: ExecutorConfig) -> None:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConfigError(f"executor.address {ex.address!r}: cannot connect to a Ray cluster there ({first}); "
                           f"start one (`ray start --head`), give its address, or use address: local for a "
-                          f"private Ray on this machine") from None
+                          f"private Ray on this machine{_client_auth_hint(ex.address)}") from None
+
+
+def _client_auth_hint(address: str) -> str:
+    """What else a Ray Client address needs: Ray's client sends no token unless told to, and a cluster started by
+    ``ray start`` asks for one (token authentication is Ray's default), so its proxy drops the client's calls and
+    the client says only "ray client connection timeout", as for an address where nothing listens."""
+    if not address.startswith("ray://") or os.environ.get("RAY_AUTH_MODE"):
+        return ""
+    return ("; if the cluster uses token authentication (the default of `ray start`), set RAY_AUTH_MODE=token "
+            "and give its token (~/.ray/auth_token or $RAY_AUTH_TOKEN)")
 
 
 @contextmanager
