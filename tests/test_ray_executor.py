@@ -214,6 +214,37 @@ def test_validate_takes_the_executor_option(tmp_path):
     assert_input_error(harness("validate", demo_config(tmp_path), "--executor", "dask", cwd=tmp_path), "--executor")
 
 
+def test_ctrl_c_while_a_private_ray_starts_stops_what_it_started():
+    """Ctrl-C inside ray.init (its Node() starting the GCS, the raylet and the raylet's agents) left the agents
+    behind as orphans for a minute: Ray had not kept the node yet, so nothing stopped it. The start now finishes,
+    then the interrupt stops the Ray it started."""
+    import os
+    import signal
+
+    from harness.config.schema import ExecutorConfig
+    from harness.executors import ray_session
+
+    class StartingRay:
+        calls: list[str] = []
+
+        @staticmethod
+        def is_initialized():
+            return False
+
+        @staticmethod
+        def init(**kwargs):
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, halfway through the start
+            StartingRay.calls.append("started")
+
+        @staticmethod
+        def shutdown():
+            StartingRay.calls.append("shutdown")
+
+    with pytest.raises(KeyboardInterrupt):
+        ray_session.start_ray(StartingRay, ExecutorConfig(kind="ray", address="local"))
+    assert StartingRay.calls == ["started", "shutdown"]
+
+
 @pytest.mark.parametrize("address", ["ray://head:10001", "ray://10.0.0.1:10001", "ray://[::1]:10001"])
 def test_a_ray_client_address_with_host_and_port_is_accepted(tmp_path, address):
     proc = harness("validate", demo_config(tmp_path, executor=f"{{kind: ray, address: '{address}'}}"), cwd=tmp_path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
@@ -44,8 +44,18 @@ def start_ray(ray, ex: ExecutorConfig) -> bool:
     """Connect to (or start) Ray; True when this call started it (then the run shuts it down)."""
     if ray.is_initialized():
         return False
+    from ..core.interrupt import deferred
+
     with _our_sigterm():
-        _init(ray, ex)
+        try:
+            # A private Ray's start is not interrupted halfway: Ctrl-C there (inside ray.init's Node(), before Ray
+            # keeps the node it started) left the raylet's agents (DashboardAgent, RuntimeEnvAgent) behind, orphans
+            # for about a minute. Held until the start ends (seconds), the signal then stops the Ray it started.
+            with deferred() if ex.address == "local" else nullcontext():
+                _init(ray, ex)
+        except BaseException:
+            ray.shutdown()  # whatever ray.init started (nothing when connecting failed)
+            raise
     return True
 
 
