@@ -26,8 +26,10 @@ def _object_array(items: list) -> np.ndarray:
 def _packed_strings(items: list[str]) -> list[str]:
     """The same strings made anew side by side. The ids were made while the golden set was read, each among the
     parser's short-lived objects, so every one of Python's small-object arenas kept a live id and none could be given
-    back: 1M queries held 57 MB of ids in ~160 MB (232 MB held after loading, 135 MB of it columns; 130 MB with
-    this). Ids hold no whitespace (``core.ids.id_problem``); a set built otherwise keeps its strings."""
+    back: 1M queries held 57 MB of ids in ~160 MB (232 MB held after loading, 135 MB of it columns; 182 MB with
+    this, what ``validate`` holds). A whole run's peak is later and the same (713 MB at 2k chunks x 1M queries:
+    the arenas' free room was reused by then). Ids hold no whitespace (``core.ids.id_problem``); a set built
+    otherwise keeps its strings."""
     if any("\n" in s for s in items[:1]) or not items:
         return items
     fresh = "\n".join(items).split("\n")
