@@ -162,7 +162,9 @@ def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] |
         problems.append(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     if weights is None:
         weights = [1.0] * len(runs)
-    elif isinstance(weights, (str, Mapping)) or not isinstance(weights, Sequence) or len(weights) != len(runs):
+    elif getattr(weights, "ndim", None) == 1:  # a NumPy array (or a pandas Series) of weights: its numbers
+        weights = list(weights.tolist())
+    if isinstance(weights, (str, Mapping)) or not isinstance(weights, Sequence) or len(weights) != len(runs):
         problems.append(f"weights: expected one number per run ({len(runs)}), got {weights!r}"[:300])
     else:
         problems += [f"weights[{i}]: expected a number >= 0, got {w!r}" for i, w in enumerate(weights)

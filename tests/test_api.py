@@ -513,3 +513,59 @@ def test_bad_dataframes_are_typed_errors(call, fragments):
         call(pd)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
+
+
+# ---- what a careless notebook user passed (a walk of the API, 2026-12-05) ---------------------------------------
+
+@pytest.mark.parametrize("make, fragment", [
+    # ids are read as strings here as evaluate reads a dict: document 2 was kept an int and never matched "2"
+    (lambda: harness.Run.from_lists({"q1": ["d1"]}), "Run.from_lists['q1'][0]: expected a (doc_id, score) pair"),
+    (lambda: harness.Run.from_lists("x"), "Run.from_lists: expected a dict"),
+    (lambda: harness.Run.from_lists({"q1": [("d1", 1.0)]}, ranks={"q1": [0]}), "ranks['q1']: a rank is a whole"),
+    (lambda: harness.Run.from_dict("run.trec"), "Run.from_dict: expected a dict"),
+    (lambda: harness.Run.from_dict({"q1 ": {"d1": 1.0}}), "query id 'q1 ' contains whitespace"),
+    (lambda: harness.Run.from_dict({"q1": {"d1": float("nan")}}), "a NaN score"),
+    (lambda: harness.Qrels.from_dict({"q1": {"d1": 1.5}}), "expected a whole-number grade, got 1.5"),
+    (lambda: harness.Qrels.from_dict("x"), "Qrels.from_dict: expected a dict"),
+    (lambda: harness.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": float("inf")}}, ["rr"]), "score inf is not a finite"),
+    (lambda: harness.parse_metric(10), "a metric is a name such as 'ndcg@10' or a MetricSpec, got int 10"),
+    (lambda: harness.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}}, [harness.MetricSpec("ndcg", -5)]),
+     "cannot parse metric name 'ndcg@-5'"),
+    (lambda: harness.parse_metric(harness.MetricSpec("ndcg", 5, 1, "exq")), "gain must be one of"),
+    (lambda: harness.parse_metric(harness.MetricSpec("zzz", 5)), "unknown metric family 'zzz'"),
+])
+def test_the_public_constructors_check_what_evaluate_checks(make, fragment):
+    with pytest.raises(HarnessError, match=None) as caught:
+        make()
+    assert isinstance(caught.value, (InputError, MetricError)) and fragment in str(caught.value)
+
+
+def test_a_run_built_from_a_dict_reads_ids_as_evaluate_does():
+    """``{"1": {2: 1.0}}`` names document "2", as evaluate reads the same dict (rr was 0.0, not 1.0)."""
+    qrels = {"1": {"2": 1}}
+    built = harness.evaluate(qrels, harness.Run.from_dict({"1": {2: 1.0}}), ["rr"])
+    given = harness.evaluate(qrels, {"1": {2: 1.0}}, ["rr"])
+    assert built.mean()["rr"] == given.mean()["rr"] == 1.0
+    assert harness.evaluate(harness.Qrels.from_dict({1: {2: 1}}), {"1": {"2": 1.0}}, ["rr"]).mean()["rr"] == 1.0
+
+
+def test_fusion_of_scores_near_the_float_limit_is_not_nan():
+    """1e308 and -1e308 overflowed min-max's spread (NaN fused scores, ranked silently) and z-score's variance."""
+    huge = {"q1": {"a": 1e308, "b": -1e308, "c": 0.0}}
+    small = {"q1": {"a": 1.0, "b": -1.0, "c": 0.0}}
+    for method in ("minmax", "zscore"):
+        assert harness.fuse([huge, small], method).to_dict() == harness.fuse([small, small], method).to_dict()
+
+
+def test_fuse_takes_weights_as_a_numpy_array():
+    a, b = {"q1": {"d1": 1.0, "d2": 0.5}}, {"q1": {"d1": 0.2, "d2": 0.9}}
+    assert harness.fuse([a, b], weights=np.array([1.0, 2.0])).to_dict() == harness.fuse([a, b], weights=[1, 2]).to_dict()
+
+
+def test_a_run_dataframes_rank_column_is_read_for_order_rank():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [0.1, 0.9], "rank": [1, 2]})
+    assert harness.evaluate({"q1": {"a": 1}}, frame, ["rr"], order="rank").mean()["rr"] == 1.0
+    assert harness.evaluate({"q1": {"a": 1}}, frame, ["rr"]).mean()["rr"] == 0.5
+    with pytest.raises(InputError, match=r"run.iloc\[0\].rank: a rank is a whole number >= 1, got 0"):
+        harness.evaluate({"q1": {"a": 1}}, frame.assign(rank=[0, 2]), ["rr"], order="rank")

@@ -16,12 +16,23 @@ import numpy as np
 from .runtable import ColumnarRun, _offsets, encode, sorted_vocab
 
 METHODS = ("rrf", "minmax", "zscore")
+HUGE = 1e100  # above it a list's spread or variance may overflow a float
 
 
 def normalise(scores: np.ndarray, how: str) -> np.ndarray:
     """Min-max to [0, 1] or z-score; a list whose scores are all equal maps to 1 (minmax) or 0 (zscore)."""
     if len(scores) == 0:
         return scores
+    peak = float(np.abs(scores).max())
+    if HUGE < peak < np.inf:
+        # Scores near the float limit overflow in hi - lo or in the variance (1e308 and -1e308 fused to NaN, or to
+        # z-scores of 0): both normalisations are free of scale, so such a list is scaled down first. Others are
+        # left as they are, to the last bit.
+        scores = scores / peak
+    return _normalised(scores, how)
+
+
+def _normalised(scores: np.ndarray, how: str) -> np.ndarray:
     if how == "minmax":
         lo, hi = scores.min(), scores.max()
         return np.ones_like(scores) if hi == lo else (scores - lo) / (hi - lo)

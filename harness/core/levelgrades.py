@@ -73,4 +73,4 @@ def grades_at(grades: Mapping[str, Mapping[str, int]], i: int, query_id: str) ->
 
 
 def as_qrels(grades: Mapping[str, Mapping[str, int]]) -> Qrels:
-    return grades.qrels if isinstance(grades, LevelGrades) else Qrels.from_dict(grades)
+    return grades.qrels if isinstance(grades, LevelGrades) else Qrels.from_checked_dict(grades)

@@ -80,9 +80,20 @@ class ColumnarRun:
 
     @classmethod
     def from_lists(cls, lists: Mapping[str, Sequence[tuple[str, float]]],
-                   ranks: Mapping[str, Sequence[int]] | None = None,
-                   doc_vocab: np.ndarray | None = None) -> "ColumnarRun":
-        """From ``{query_id: [(doc_id, score), ...]}`` (the order given is kept)."""
+                   ranks: Mapping[str, Sequence[int]] | None = None) -> "ColumnarRun":
+        """From ``{query_id: [(doc_id, score), ...]}`` (the order given is kept; ``ranks``: each hit's given rank,
+        for ``order="rank"``), its ids, scores and ranks checked as ``harness.evaluate`` checks a dict: an
+        InputError naming each bad entry."""
+        from .dictinput import checked_lists, checked_ranks
+
+        checked = checked_lists(lists, "Run.from_lists")
+        return cls.from_checked_lists(checked, None if ranks is None else checked_ranks(ranks, lists, "ranks"))
+
+    @classmethod
+    def from_checked_lists(cls, lists: Mapping[str, Sequence[tuple[str, float]]],
+                           ranks: Mapping[str, Sequence[int]] | None = None,
+                           doc_vocab: np.ndarray | None = None) -> "ColumnarRun":
+        """``from_lists`` for lists a reader has checked already (string ids, finite float scores)."""
         query_ids = np.array(list(lists), dtype=object)
         lengths = np.array([len(v) for v in lists.values()], dtype=np.int64)
         docs = [d for hits in lists.values() for d, _ in hits]
@@ -104,8 +115,17 @@ class ColumnarRun:
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "ColumnarRun":
-        """From the dict-of-dicts form pytrec_eval and ranx use."""
-        return cls.from_lists({q: list(d.items()) for q, d in run.items()})
+        """From the dict-of-dicts form pytrec_eval and ranx use, checked as ``harness.evaluate`` checks it (ids read
+        as strings: ``{"1": {2: 1.0}}`` names document "2"; scores finite numbers): an InputError naming each bad
+        entry."""
+        from .dictinput import checked_scores
+
+        return cls.from_checked_dict(checked_scores(run, "Run.from_dict"))
+
+    @classmethod
+    def from_checked_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "ColumnarRun":
+        """``from_dict`` for a dict a reader has checked already."""
+        return cls.from_checked_lists({q: list(d.items()) for q, d in run.items()})
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{query_id: {doc_id: score}}`` in row order; a doc repeated in one query keeps its highest score (the
@@ -151,7 +171,16 @@ class Qrels:
 
     @classmethod
     def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":
-        """From ``{query_id: {doc_id: grade}}``; a query with an empty dict is judged with nothing relevant."""
+        """From ``{query_id: {doc_id: grade}}``; a query with an empty dict is judged with nothing relevant. Checked
+        as ``harness.evaluate`` checks it (ids read as strings, grades whole numbers: ``1.5`` is refused, not read
+        as 1): an InputError naming each bad entry."""
+        from .dictinput import checked_grades
+
+        return cls.from_checked_dict(checked_grades(qrels, "Qrels.from_dict"))
+
+    @classmethod
+    def from_checked_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":
+        """``from_dict`` for a dict a reader has checked already (string ids, whole grades)."""
         query_ids = np.array(list(qrels), dtype=object)
         lengths = np.array([len(v) for v in qrels.values()], dtype=np.int64)
         docs = np.array([d for v in qrels.values() for d in v], dtype=object)

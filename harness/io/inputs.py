@@ -17,11 +17,12 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..core.dictinput import (MAX_SHOWN, checked_grades, checked_id, checked_scores, grade_value, plain,
+                              raise_problems, score_value)
 from ..core.errors import InputError
-from ..core.ids import GRADE_LIMIT, id_problem, is_finite_number
+from ..core.ids import is_finite_number
 from ..core.runtable import ColumnarRun, Qrels, _offsets
 
-MAX_SHOWN = 20
 NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
 QRELS_FORMS = ("a Qrels, a dict {query_id: {doc_id: grade}}, a pandas DataFrame with columns query_id, doc_id, "
                "relevance, or a path to a TREC qrels, BEIR qrels TSV or native golden set file")
@@ -40,110 +41,6 @@ def _kind(value: Any) -> str:
     if isinstance(value, Qrels):
         return "a Qrels"
     return type(value).__name__
-
-
-def _raise(name: str, head: str, problems: list[str]) -> None:
-    if problems:
-        shown = problems[:MAX_SHOWN] + ([f"... and {len(problems) - MAX_SHOWN} more"]
-                                        if len(problems) > MAX_SHOWN else [])
-        raise InputError(f"{name}: {head} ({len(problems)} problem(s))", shown)
-
-
-# ---- single values ------------------------------------------------------------------------------------------------
-
-def _plain(value: Any) -> Any:
-    """numpy scalars as the Python values they hold (np.int64 is not an int, np.str_ is a str already)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _id(value: Any, what: str, where: str, problems: list[str]) -> str | None:
-    value = _plain(value)
-    if value is None or isinstance(value, float) and value != value:  # a DataFrame's empty cell
-        problems.append(f"{where}: {what} is missing ({value})")
-        return None
-    problem = id_problem(value, what)
-    if problem:
-        problems.append(f"{where}: {problem}")
-        return None
-    return str(value)
-
-
-def grade_value(value: Any) -> int | str:
-    """The grade ``value`` holds, or why it holds none."""
-    value = _plain(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # 1.0 is 1, as in a qrels file
-    if isinstance(value, bool) or not isinstance(value, int):
-        return f"expected a whole-number grade, got {value!r}"
-    if not -GRADE_LIMIT < value < GRADE_LIMIT:
-        return f"grade {value} is out of range (|grade| < 2**31)"
-    return value
-
-
-def score_value(value: Any) -> float | str:
-    value = _plain(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"expected a number as score, got {value!r}"
-    if value != value:
-        return "a NaN score has no place in a ranking"
-    return float(value)
-
-
-# ---- dict-of-dicts ------------------------------------------------------------------------------------------------
-
-def _nested(data: Mapping, name: str, inner: str, value: Callable[[Any], Any], fast: Callable[[Any], bool],
-            hint: Callable[[Any], str]) -> dict[str, dict[str, Any]]:
-    """``{qid: {doc: value}}`` checked entry by entry; ids made strings, collisions (1 and "1") refused. ``fast``
-    says a value is fine as it is (the usual case, checked without a call to ``value``)."""
-    problems: list[str] = []
-    out: dict[str, dict[str, Any]] = {}
-    good_docs: set[str] = set()  # string doc ids already checked: a doc recurs across queries
-    for raw_q, docs in data.items():
-        where = f"{name}[{raw_q!r}]"
-        qid = _id(raw_q, "query id", where, problems)
-        if not isinstance(docs, Mapping):
-            problems.append(f"{where}: expected a dict {inner}, got {type(docs).__name__} {docs!r}"[:300])
-            continue
-        if qid is None:
-            continue
-        if qid in out:
-            problems.append(f"{where}: query id {qid!r} is given twice (as a string and as a number)")
-            continue
-        hits: dict[str, Any] = {}
-        for raw_d, raw_v in docs.items():
-            if type(raw_d) is str and raw_d in good_docs:
-                doc: str | None = raw_d
-            else:
-                doc = _id(raw_d, "document id", f"{where}[{raw_d!r}]", problems)
-                if doc is not None and type(raw_d) is str:
-                    good_docs.add(doc)
-            v = raw_v if fast(raw_v) else value(raw_v)
-            if isinstance(v, str):
-                problems.append(f"{where}[{raw_d!r}]: {v}{hint(raw_v)}")
-            if doc is None or isinstance(v, str):
-                continue
-            if doc in hits:
-                problems.append(f"{where}[{raw_d!r}]: document id {doc!r} is given twice (as a string and as a number)")
-                continue
-            hits[doc] = v
-        out[qid] = hits
-    _raise(name, f"cannot read the dict {inner}", problems)
-    return out
-
-
-def _plain_grade(value: Any) -> bool:
-    return type(value) is int and -GRADE_LIMIT < value < GRADE_LIMIT
-
-
-def _plain_score(value: Any) -> bool:
-    return type(value) is float and value == value
-
-
-def _looks_like_scores(value: Any) -> str:
-    value = _plain(value)
-    if isinstance(value, float) and not isinstance(value, bool):
-        return " (a score? the judgments come first: evaluate(qrels, run, metrics))"
-    return ""
 
 
 # ---- DataFrames ---------------------------------------------------------------------------------------------------
@@ -172,10 +69,10 @@ def _frame_rows(frame: Any, name: str, value_column: str, value: Callable[[Any],
                 key = (type(raw), raw)
                 known = ids.get(key)
             except TypeError:  # unhashable (a list in a cell): not an id, whatever it holds
-                row.append(_id(raw, what, f"{name}.iloc[{i}].{col}", problems))
+                row.append(checked_id(raw, what, f"{name}.iloc[{i}].{col}", problems))
                 continue
             if known is None:  # unseen, or bad (then named on every row that holds it)
-                known = ids[key] = _id(raw, what, f"{name}.iloc[{i}].{col}", problems)
+                known = ids[key] = checked_id(raw, what, f"{name}.iloc[{i}].{col}", problems)
             row.append(known)
         checked = value(v)
         if isinstance(checked, str):
@@ -191,7 +88,7 @@ def _frame_rows(frame: Any, name: str, value_column: str, value: Callable[[Any],
             texts.setdefault(text, set()).add(kind.__name__)
     clashes = sorted(t for t, kinds in texts.items() if len(kinds) > 1)
     problems += [f"{name}: id {t!r} is given both as a string and as a number" for t in clashes[:MAX_SHOWN]]
-    _raise(name, "cannot read the DataFrame", problems)
+    raise_problems(name, "cannot read the DataFrame", problems)
     return qids, docs, values
 
 
@@ -213,19 +110,37 @@ def _qrels_from_frame(frame: Any, name: str) -> Qrels:
         if pair in seen:
             problems.append(f"{name}: query {pair[0]!r}, doc {pair[1]!r} is judged twice (which grade is meant?)")
         seen.setdefault(pair, i)
-    _raise(name, "cannot read the DataFrame", problems)
+    raise_problems(name, "cannot read the DataFrame", problems)
     query_ids, order, lengths = _grouped(qids)
     return Qrels(query_ids, _offsets(lengths), np.array(docs, dtype=object)[order],
                  np.array(grades, dtype=np.int64)[order])
 
 
+def _frame_ranks(frame: Any, name: str) -> np.ndarray | None:
+    """A run DataFrame's ``rank`` column, when it has one (what ``order="rank"`` reads; it was dropped without a
+    word): whole numbers >= 1, each bad cell named."""
+    if "rank" not in [str(c) for c in frame.columns]:
+        return None
+    problems, ranks = [], []
+    for i, cell in enumerate(_columns(frame, name, ("rank",))["rank"]):
+        value = plain(cell)
+        value = int(value) if isinstance(value, float) and value.is_integer() else value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append(f"{name}.iloc[{i}].rank: a rank is a whole number >= 1, got {cell!r}")
+        else:
+            ranks.append(value)
+    raise_problems(name, "cannot read the DataFrame", problems)
+    return np.array(ranks, dtype=np.int64)
+
+
 def _run_from_frame(frame: Any, name: str) -> ColumnarRun:
     qids, docs, scores = _frame_rows(frame, name, "score", score_value)
+    ranks = _frame_ranks(frame, name)
     query_ids, order, lengths = _grouped(qids)
     vocab, codes = np.unique(np.array(docs, dtype=object), return_inverse=True) if docs else (
         np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
     return ColumnarRun(query_ids, _offsets(lengths), vocab.astype(object), codes.astype(np.int64)[order],
-                       np.array(scores, dtype=np.float64)[order])
+                       np.array(scores, dtype=np.float64)[order], None if ranks is None else ranks[order])
 
 
 # ---- paths --------------------------------------------------------------------------------------------------------
@@ -238,12 +153,12 @@ def read_qrels(path: Path) -> Qrels:
 
     if base_suffix(path) in NATIVE_GOLD:
         raw = native_queries(path)
-        return Qrels.from_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
+        return Qrels.from_checked_dict({q.query_id: {j.doc_id: j.grade for j in q.relevant} for q in raw})
     if path.is_file():
         fast = fast_trec.read_qrels(path)
         if fast is not None:
             return fast
-    return Qrels.from_dict(read_qrels_file(path))
+    return Qrels.from_checked_dict(read_qrels_file(path))
 
 
 def _path(value: Any) -> Path | None:
@@ -257,8 +172,7 @@ def as_qrels(value: Any, name: str = "qrels") -> Qrels:
     if isinstance(value, Qrels):
         return value
     if isinstance(value, Mapping):
-        return Qrels.from_dict(_nested(value, name, "{doc_id: grade}", grade_value, _plain_grade,
-                                             _looks_like_scores))
+        return Qrels.from_checked_dict(checked_grades(value, name))
     if is_dataframe(value):
         return _qrels_from_frame(value, name)
     path = _path(value)
@@ -273,8 +187,7 @@ def as_run(value: Any, name: str = "run") -> ColumnarRun:
     if isinstance(value, ColumnarRun):
         return value
     if isinstance(value, Mapping):
-        return ColumnarRun.from_dict(_nested(value, name, "{doc_id: score}", score_value, _plain_score,
-                                                     lambda v: ""))
+        return ColumnarRun.from_checked_dict(checked_scores(value, name))
     if is_dataframe(value):
         return _run_from_frame(value, name)
     path = _path(value)
@@ -288,4 +201,4 @@ def as_run(value: Any, name: str = "run") -> ColumnarRun:
 
 def finite_number(value: Any) -> bool:
     """``core.ids.is_finite_number`` of a value or a NumPy scalar."""
-    return is_finite_number(_plain(value))
+    return is_finite_number(plain(value))

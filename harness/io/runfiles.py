@@ -143,7 +143,7 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
     runs = read_jsonl_hits(path, need_doc=True)
     lists = {qid: [(h.doc_id, h.score) for h in hits] for qid, hits in runs.items()}
     ranks = {qid: list(range(1, len(hits) + 1)) for qid, hits in runs.items()}
-    return ColumnarRun.from_lists(lists, ranks=ranks)
+    return ColumnarRun.from_checked_lists(lists, ranks=ranks)
 
 
 JSON_RUN = (".jsonl", ".json")

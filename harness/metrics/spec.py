@@ -106,7 +106,9 @@ def known_metrics_help() -> str:
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """Parse a metric name or alias (``P@5``, ``MRR@10``, ``nDCG@10``, ``ndcg_cut_10``) into its spec."""
     if isinstance(text, MetricSpec):
-        return text
+        return _checked_spec(text)
+    if not isinstance(text, str):
+        raise MetricError(f"a metric is a name such as 'ndcg@10' or a MetricSpec, got {type(text).__name__} {text!r}")
     raw = text.strip()
     trec = _TREC_NAME.match(raw)
     if trec:
@@ -129,6 +131,21 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             params[key] = value
     window = (m["k"] or "").lower() == WINDOW
     return _build(text, family, params, int(m["k"]) if m["k"] and not window else None, window)
+
+
+def _checked_spec(spec: MetricSpec) -> MetricSpec:
+    """A MetricSpec made by hand, held to what its name would parse to: a cutoff of -5 or 5.5, an unknown gain or
+    family would otherwise reach the engine (``ndcg@-5`` scored 0.0; 5.5 was a TypeError deep inside)."""
+    if spec.family not in FAMILIES:
+        raise MetricError(f"{spec!r}: unknown metric family {spec.family!r}; known metrics: {known_metrics_help()}")
+    try:
+        parsed = parse_metric(spec.name)
+    except MetricError as exc:
+        raise MetricError(f"{spec!r}: {exc}") from None
+    if parsed != spec:
+        raise MetricError(f"{spec!r}: not a metric as given (it reads as {parsed.name}); set only the parameters "
+                          f"its family takes, and k or window, not both")
+    return spec
 
 
 def _build(text: str, family: str, params: dict[str, str], k: int | None, window: bool = False) -> MetricSpec:

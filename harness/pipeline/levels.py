@@ -76,7 +76,7 @@ def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -
     answered = {q: v for q, v in lists.items() if q not in absent}
     answered.update((q, []) for q in coverage.unknown if q not in answered)
     ranks = {q: list(range(1, len(v) + 1)) for q, v in answered.items()}
-    return ColumnarRun.from_lists(answered, ranks=ranks)
+    return ColumnarRun.from_checked_lists(answered, ranks=ranks)
 
 
 def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mapping[str, int]],
