@@ -287,8 +287,18 @@ def compare(results: Any, metrics: Any = None, *, baseline: str | None = None, t
             raise InputError("metrics: a MetricTable has one level; give names without doc. or chunk.")
         runs = _tables_as_results(named)
         names = names or list(named[0][1].names)
+        from .metrics.spec import parse_metric
+
+        for i, (name, table) in enumerate(named):  # in the tables' words: no doc. level shows through
+            missing = [m for m in names if parse_metric(str(m)).name not in table.names]
+            if missing:
+                where = f"results[{name!r}]" if name else f"results[{i}]"
+                raise InputError(f"metrics: {', '.join(map(repr, missing))} not in the MetricTable {where} (it has "
+                                 f"{', '.join(table.names)})")
     elif any(tables):
-        raise InputError("results: give all results or all MetricTables, not a mix")
+        others = [f"results[{name!r}] is {_describe(item)}" if name else f"results[{i}] is {_describe(item)}"
+                  for i, ((name, item), table) in enumerate(zip(named, tables)) if not table]
+        raise InputError(f"results: give all results or all MetricTables, not a mix ({'; '.join(others[:3])})")
     else:
         runs = []
         for i, (name, item) in enumerate(named):

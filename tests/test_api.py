@@ -569,3 +569,15 @@ def test_a_run_dataframes_rank_column_is_read_for_order_rank():
     assert harness.evaluate({"q1": {"a": 1}}, frame, ["rr"]).mean()["rr"] == 0.5
     with pytest.raises(InputError, match=r"run.iloc\[0\].rank: a rank is a whole number >= 1, got 0"):
         harness.evaluate({"q1": {"a": 1}}, frame.assign(rank=[0, 2]), ["rr"], order="rank")
+
+
+def test_compare_of_tables_speaks_of_tables():
+    """A metric a table lacks was named 'doc.ap ... in run' (the stand-in Result's level); a None among tables was
+    'not a mix' without saying which."""
+    table = harness.evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}, "q2": {"a": 0.9, "b": 0.5}},
+                             ["rr", "ndcg@10"])
+    with pytest.raises(InputError, match=r"metrics: 'ap' not in the MetricTable results\[0\] \(it has rr, ndcg@10\)"):
+        harness.compare([table, table], "ap")
+    with pytest.raises(InputError, match=r"not a mix \(results\[1\] is NoneType\)"):
+        harness.compare([table, None])
+    assert [r.metric for r in harness.compare([table, table], "RR").rows] == ["rr"]
