@@ -5,7 +5,7 @@ import pytest
 
 from harness.cache import ArrayCache, cache_key
 from harness.core.errors import RetrieverError, RunFileError
-from harness.pipeline.execute import retrieve_all
+from harness.executors.retrieval import retrieve_all
 from harness.retrievers import BuildContext, build_retriever
 from harness.retrievers.compose import fuse, normalise
 from harness.core.types import Chunk, Document, Hit, Query, RankedList

@@ -15,7 +15,8 @@ from harness.core.hittable import HitTable, HitTableBuilder
 from harness.core.types import Chunk, Hit, RankedList
 from harness.metrics.spec import parse_metrics
 from harness.pipeline.assemble import build_result, prepare
-from harness.pipeline.execute import retrieve_all, window_sizes
+from harness.executors.retrieval import retrieve_all
+from harness.pipeline.window import window_sizes
 from harness.pipeline.levels import Coverage, evaluate_levels
 from harness.retrievers import BuildContext, build_retriever
 from harness.retrievers.ranking import rank_hits
@@ -225,7 +226,7 @@ def test_lazy_hits_slice_as_a_tuple_does():
 
 
 def test_a_subclass_that_overrides_retrieve_is_not_bypassed_by_the_fast_path():
-    from harness.pipeline.execute import _indexed
+    from harness.executors.retrieval import _indexed
     from harness.retrievers.bm25 import BM25Retriever, BM25Config
 
     class Filtered(BM25Retriever):

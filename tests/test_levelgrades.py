@@ -114,7 +114,8 @@ def test_a_run_judged_by_columns_equals_one_judged_by_dicts():
     from harness.io.hitsfile import RunHits
     from harness.metrics.spec import parse_metrics
     from harness.pipeline.assemble import prepare
-    from harness.pipeline.execute import retrieve_all, window_sizes
+    from harness.executors.retrieval import retrieve_all
+    from harness.pipeline.window import window_sizes
     from harness.pipeline.levels import evaluate_levels, level_qrels
     from harness.retrievers import BuildContext, build_retriever
 

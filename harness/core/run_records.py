@@ -35,7 +35,7 @@ class ExecutorRecord(Record):
 
 
 class LatencyRecord(Record):
-    """Per-query retrieval latency (``pipeline.latency``): measured per request (http) or per batch divided."""
+    """Per-query retrieval latency (``executors.latency``): measured per request (http) or per batch divided."""
 
     queries: Count
     p50_ms: float

@@ -1,4 +1,4 @@
-"""The local executor: today's in-process ``pipeline.execute.retrieve_all``, and what every executor returns."""
+"""The local executor: the in-process ``retrieval.retrieve_all``, and what every executor returns."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Mapping, Sequence
 
 from ..config.schema import ExperimentConfig
 from ..core.types import Chunk, Document, Query
-from ..pipeline.execute import Retrieved, retrieve_all
 from ..retrievers import Retriever
+from .retrieval import Retrieved, retrieve_all
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from ..metrics.table import rule_text
 from ..retrievers import BuildContext, build_retriever
 from ..retrievers.contract import HitReport
 from ..executors import execute  # where retrieval runs (the config's executor:)
-from .execute import depth_cut_warning, empty_window_warning, query_coverage, retrieve_all, window_sizes  # noqa: F401
+from ..executors.retrieval import query_coverage
+from .window import depth_cut_warning, empty_window_warning, window_sizes
 from .levels import Coverage, Levels, evaluate_levels, level_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
@@ -162,7 +163,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                  coverage: Coverage = Coverage(), hits: HitReport | None = None,
                  retriever_info: dict | None = None, *, latency: dict | None = None,
                  requests: dict | None = None) -> Result:
-    """``lists`` are placed (``execute.retrieve_all``): every hit names one of ``prepared.chunks``."""
+    """``lists`` are placed (``executors.retrieval.retrieve_all``): every hit names one of ``prepared.chunks``."""
     config, gold = prepared.config, prepared.gold
     if not gold.queries:
         raise GoldSetError(f"{config.goldset.path}: the golden set has no queries; nothing to evaluate")

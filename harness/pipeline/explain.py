@@ -13,9 +13,9 @@ from ..config.schema import ExperimentConfig, parse_config
 from ..core.errors import HarnessError, InputError
 from ..core.result import Result
 from ..core.types import GoldSet, Judgment, Query, Span
+from ..executors.retrieval import query_coverage, retrieve_all
 from ..retrievers import BuildContext, build_retriever
 from .assemble import build_result, prepare
-from .execute import query_coverage, retrieve_all
 from .levels import Coverage
 
 

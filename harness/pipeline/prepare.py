@@ -23,7 +23,7 @@ from ..io.documents import load_corpus
 from ..metrics.spec import WINDOW_METRICS, parse_metrics
 from ..retrievers import BuildContext
 from ..text import TokenCounter
-from .execute import check_token_budget
+from .window import check_token_budget
 
 
 @dataclass

@@ -1,5 +1,7 @@
-"""Index once, retrieve every query in batches (progress on stderr), check each batch against the retriever
-contract, place every hit on a chunk (the hit contract), keep ``depth`` hits, apply the cutoff."""
+"""The in-process retrieval loop every executor drives: index once, retrieve every query in batches (progress on
+stderr), check each batch against the retriever contract, place every hit on a chunk (the hit contract), keep
+``depth`` hits. The local executor runs it with the retriever itself; the Ray executor with a retriever that sends
+each batch to its actors, so the checks and the placing are this same code."""
 
 from __future__ import annotations
 
@@ -8,18 +10,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
-import numpy as np
-
-from ..config.schema import CutoffConfig
-from ..core.errors import ConfigError, HarnessError, RetrieverError, crash_line
+from ..core.errors import HarnessError, RetrieverError, crash_line
+from ..core.hittable import HitTable, HitTableBuilder
+from ..core.types import Chunk, Document, Query
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
 from ..retrievers.compose import dropped_duplicates
 from ..retrievers.contract import HitReport, shown
 from ..retrievers.ranking import id_order
-from ..text import TokenCounter
-from ..core.hittable import HitTable, HitTableBuilder
 from .latency import latency_summary, per_query_ms
-from ..core.types import Chunk, Document, Query, RankedList
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ class Retrieved:
     chunks: list[Chunk]
     timings: dict[str, float]
     hits: HitReport
-    latency: dict | None = None  # pipeline.latency.latency_summary: p50/p95/max ms per query, queries/s
+    latency: dict | None = None  # latency.latency_summary: p50/p95/max ms per query, queries/s
 
     def warning(self, kind: str) -> str | None:
         """The stderr warning for skipped hits (``retriever_hits.unplaceable: skip``), or None."""
@@ -160,79 +158,3 @@ def query_coverage(retriever: Retriever, queries: Sequence[Query]) -> tuple[tupl
     known, wanted = set(ids), {q.query_id for q in queries}
     return (tuple(q.query_id for q in queries if q.query_id not in known),
             tuple(q for q in ids if q not in wanted))
-
-
-def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: dict[str, str]) -> list[int]:
-    """The effective k of each query: ``k``, or as many chunks in rank order as fit in the token budget."""
-    if cutoff.k is not None:
-        if isinstance(lists, HitTable):  # from the columns: no list is made
-            return np.minimum(lists.lengths, cutoff.k).tolist()
-        return [min(cutoff.k, len(r.hits)) for r in lists]
-    counter = TokenCounter(cutoff.tokenizer)
-    budget = cutoff.token_budget or 0
-    costs: dict[str, int] = {}  # a chunk is counted once, however many rankings it appears in
-    sizes = []
-    for ranked in lists:
-        used, n = 0, 0
-        for hit in ranked.hits:
-            cost = costs.get(hit.chunk_id)
-            if cost is None:
-                cost = costs[hit.chunk_id] = counter.count(chunk_text[hit.chunk_id])
-            if used + cost > budget:
-                break
-            used += cost
-            n += 1
-        sizes.append(n)
-    return sizes
-
-
-def check_token_budget(cutoff: CutoffConfig, chunks: Sequence[Chunk]) -> None:
-    """A token budget smaller than every chunk would leave every query's context window empty whatever the
-    retriever does: an error before any retrieval, naming the smallest chunk's cost. Counting stops at the first
-    chunk that fits (usually the first one), so a sound budget costs almost nothing to check."""
-    budget = cutoff.token_budget
-    if budget is None or not chunks:
-        return
-    counter = TokenCounter(cutoff.tokenizer)
-    smallest: tuple[int, str] | None = None
-    for chunk in chunks:
-        cost = counter.count(chunk.text)
-        if cost <= budget:
-            return
-        if smallest is None or cost < smallest[0]:
-            smallest = (cost, chunk.chunk_id)
-    assert smallest is not None
-    unit = "words" if cutoff.tokenizer == "words" else "tokens"
-    raise ConfigError(f"cutoff.token_budget: {budget} {unit} is smaller than every chunk, so every context window "
-                      f"would be empty; the smallest chunk ({smallest[1]!r}) costs {smallest[0]} {unit}: give a "
-                      f"budget of at least {smallest[0]}, or make smaller chunks")
-
-
-def empty_window_warning(cutoff: CutoffConfig, lists: Sequence[RankedList], sizes: Sequence[int]) -> str | None:
-    """The warning for queries whose first hit alone is over the token budget (their window holds 0 chunks)."""
-    if cutoff.token_budget is None:
-        return None
-    if isinstance(lists, HitTable):
-        empty = [str(q) for q, k, n in zip(lists.query_ids, sizes, lists.lengths.tolist()) if k == 0 and n]
-    else:
-        empty = [r.query_id for r, k in zip(lists, sizes) if k == 0 and r.hits]
-    if not empty:
-        return None
-    shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
-    return (f"warning: cutoff.token_budget: the context window is empty (0 chunks) for {len(empty)} of {len(lists)} "
-            f"queries, whose first hit alone costs more than {cutoff.token_budget}: {shown}")
-
-
-def depth_cut_warning(cutoff: CutoffConfig, depth: int, lists: Sequence[RankedList], sizes: Sequence[int]
-                      ) -> str | None:
-    """The warning for queries whose whole ranked list (``depth`` hits) fit in the token budget: their window was
-    cut at ``depth``, not by the budget, so it is smaller than the budget the user set."""
-    if cutoff.token_budget is None:
-        return None
-    lengths = lists.lengths.tolist() if isinstance(lists, HitTable) else [len(r.hits) for r in lists]
-    cut = sum(1 for k, n in zip(sizes, lengths) if k == n == depth)
-    if not cut:
-        return None
-    return (f"warning: cutoff.token_budget: for {cut} of {len(lists)} queries all {depth} retrieved chunks fit in the "
-            f"token budget ({cutoff.token_budget}), so their window stops at depth ({depth}), not at the budget: raise "
-            f"depth to fill the budget")

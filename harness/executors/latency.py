@@ -1,7 +1,7 @@
 """Latency and throughput of a retriever, per query: p50, p95, max and queries/s, for the result and gates.
 
 A retriever that times each query itself (``query_latencies_ms()``: ``kind: http`` times each request, retries
-included) is taken at its word; any other is timed per batch in ``execute.retrieve_all`` and each query of a batch
+included) is taken at its word; any other is timed per batch in ``retrieval.retrieve_all`` and each query of a batch
 is given the batch's time divided by its size (a batch retriever answers them together: that share is its cost)."""
 
 from __future__ import annotations
