@@ -190,7 +190,7 @@ def _describe(value: Any) -> str:
 def _as_result(value: Any, name: str) -> "Result":
     """A Result as it is; a results.json path loaded, a parsed results.json validated (every problem located)."""
     from .core.result import Result
-    from .core.result_load import load_result
+    from .io.results import load_result
 
     if isinstance(value, Result):
         return value

@@ -77,7 +77,7 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
     Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
     """
     from .core.errors import InputError
-    from .core.result_load import results_path
+    from .io.results import results_path
     from .render.gate import junit_xml, summary_markdown
     from .stats.gates import check_rules, evaluate_gates
     from .render.outputs import load_results
@@ -121,7 +121,7 @@ def report_command(results: List[Path] = typer.Argument(..., help="one results.j
     Example: harness report reports/demo-bm25/results.json -o demo.html
     """
     from .core.errors import InputError
-    from .core.result_load import results_path
+    from .io.results import results_path
     from .render.html import render
     from .render.outputs import load_results
 

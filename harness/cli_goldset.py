@@ -69,7 +69,7 @@ def _before(against: Optional[Path]):
     if against is None:
         return None
     if against.suffix == ".json":  # a run's results.json: the fingerprints of the documents it judged
-        from .core.result_load import load_result
+        from .io.results import load_result
 
         return Before(fingerprints=load_result(against).goldset.judged_documents)
     if not against.exists():
@@ -195,7 +195,7 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
 
     Example: harness goldset pool reports/demo-bm25/results.json --depth 10 -o to_judge.csv
     """
-    from .core.result_load import load_result, results_path
+    from .io.results import load_result, results_path
     from .goldset import pool as pooling
     from .goldset.sources import read_corpus
 
@@ -282,7 +282,7 @@ def stats(gold: Path = typer.Argument(..., help="the golden set"),
     summary = goldset_stats(raw)
     if results is not None:
         from .core.fingerprint import fingerprint_of_items
-        from .core.result_load import load_result
+        from .io.results import load_result
 
         run = load_result(results)
         if run.goldset.query_ids_fingerprint != fingerprint_of_items(sorted(q.query_id for q in raw)):

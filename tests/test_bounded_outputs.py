@@ -286,7 +286,7 @@ def test_large_run_files_are_bounded(large):
 def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
     from harness.core.errors import InputError
     from harness.core.result import Result
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
     from harness.pipeline.explain import saved_texts
     from harness.render.explain import explain_result
     from harness.render.html import render

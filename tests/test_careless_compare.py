@@ -282,7 +282,7 @@ def test_api_compare_refuses_tables_of_other_judgments():
 def test_api_levels_metrics_and_flags_are_checked(runs):
     import harness as api
     from harness.core.errors import InputError
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
 
     result = load_result(runs["a"])
     assert len(result.counted("doc")) == result.summary.counts.doc.evaluated_queries

@@ -22,7 +22,7 @@ from clihelp import DEMO, harness
 from conftest import ROOT
 from harness.config.schema import parse_config
 from harness.core.result import LEVELS, Result
-from harness.core.result_load import load_result
+from harness.io.results import load_result
 from harness.pipeline.assemble import run_experiment
 from harness.pipeline.sweep import build_leaderboard
 from harness.render.outputs import per_query_csv, write_run_files

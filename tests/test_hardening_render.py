@@ -225,7 +225,7 @@ DEMOS = sorted(p.name for p in (ROOT / "configs").glob("demo-*.yaml"))
 @pytest.mark.parametrize("config", DEMOS)
 def test_every_demo_results_json_validates_and_round_trips(config, tmp_path):
     from harness.core.result import Result
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
 
     proc = harness("run", ROOT / "configs" / config, "--out", tmp_path / "out", "-q")
     assert proc.returncode == 0, proc.stderr
@@ -256,7 +256,7 @@ def test_writer_refuses_a_result_the_schema_rejects(demo_run):
     import warnings
 
     from harness.core.errors import HarnessError, InputError
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
 
     result = load_result(demo_run).with_memory(run=object(), chunk_text={"c": "t"})  # in-memory parts: not written
     assert json.loads(result.to_json()) == json.loads(demo_run.read_text())

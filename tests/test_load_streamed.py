@@ -1,5 +1,5 @@
 """Reading a large results.json in bounded memory (issue 14, "Loading a large results.json"): a file in the writer's
-one-record-a-line layout is read a record at a time into a QueryStore (core/result_stream.py), equal record for
+one-record-a-line layout is read a record at a time into a QueryStore (io/results_stream.py), equal record for
 record to reading the whole document, and written back to the same bytes; a bad record line is located like any
 other problem. compare, gate and report read per-query columns (core/querycolumns.py) and give the numbers they give
 on the records in memory: checked on a spooled 6,000-query run (depth 3, so it is fast)."""
@@ -74,7 +74,7 @@ def _whole(path: Path):
 
 def test_a_large_results_json_streams_into_a_store_equal_to_the_whole_document(runs):
     from harness.core.querystore import QueryStore
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
 
     result, path = runs[0]
     assert isinstance(result.queries, QueryStore) and result.hits_kept == "selected"
@@ -110,7 +110,7 @@ def test_a_large_results_json_streams_into_a_store_equal_to_the_whole_document(r
 
 
 def test_a_small_run_still_loads_as_a_list(tmp_path):
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
 
     proc = harness("run", _demo(tmp_path), "--out", tmp_path / "out", "-q")
     assert proc.returncode == 0, proc.stderr
@@ -157,7 +157,7 @@ def test_bad_record_lines_are_all_reported_located(runs, tmp_path):
 
 
 def test_a_file_not_in_the_streamed_layout_is_read_whole_and_located(runs, tmp_path):
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
 
     _, path = runs[0]
     text = path.read_text()
@@ -182,7 +182,7 @@ def _rules(tmp: Path, rules: list) -> Path:
 
 
 def test_compare_and_gate_on_spooled_results_equal_the_records_in_memory(runs, tmp_path):
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
     from harness.stats.compare import compare_runs
     from harness.stats.gates import evaluate_gates, load_rules
 

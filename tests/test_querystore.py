@@ -40,7 +40,7 @@ def _same_clock(result, like):
 @pytest.mark.parametrize("keep_all", [True, False], ids=["all-hits-kept", "selected-hits"])
 def test_a_spooled_result_equals_the_one_in_memory(tmp_path, monkeypatch, keep_all):
     from harness.core.querystore import QueryStore
-    from harness.core.result_load import load_result
+    from harness.io.results import load_result
     from harness.render.outputs import per_query_csv, write_outputs
 
     plain = _run(tmp_path, monkeypatch, spool=False, keep_all=keep_all)

@@ -3,7 +3,7 @@ kinds and the tags, in golden-set order, read from the records in ONE pass.
 
 compare, gate and report read these instead of the records: a large run's records are spooled
 (``core.querystore``) and every pass over them decodes 100k JSON records, while the columns take a few bytes per
-query (16 metrics x 100k queries = 13 MB). ``core.result_stream`` builds them while it loads a results.json, so
+query (16 metrics x 100k queries = 13 MB). ``io.results_stream`` builds them while it loads a results.json, so
 those commands decode each record once; ``of(result)`` builds them for any other result (and keeps them on it).
 
 Nothing here decides which queries count: ``counted`` is each record's flag (``metrics.table.included``)."""

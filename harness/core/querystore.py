@@ -55,7 +55,7 @@ class QueryStore(Sequence):
 
     def append_json(self, data: bytes, record: Any) -> None:
         """Store ``data``, the JSON of ``record`` already validated by the caller (a results.json line read by
-        ``core.result_stream``), without encoding it again, when it starts as ``index_of`` looks for it
+        ``io.results_stream``), without encoding it again, when it starts as ``index_of`` looks for it
         (``{"id":<the id>,``); otherwise (hand-edited spacing or key order) the record's own JSON."""
         if not data.startswith(id_head(record.id)):
             self.append(record)

@@ -136,7 +136,7 @@ class ConsistencyScan:
     """The per-query facts ``consistency_problems`` needs, gathered a record at a time in ONE pass (a large run's
     records are spooled: decoding them once per check would read the whole run seven times), then checked against
     the result's bounded part. The counted flags and values are the run's ``querycolumns``, which ``columns``
-    gives after ``problems`` (``core.result_stream`` keeps them on the Result it loads)."""
+    gives after ``problems`` (``io.results_stream`` keeps them on the Result it loads)."""
 
     def __init__(self, summary: Any, slim: bool = False):
         self.names = {level: set(summary.means(level)) for level in ("doc", "chunk")}

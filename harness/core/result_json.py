@@ -3,7 +3,7 @@ after another, each serialised by pydantic (Rust) and checked on its own, so no 
 built (a 100k-query run would otherwise hold several copies of a multi-GB document).
 
 The file is the same JSON document a ``json.dumps(result.to_dict(), indent=2)`` would be, laid out the same way
-(field order aside: ``chunks`` and ``queries`` come last), and ``core.result_load.load_result`` reads it back."""
+(field order aside: ``chunks`` and ``queries`` come last), and ``io.results.load_result`` reads it back."""
 
 from __future__ import annotations
 

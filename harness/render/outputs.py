@@ -233,6 +233,6 @@ def write_run_files(result: Result, folder: Path) -> None:
 
 def load_results(path: Path) -> Result:
     """A saved results.json, validated by the schema (every problem located)."""
-    from ..core.result_load import load_result
+    from ..io.results import load_result
 
     return load_result(path)

@@ -9,7 +9,7 @@ indented records, a hand-edited file) is not this module's: ``read`` returns Non
 document, which locates every problem. A bad record line here is reported the same way (``queries.3.hits.0.rank:
 ...``), every one of them, with the head's problems.
 
-The result and record models are passed in by ``core.result_load``, the one caller."""
+The result and record models are passed in by ``io.results``, the one caller."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import querystore
-from .errors import InputError
-from .jsonl import lone_surrogate_at
-from .result_check import ConsistencyScan, located, shown
+from ..core import querystore
+from ..core.errors import InputError
+from ..core.jsonl import lone_surrogate_at
+from ..core.result_check import ConsistencyScan, located, shown
 
 QUERIES_LINE = b'  "queries": [\n'
 RECORD_INDENT = b"    "

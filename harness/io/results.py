@@ -1,4 +1,4 @@
-"""Reading a results.json back (``load_result``): a large run's layout a record at a time (``result_stream``),
+"""Reading a results.json back (``load_result``): a large run's layout a record at a time (``results_stream``),
 anything else as one document, then the hits not kept in it attached from the Parquet file beside it. Apart from
 ``core.result`` (the models) so that module does not import its reader: the imports go one way."""
 
@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import InputError
-from .jsonl import lone_surrogate_at
-from .result import QueryResult, Result
-from .result_check import consistency_problems
-from .result_stream import read
+from ..core.errors import InputError
+from ..core.jsonl import lone_surrogate_at
+from ..core.result import QueryResult, Result
+from ..core.result_check import consistency_problems
+from .results_stream import read
 
 
 RESULTS_FILE = "results.json"
@@ -43,7 +43,7 @@ def load_result(path: Path) -> Result:
     if result is None:
         result = _whole(path)
     if result.hits_kept == "selected" and result.hits_file:  # the hits not kept here are read from beside it
-        from ..io.hitsfile import ParquetHits
+        from .hitsfile import ParquetHits
         result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
                                             path.parent / result.chunks_file if result.chunks_file else None,
                                             result.queries,  # their order locates a query's row group
