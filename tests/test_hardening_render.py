@@ -317,7 +317,7 @@ def live_html(text: str) -> list[str]:
 
 
 def test_leaderboard_cells_escape_pipes_html_and_newlines():
-    from harness.pipeline.sweep import leaderboard_markdown
+    from harness.render.sweep import leaderboard_markdown
 
     value = "a|b <script>alert(1)</script>\nnext [x](javascript:alert(2))"
     board = {"name": "s", "metric": "doc.ndcg@10", "best": "s-a", "test": "randomization", "correction": "holm",

@@ -64,6 +64,7 @@ def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bo
                 final_dir: Path | None) -> dict:
     from .assemble import prepare, run_experiment
     from ..render.outputs import write_run_files
+    from ..render.sweep import leaderboard_markdown
 
     results = []
     loaded: dict[str, object] = {}  # corpus, chunks and gold, shared by grid points that do not change them
@@ -183,26 +184,3 @@ def rank_runs(results: list, level: str, metric: str, name: str, log) -> list:
         log(f"warning: {len(missing)} run(s) have no {level}.{metric} (no query with relevant gold); ranked last: "
             + ", ".join(missing))
     return sorted(results, key=lambda r: (mean(r) is None, -(mean(r) or 0.0)))
-
-
-def leaderboard_markdown(board: dict) -> str:
-    """leaderboard.md; sweep values are user strings, so every cell and value goes through report's escaping."""
-    from ..render.outputs import _table, md
-
-    na = lambda value, spec: "n/a" if value is None else format(value, spec)  # no counted query: no number
-    rows = [[i, r["run"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), na(r["mean"], ".4f"),
-             r.get("queries", ""), na(r["delta_vs_best"], "+.4f"),
-             "" if r["p_corrected"] is None else f"{r['p_corrected']:.4f}",
-             "yes" if r["tied_with_best"] else "no"] for i, r in enumerate(board["runs"], 1)]
-    out = [f"# Sweep {md(board['name'])}: leaderboard by {md(board['metric'])}", "",
-           f"Compared against the best run ({md(board['best'])}) with a paired {md(board['test'])} test, "
-           f"{md(board['correction'])} correction; 'tied' = not significantly different from the best.", ""]
-    out += _table(["rank", "run", "params", "mean", "queries", "delta vs best", "p (corrected)", "tied with best"],
-                  rows)
-    if "selected_on" in board:
-        rep = board["reported"]
-        value = "n/a" if rep["mean"] is None else f"{rep['mean']:.4f}"
-        out += ["", f"Runs ranked on {md(board['selected_on'])} (the selection queries). The best configuration, "
-                    f"run on {md(board['reported_on'])}: {md(rep['metric'])} {value} over {rep['queries']} queries "
-                    f"({md(rep['run'])}/). Report that number: the others were tuned on the queries they score."]
-    return "\n".join(out) + "\n"

@@ -75,7 +75,7 @@ def _whole_document_text(result, hits, doc_id: str, chunk_text: dict[str, str], 
 
 def to_markdown(ex: dict) -> str:
     """Markdown for one explained query; every value from the result is escaped (``report.md``/``md_code``)."""
-    from .outputs import _table, md, md_code
+    from .outputs import md, md_code, md_table
 
     v = ex["verdict"]
     out = [f"### {md(ex['query_id'])}: “{md(ex['query'])}”", "", f"**{md(v['kind'])}**: {md(v['reason'])}"
@@ -91,7 +91,7 @@ def to_markdown(ex: dict) -> str:
         mark = "evidence" if h["relevant"] else ("right doc" if h["doc_relevant"] else "")
         terms = f" — terms: {', '.join(f'{t} {c:.2f}' for t, c in h['terms'].items())}" if h.get("terms") else ""
         rows.append([h["rank"], f"{h['score']:.3f}", h["chunk_id"], mark, h["snippet"] + terms])
-    out += _table(["rank", "score", "chunk", "relevant", "snippet"], rows)
+    out += md_table(["rank", "score", "chunk", "relevant", "snippet"], rows)
     for key, title in _BEYOND:
         if ex.get(key):
             out += ["", f"{title}: " + ", ".join(f"{md_code(h['chunk_id'])} at rank {md(h['rank'])}" for h in ex[key])]

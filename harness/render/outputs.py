@@ -77,7 +77,7 @@ def md_code(value, in_table: bool = False) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _table(headers: list, rows: list[list]) -> list[str]:
+def md_table(headers: list, rows: list[list]) -> list[str]:
     """A Markdown table; every cell, headers included, goes through ``md``."""
     return ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "---|" * len(headers)] + [
         "| " + " | ".join(md(c) for c in row) + " |" for row in rows]
@@ -129,7 +129,7 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
     out.append("")
     out.append("## Metrics")
     names = list(s.doc)
-    out += _table(["metric", "doc level", "chunk level"], [[n, fmt(s.doc[n]), fmt(s.chunk.get(n))] for n in names])
+    out += md_table(["metric", "doc level", "chunk level"], [[n, fmt(s.doc[n]), fmt(s.chunk.get(n))] for n in names])
     if at_k := at_k_sentence(result):
         out += ["", md(at_k)]
     cd, cc = s.counts.doc, s.counts.chunk
@@ -158,7 +158,7 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
     v = s.verdicts
     counts, shares = v.counts.model_dump(), v.shares.model_dump()
     out += ["", "## Verdicts", ""]
-    out += _table(["verdict", "queries", "share"], [[k, counts[k], f"{shares[k]:.0%}"] for k in counts])
+    out += md_table(["verdict", "queries", "share"], [[k, counts[k], f"{shares[k]:.0%}"] for k in counts])
     out.append("")
     out.append("Flags: " + md(", ".join(f"{f} {n}" for f, n in v.flags.model_dump().items())) +
                f". Missing documents: {md(v.by_where.beyond_cutoff)} beyond the cutoff "
@@ -169,7 +169,7 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
         out += ["", f"### By {md(tag)}", ""]
         rows = {val: c.model_dump() for val, c in values.items()}
         kinds = [k for k in counts if any(c[k] for c in rows.values())]
-        out += _table([tag, *kinds], [[val, *[c[k] for k in kinds]] for val, c in sorted(rows.items())])
+        out += md_table([tag, *kinds], [[val, *[c[k] for k in kinds]] for val, c in sorted(rows.items())])
     if v.advice:
         out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v.advice]
     out += ["", "## Worst queries", ""]
