@@ -272,7 +272,8 @@ def stats(gold: Path = typer.Argument(..., help="the golden set"),
     Example: harness goldset stats goldset.jsonl --results reports/demo-bm25/results.json
     """
     from .goldset.sources import read_gold
-    from .goldset.stats import detectable_effect, goldset_stats, stats_lines
+    from .goldset.stats import detectable_effect, goldset_stats
+    from .render.goldset_stats import stats_lines
 
     if metric and results is None:
         raise InputError("--metric needs --results (the run whose per-query variance is used)")

@@ -75,25 +75,3 @@ def detectable_effect(result: Result, metric: str | None = None) -> dict:
     z = norm.ppf(1 - ALPHA / 2) + norm.ppf(POWER)
     out.update(mean=round(mean, 4), sd=round(sd, 4), mde=round(z * sd / math.sqrt(n), 4))
     return out
-
-
-def stats_lines(stats: dict) -> list[str]:
-    """The table form: one fact a line."""
-    per = stats["judgments_per_query"]
-    ev = stats["evidence"]
-    lines = [f"queries: {stats['queries']} ({stats['queries_without_relevant']} without a relevant document)",
-             f"judgments: {stats['judgments']} ({per['mean']} per query, min {per['min']}, max {per['max']})",
-             "grades: " + (", ".join(f"{g}: {n}" for g, n in stats["grades"].items()) or "none"),
-             f"evidence: {ev['with_evidence']} of {ev['relevant_judgments']} relevant judgments "
-             f"({ev['coverage']:.0%}), {ev['evidence_spans']} spans or quotes"]
-    for tag, values in stats["slices"].items():
-        lines.append(f"slice {tag}: " + ", ".join(f"{v}: {n}" for v, n in values.items()))
-    power = stats.get("power")
-    if power:
-        if power["mde"] is None:
-            lines.append(f"power: too few counted queries in {power['run']} ({power['queries']})")
-        else:
-            lines.append(f"minimum detectable effect ({power['metric']}, {power['queries']} queries, 80% power, "
-                         f"alpha 0.05, paired): {power['mde']:.4f} (per-query sd {power['sd']:.4f}, mean "
-                         f"{power['mean']:.4f}, run {power['run']})")
-    return lines
