@@ -28,6 +28,7 @@ from .metrics.join import ORDERS
 from .metrics.spec import DEFAULT_METRICS
 from .metrics.table import QUERY_POLICIES
 from .render.fmt import plural
+from .render.summary import means_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
                   help="Evaluate RAG retrievers: metrics you can trust and a verdict per query.")
@@ -144,9 +145,7 @@ def run(config: Path = typer.Argument(..., help="experiment YAML"),
     s = result.summary
     if not quiet:
         for level in ("doc", "chunk"):  # both: a bare metric name means doc level in compare and gate
-            means = s.means(level)
-            shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:4] if v is not None) or "no query counted"
-            _err(f"{level} level: {shown}")
+            _err(means_line(level, s.means(level)))
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
     print(target / "report.md")
 

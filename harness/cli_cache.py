@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from .cli_options import cache_dir_option
-from .render.fmt import plural
+from .render.fmt import megabytes, plural
 
 # What ArrayCache.save writes (KIND/KEY.npz and KEY.sha256, KEY = 32 hex digits; an interrupted encode's shards in
 # KIND/KEY.parts/SIZE-NUMBER.npz|sha256) and atomic writes' temp files.
@@ -62,7 +62,7 @@ def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"
         if not info:
             print(f"{cache_dir}: empty")
         for kind, stats in info.items():
-            print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{stats['mb']:.1f} MB")
+            print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{megabytes(stats['mb'])}")
         return
     # Refuse a folder that holds anything the cache did not write (a --cache-dir typo pointing at a project or
     # home folder), and remove only what the cache wrote: its files and the folders they leave empty, never the

@@ -26,6 +26,11 @@ def fixed(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def megabytes(mb: float) -> str:
+    """A size already in megabytes (10^6 bytes), to one decimal: ``12.3 MB``."""
+    return f"{mb:.1f} MB"
+
+
 def fmt(value, digits: int = 4) -> str:
     if value is None:
         return "n/a"
