@@ -13,7 +13,8 @@ from typing import Callable, List, Optional
 import typer
 
 from .cli_boundary import pipe_boundary
-from .cli_options import HelpCommand, HelpGroup, choices, format_choices, format_option, metric_option, out_option
+from .cli_options import (HelpCommand, HelpGroup, choices, format_choices, format_option, metric_option, out_option,
+                          run_output_problem, write_output)
 from .core.errors import InputError
 from .core.files import not_replaceable
 
@@ -49,8 +50,6 @@ def _out_ok(path: Path, inputs: list[Path], force: bool, option: str = "-o") -> 
     special = not_replaceable(path)
     if special:  # --force or not: a link, a device or a pipe is never replaced
         raise InputError(f"{option} {path}: {special}")
-    from .cli_options import run_output_problem
-
     held = run_output_problem(path)
     if held:  # --force or not: a file a run's marker lists is that run's (the next run into the folder would stop)
         raise InputError(f"{option} {path}: {held}")
@@ -222,8 +221,6 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
         raise InputError(f"{corpus}: {len(missing)} pooled document(s) are not in this corpus (the runs' corpus?)",
                          [f"document {d!r}" for d in missing[:20]])
     rows = pooling.pool(loaded, docs, depth)
-    from .cli_options import write_output
-
     write_output("-o", out, pooling.sheet_text(out, rows), replace=force)
     for gap in pooling.window_gaps(loaded):
         share = gap.unjudged / gap.window_hits if gap.window_hits else 0.0

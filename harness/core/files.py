@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator, Sequence
 
+from .errors import InputError, OutputAppeared
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -210,8 +212,6 @@ class Staged:
 def _refuse_special(path: Path) -> None:
     problem = not_replaceable(path)
     if problem:
-        from .errors import InputError
-
         raise InputError(f"{path}: {problem}")
 
 
@@ -254,8 +254,6 @@ _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, er
 def _publish_new(tmp: Path, path: Path) -> None:
     """Rename ``tmp`` to ``path`` only if nothing is there, atomically: a hard link fails with EEXIST where
     os.replace would silently replace what another program (or a second harness) put there."""
-    from .errors import OutputAppeared
-
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -270,8 +268,6 @@ def _publish_new(tmp: Path, path: Path) -> None:
 
 def _rename_new(tmp: Path, path: Path) -> None:
     """``_publish_new`` where the filesystem has no hard links."""
-    from .errors import OutputAppeared
-
     if os.name == "nt":
         try:
             os.rename(tmp, path)  # Windows' rename never replaces a file
@@ -301,8 +297,6 @@ def _rename_noreplace(tmp: Path, path: Path) -> bool:
         return True
     err = ctypes.get_errno()
     if err == errno.EEXIST:
-        from .errors import OutputAppeared
-
         raise OutputAppeared(path)
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
@@ -329,8 +323,6 @@ def temp_space(what: str) -> Iterator[None]:
     not a traceback: large runs keep their hits and records in unlinked temp files under TMPDIR."""
     try:
         yield
-    except OSError as exc:
-        from .errors import InputError  # exit 2, as every write the machine refuses (cli_boundary.WRITING)
-
+    except OSError as exc:  # InputError: exit 2, as every write the machine refuses (cli_boundary.WRITING)
         raise InputError(f"{tempfile.gettempdir()}: cannot write {what} to a temporary file "
                            f"({exc.strerror or exc}); set TMPDIR to a folder with more room") from exc

@@ -15,7 +15,7 @@ from typing import Collection, Sequence
 import numpy as np
 
 from ..core.errors import MetricError
-from .spec import MetricSpec
+from .spec import MetricSpec, parse_metric
 
 QUERY_POLICIES = ("exclude", "zero")
 
@@ -79,8 +79,6 @@ class MetricTable:
         names = self.names
         name = metric.name if isinstance(metric, MetricSpec) else metric
         if name not in names:
-            from .spec import parse_metric
-
             try:
                 name = parse_metric(str(metric)).name
             except MetricError:

@@ -21,7 +21,7 @@ from ..gold.load import iter_goldset, read_goldset
 from ..gold.resolve import GoldProblem, resolve_goldset
 from ..io.documents import load_corpus
 from ..metrics.spec import WINDOW_METRICS, parse_metrics
-from ..retrievers import BuildContext
+from ..retrievers import REGISTRY, BuildContext, parse_retriever_config
 from ..text import TokenCounter
 from .window import check_token_budget
 
@@ -196,8 +196,6 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
 def _shard_problems(config: ExperimentConfig) -> list[str]:
     """``executor.shards`` > 1 on a built-in retriever that cannot be cut into slices (found at run time otherwise,
     after Ray has started and the index is built)."""
-    from ..retrievers import REGISTRY
-
     section, shards = config.retriever, config.executor.shards
     kind = section.get("kind")
     registered = REGISTRY.get(kind)
@@ -218,8 +216,6 @@ def _shard_problems(config: ExperimentConfig) -> list[str]:
 def _retriever_problems(section: dict, seen: set[str], errors: list) -> list[str]:
     """Problems only loading would show (model folders, run files), once per distinct retriever section; a missing
     optional library is added to ``errors`` (see ``_check_installed``)."""
-    from ..retrievers import parse_retriever_config
-
     key = json.dumps(section, sort_keys=True, default=str)
     if key in seen:
         return []
@@ -347,7 +343,6 @@ def _sections(section: dict) -> list[dict]:
 def _section_configs(section: dict, with_keys: bool = False) -> list:
     """The parsed config of a retriever section and of each of its children, depth first (with ``with_keys``, each
     with its key path, as (where, config))."""
-    from ..retrievers import parse_retriever_config
     from ..retrievers.compose import split_child
 
     parsed = [(where, parse_retriever_config(part if part is section else split_child(part)[0]))  # weight aside

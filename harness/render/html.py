@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from .drilldown import Texts, drilldown, snippet
 from .fmt import at_k_sentence, e, fmt, means_sentence, plural
+from . import plots as charts_of  # by another name: plots() here is the page's section
 from .plots import curves as _curves  # noqa: F401  (the curves the page plots; tests read them here)
 
 if TYPE_CHECKING:
@@ -89,8 +90,6 @@ def _svgs(charts) -> str:
 
 def plots(results: list[Result]) -> str:
     """The charts of one run or several (``render.plots``) as inline SVG."""
-    from . import plots as charts_of
-
     charts = charts_of.run_charts(results)
     try:
         return _svgs(charts)
@@ -318,8 +317,6 @@ def _comparison_section(comparison: Comparison, results: list[Result], texts: li
 
 
 def _leaderboard_section(board: dict) -> str:
-    from . import plots as charts_of
-
     rows_html = "".join(
         f"<tr><td>{e(i)}</td><td>{e(r['run'])}</td><td>{e(', '.join(f'{k}={v}' for k, v in r['params'].items()))}</td>"
         f"<td>{e(fmt(r['mean'], 4))}</td><td>{e(r.get('queries', ''))}</td>"

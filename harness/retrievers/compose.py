@@ -10,10 +10,10 @@ from pydantic import Field, ValidationError
 
 from ..cache import ArrayCache
 from ..core.errors import RetrieverError
-from ..core.schema import MAX_RANK, Strict
+from ..core.schema import MAX_RANK, Strict, format_validation_error
 from ..core.fusion import contributions, normalise  # noqa: F401  (the one copy of the fusion arithmetic)
 from ..core.types import Chunk, Hit, Query, RankedList
-from .base import REGISTRY, BuildContext, RetrieverKind, build_retriever, register
+from .base import REGISTRY, BuildContext, RetrieverKind, build_retriever, register, validate_retriever_config
 from .ranking import rank_hits
 from .encoders import BUNDLED, Encoder, cross_encoder_problem, load_cross_encoder, model_folder_problems
 
@@ -50,9 +50,6 @@ class ChildOptions(Strict):
 
 def child_problems(child: Any, parent_kind: str, prefix: tuple) -> list[str]:
     """Every problem of one child section: its own kind's validation, plus the parent's keys in it."""
-    from ..core.schema import format_validation_error
-    from .base import validate_retriever_config
-
     where = ".".join(str(p) for p in prefix)
     if not isinstance(child, dict):
         return [f"{where}: expected a retriever mapping with a 'kind', got {type(child).__name__} {child!r}"[:300]]
