@@ -334,7 +334,7 @@ class GateOutcome(outcomes.GateOutcome):
 def _rules(rules: Any, result: "Result", base: "Result | None") -> list:
     """A rules YAML path is read as ``harness gate --rules`` reads it; a list is parsed with the same per-rule
     parser, and both are checked against the run."""
-    from .stats.gates import _parse_rule, check_rules, rule_problems
+    from .stats.gates import check_rules, parse_rule, rule_problems
 
     if isinstance(rules, (str, os.PathLike)):
         path = Path(rules)
@@ -347,7 +347,7 @@ def _rules(rules: Any, result: "Result", base: "Result | None") -> list:
     parsed, problems = [], []
     for i, item in enumerate(rules):
         try:
-            parsed.append(_parse_rule(item, f"rules.{i}"))
+            parsed.append(parse_rule(item, f"rules.{i}"))
         except (InputError, ValueError) as exc:
             problems.append(f"rules.{i}: {exc}")
     problems += rule_problems(parsed, result, base)

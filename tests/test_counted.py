@@ -27,7 +27,7 @@ from harness.pipeline.assemble import run_experiment
 from harness.pipeline.sweep import build_leaderboard
 from harness.render.outputs import per_query_csv, write_run_files
 from harness.stats.compare import compare_runs
-from harness.stats.gates import _parse_rule, evaluate_gates
+from harness.stats.gates import evaluate_gates, parse_rule
 
 QUIET = {"progress": False, "log": lambda m: None}
 
@@ -130,9 +130,9 @@ def test_every_reader_shows_the_same_mean_over_the_same_queries(scenario, runs):
 
     metrics = [f"{level}.{m}" for level in LEVELS for m in run.summary.means(level)]
     comparison = compare_runs([saved, second], metrics)
-    gates = evaluate_gates(saved, [_parse_rule(f"{m} >= 0") for m in metrics])
+    gates = evaluate_gates(saved, [parse_rule(f"{m} >= 0") for m in metrics])
     tags = sorted({(t, v) for q in run.queries for t, v in q.tags.items()})
-    sliced = evaluate_gates(saved, [_parse_rule({"check": f"{m} >= 0", "slice": {t: v}}) for m in metrics
+    sliced = evaluate_gates(saved, [parse_rule({"check": f"{m} >= 0", "slice": {t: v}}) for m in metrics
                                     for t, v in tags])
     metrics_table = page.split('<table id="metrics"', 1)[1].split("</table>", 1)[0]
     page_means = {html.unescape(n): (d, c) for n, d, c in

@@ -4,7 +4,7 @@ import pytest
 
 from harness.core.errors import InputError
 from harness.render.gate import junit_xml, summary_markdown
-from harness.stats.gates import _parse_rule, evaluate_gates, load_rules
+from harness.stats.gates import evaluate_gates, load_rules, parse_rule
 from resultfactory import fake_result
 
 
@@ -16,7 +16,7 @@ RUN = fake("cand", [0.9, 0.5, 0.7, 0.3], ["ok", "ok", "buried_evidence", "missin
 
 
 def test_thresholds_slices_and_verdict_shares():
-    rules = [_parse_rule(r) for r in ["ndcg@10 >= 0.55", {"check": "doc.ndcg@10 >= 0.6", "slice": {"topic": "b"}},
+    rules = [parse_rule(r) for r in ["ndcg@10 >= 0.55", {"check": "doc.ndcg@10 >= 0.6", "slice": {"topic": "b"}},
                                       "missing_document <= 0.25", "buried_evidence < 0.25"]]
     res = evaluate_gates(RUN, rules)
     assert [r.passed for r in res] == [True, False, True, False]
@@ -27,12 +27,12 @@ def test_metric_rules_observe_the_counted_queries_only():
     """A query the run does not count (its flag, not its verdict kind) is in no rule's value, sliced or not."""
     run = fake("cand", [0.9, 0.0, 0.7, 0.3], ["ok", "ok", "ok", "ok"], ["a", "a", "b", "b"],
                counted=[True, False, True, True])
-    res = evaluate_gates(run, [_parse_rule("ndcg@10 >= 0.5"), _parse_rule({"check": "ndcg@10 >= 0.5",
+    res = evaluate_gates(run, [parse_rule("ndcg@10 >= 0.5"), parse_rule({"check": "ndcg@10 >= 0.5",
                                                                            "slice": {"topic": "a"}})])
     assert res[0].observed == pytest.approx((0.9 + 0.7 + 0.3) / 3) == run.summary.doc["ndcg@10"] and res[0].n == 3
     assert res[1].observed == pytest.approx(0.9) and res[1].n == 1
     none = fake("none", [0.2, 0.4], ["ok", "ok"], ["a", "b"], counted=[False, True])
-    sliced = evaluate_gates(none, [_parse_rule({"check": "ndcg@10 >= 0.1", "slice": {"topic": "a"}})])[0]
+    sliced = evaluate_gates(none, [parse_rule({"check": "ndcg@10 >= 0.1", "slice": {"topic": "a"}})])[0]
     assert sliced.failed and sliced.observed is None and "no query is counted in this slice" in sliced.message
 
 
@@ -41,7 +41,7 @@ def test_regression_fails_only_when_large_and_significant():
     small = fake("c1", [0.89] * 40, ["ok"] * 40, ["a"] * 40)
     large = fake("c2", [0.6] * 40, ["ok"] * 40, ["a"] * 40)
     noisy = fake("c3", [0.0] + [0.9] * 39, ["ok"] * 40, ["a"] * 40)
-    rule = [_parse_rule({"regression": "ndcg@10", "budget": 0.02})]
+    rule = [parse_rule({"regression": "ndcg@10", "budget": 0.02})]
     assert evaluate_gates(small, rule, base)[0].passed  # a drop within budget
     assert not evaluate_gates(large, rule, base)[0].passed  # large and significant
     noisy_res = evaluate_gates(noisy, rule, base)[0]  # mean drop 0.0225 > budget, but one query: not significant
@@ -61,7 +61,7 @@ def test_rules_file_errors_listed(tmp_path):
 
 
 def test_summary_and_junit():
-    res = evaluate_gates(RUN, [_parse_rule("ndcg@10 >= 0.55"), _parse_rule("ok >= 0.9")])
+    res = evaluate_gates(RUN, [parse_rule("ndcg@10 >= 0.55"), parse_rule("ok >= 0.9")])
     md = summary_markdown("cand", res)
     assert md.startswith("## Retrieval gate for `cand`: FAIL (1 of 2 rules)")
     suite = ET.fromstring(junit_xml("cand", res).split("?>", 1)[1])
@@ -70,7 +70,7 @@ def test_summary_and_junit():
 
 
 def test_skipped_regression_in_summary_and_junit():
-    res = evaluate_gates(RUN, [_parse_rule("ndcg@10 >= 0.55"), _parse_rule({"regression": "ndcg@10", "name": "a|b"})])
+    res = evaluate_gates(RUN, [parse_rule("ndcg@10 >= 0.55"), parse_rule({"regression": "ndcg@10", "name": "a|b"})])
     assert [(r.passed, r.skipped, r.failed) for r in res] == [(True, False, False), (False, True, False)]
     md = summary_markdown("cand", res)
     assert md.startswith("## Retrieval gate for `cand`: PASS, 1 rule SKIPPED\n")
@@ -81,7 +81,7 @@ def test_skipped_regression_in_summary_and_junit():
 
 
 def test_rules_that_do_not_fit_the_run_are_input_errors():
-    rules = [_parse_rule(r, f"rules.{i}") for i, r in enumerate(
+    rules = [parse_rule(r, f"rules.{i}") for i, r in enumerate(
         ["ndcg@7 >= 0.5", {"check": "ndcg@10 >= 0.5", "slice": {"topic": "c"}},
          {"check": "ndcg@10 >= 0.5", "slice": {"lang": "en"}}, {"check": "ndcg@10 >= 0.5", "slice": {"topic": "b"}}])]
     with pytest.raises(InputError) as exc:
@@ -94,15 +94,15 @@ def test_rules_that_do_not_fit_the_run_are_input_errors():
 def test_a_budget_of_1_or_more_is_refused_except_on_dcg():
     for budget in (1, 2, 1.5):
         with pytest.raises(InputError, match="budget: doc.ndcg@10 lies between 0 and 1"):
-            _parse_rule({"regression": "ndcg@10", "budget": budget})
-    assert _parse_rule({"regression": "dcg@10", "budget": 2}).budget == 2.0  # dcg is not bounded by 1
-    assert _parse_rule({"regression": "chunk.recall@5", "budget": 0.99}).budget == 0.99
+            parse_rule({"regression": "ndcg@10", "budget": budget})
+    assert parse_rule({"regression": "dcg@10", "budget": 2}).budget == 2.0  # dcg is not bounded by 1
+    assert parse_rule({"regression": "chunk.recall@5", "budget": 0.99}).budget == 0.99
 
 
 @pytest.mark.parametrize("text, value", [("doc.ndcg@10 >= 0.5e0", 0.5), ("ndcg@10 >= .5", 0.5), ("ndcg@10>=+5E-1", 0.5),
                                          ("ndcg@10 > 1_0e-1", 1.0), ("latency.p95_ms <= 3e2", 300.0)])
 def test_a_threshold_is_any_float_literal(text, value):
-    assert _parse_rule(text).value == value
+    assert parse_rule(text).value == value
 
 
 @pytest.mark.parametrize("text, fragment", [
@@ -117,7 +117,7 @@ def test_a_threshold_is_any_float_literal(text, value):
 ])
 def test_unreadable_or_meaningless_thresholds_are_refused(text, fragment):
     with pytest.raises(InputError) as exc:
-        _parse_rule(text)
+        parse_rule(text)
     assert fragment in str(exc.value)
 
 
@@ -133,8 +133,8 @@ def test_a_negative_latency_bound_is_located_to_its_rule(tmp_path):
 def test_an_observed_value_that_prints_like_its_threshold_shows_the_digits_that_differ():
     """`❌ | doc.ndcg@10 >= 0.6771 | doc.ndcg@10 is 0.6771` could not be explained: the mean was 0.67705."""
     run = fake("cand", [0.67705, 0.67705], ["ok", "buried_evidence"], ["a", "b"])
-    rules = [_parse_rule("doc.ndcg@10 >= 0.6771"), _parse_rule("doc.ndcg@10 >= 0.5"),
-             _parse_rule("doc.ndcg@10 >= 0.67705"), _parse_rule("buried_evidence <= 0.4999")]
+    rules = [parse_rule("doc.ndcg@10 >= 0.6771"), parse_rule("doc.ndcg@10 >= 0.5"),
+             parse_rule("doc.ndcg@10 >= 0.67705"), parse_rule("buried_evidence <= 0.4999")]
     res = evaluate_gates(run, rules)
     assert [r.passed for r in res] == [False, True, True, False]
     assert [r.message.split(" over ")[0] for r in res[:3]] == ["doc.ndcg@10 is 0.67705", "doc.ndcg@10 is 0.6771",
@@ -149,5 +149,5 @@ def test_an_observed_value_that_prints_like_its_threshold_shows_the_digits_that_
 def test_a_regression_just_past_its_budget_shows_the_digits_that_pass_it():
     base = fake("main", [0.9] * 40, ["ok"] * 40, ["a"] * 40)
     cand = fake("c", [0.9 - 0.02004] * 40, ["ok"] * 40, ["a"] * 40)
-    res = evaluate_gates(cand, [_parse_rule({"regression": "ndcg@10", "budget": 0.02})], base)[0]
+    res = evaluate_gates(cand, [parse_rule({"regression": "ndcg@10", "budget": 0.02})], base)[0]
     assert res.failed and res.message.startswith("delta -0.02004 (95% CI")

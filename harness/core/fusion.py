@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .runtable import ColumnarRun, _offsets, encode, sorted_vocab
+from .runtable import ColumnarRun, offsets_of, encode, sorted_vocab
 
 METHODS = ("rrf", "minmax", "zscore")
 HUGE = 1e100  # above it a list's spread or variance may overflow a float
@@ -107,7 +107,7 @@ def fuse_runs(runs: Sequence[ColumnarRun], weights: Sequence[float], how: str, r
     order = np.lexsort((-fused, q_codes))
     q_codes, d_codes, fused = q_codes[order], d_codes[order], fused[order]
     lengths = np.bincount(q_codes, minlength=len(query_ids)).astype(np.int64)
-    offsets = _offsets(lengths)
+    offsets = offsets_of(lengths)
     ranks = np.arange(len(q_codes)) - offsets[q_codes] + 1
     return ColumnarRun(np.array(list(query_ids), dtype=object), offsets, vocab, d_codes.astype(np.int64),
                        fused.astype(np.float64), ranks.astype(np.int64))

@@ -14,14 +14,9 @@ from typing import Iterator, Sequence, overload
 
 import numpy as np
 
+from .runtable import offsets_of
 from .spilled import SpilledColumn
 from .types import Chunk, Hit, RankedList
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return offsets
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,11 +211,11 @@ class HitTableBuilder:
         lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
         query_ids = np.array(self._ids, dtype=object)
         if self._spilled is not None:
-            return HitTable(query_ids, _offsets(lengths), *self._spilled, tuple(chunks))
+            return HitTable(query_ids, offsets_of(lengths), *self._spilled, tuple(chunks))
         dtype = np.int32 if len(chunks) < 2**31 else np.int64
         chunk = np.concatenate(self._chunk).astype(dtype, copy=False) if self._chunk else np.zeros(0, dtype)
         scores = np.concatenate(self._scores) if self._scores else np.zeros(0, np.float64)
-        return HitTable(query_ids, _offsets(lengths), chunk, scores, tuple(chunks))
+        return HitTable(query_ids, offsets_of(lengths), chunk, scores, tuple(chunks))
 
 
 class LazyHits(Sequence[Hit]):

@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .positions import Positions
-from .runtable import Qrels, _offsets
+from .runtable import Qrels, offsets_of
 
 
 class LevelGrades(Mapping[str, Mapping[str, int]]):
@@ -36,7 +36,7 @@ class LevelGrades(Mapping[str, Mapping[str, int]]):
         qids[:] = list(query_ids)
         items = np.empty(len(ids), dtype=object)
         items[:] = ids
-        return cls(Qrels(qids, _offsets(np.array(lengths, dtype=np.int64)), items,
+        return cls(Qrels(qids, offsets_of(np.array(lengths, dtype=np.int64)), items,
                          np.array(grades, dtype=np.int64)))
 
     def row(self, i: int) -> dict[str, int]:

@@ -14,7 +14,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 
-def _offsets(lengths: np.ndarray) -> np.ndarray:
+def offsets_of(lengths: np.ndarray) -> np.ndarray:
+    """The row offsets of a CSR layout whose rows hold ``lengths`` items: row ``i`` is ``offsets[i]:offsets[i + 1]``."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
@@ -23,7 +24,7 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 def _gathered(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the positions of the items of rows ``rows``, in order; the offsets of those rows from 0) of a CSR layout."""
     lengths = np.diff(offsets)[rows]
-    starts = _offsets(lengths)
+    starts = offsets_of(lengths)
     return np.repeat(offsets[rows] - starts[:-1], lengths) + np.arange(int(starts[-1])), starts
 
 
@@ -105,7 +106,7 @@ class ColumnarRun:
         rank_arr = None
         if ranks is not None:
             rank_arr = np.array([r for q in lists for r in ranks[q]], dtype=np.int64)
-        return cls(query_ids, _offsets(lengths), vocab, codes, scores, rank_arr)
+        return cls(query_ids, offsets_of(lengths), vocab, codes, scores, rank_arr)
 
     def select(self, rows: np.ndarray) -> "ColumnarRun":
         """The queries at ``rows``, in that order (the vocabulary shared)."""
@@ -185,7 +186,7 @@ class Qrels:
         lengths = np.array([len(v) for v in qrels.values()], dtype=np.int64)
         docs = np.array([d for v in qrels.values() for d in v], dtype=object)
         grades = np.array([int(g) for v in qrels.values() for g in v.values()], dtype=np.int64)
-        return cls(query_ids, _offsets(lengths), docs, grades)
+        return cls(query_ids, offsets_of(lengths), docs, grades)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

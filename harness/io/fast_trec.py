@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..core.ids import GRADE_LIMIT
-from ..core.runtable import ColumnarRun, Qrels, _offsets
+from ..core.runtable import ColumnarRun, Qrels, offsets_of
 from ..core.textfile import GZIP_ERRORS, open_binary
 from . import packed_ids
 from .arrow_text import (Declined, arrow, arrow_source, check_ids, csv_options, delimiter_of, dictionary_of,
@@ -140,7 +140,7 @@ def _columnar_run(run: Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) -
         order = np.argsort(qcodes, kind="stable")
         qcodes, doc_codes, scores, ranks = qcodes[order], doc_codes[order], scores[order], ranks[order]
     lengths = np.bincount(qcodes, minlength=len(query_ids))
-    return ColumnarRun(query_ids, _offsets(lengths), doc_vocab, doc_codes, scores, ranks, doc_order)
+    return ColumnarRun(query_ids, offsets_of(lengths), doc_vocab, doc_codes, scores, ranks, doc_order)
 
 
 def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrels | None:
@@ -156,7 +156,7 @@ def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrel
     if not together:  # each query's judgments gathered, in file order (qrels files usually list them together)
         order = np.argsort(qcodes, kind="stable")
         grades, codes = grades[order], doc_codes[order]
-    return Qrels(query_ids, _offsets(np.bincount(qcodes, minlength=len(query_ids))), doc_vocab[codes], grades,
+    return Qrels(query_ids, offsets_of(np.bincount(qcodes, minlength=len(query_ids))), doc_vocab[codes], grades,
                  doc_vocab, codes)
 
 

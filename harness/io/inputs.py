@@ -21,7 +21,7 @@ from ..core.dictinput import (MAX_SHOWN, checked_grades, checked_id, checked_sco
                               raise_problems, score_value)
 from ..core.errors import InputError
 from ..core.ids import is_finite_number
-from ..core.runtable import ColumnarRun, Qrels, _offsets
+from ..core.runtable import ColumnarRun, Qrels, offsets_of
 
 NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
 QRELS_FORMS = ("a Qrels, a dict {query_id: {doc_id: grade}}, a pandas DataFrame with columns query_id, doc_id, "
@@ -112,7 +112,7 @@ def _qrels_from_frame(frame: Any, name: str) -> Qrels:
         seen.setdefault(pair, i)
     raise_problems(name, "cannot read the DataFrame", problems)
     query_ids, order, lengths = _grouped(qids)
-    return Qrels(query_ids, _offsets(lengths), np.array(docs, dtype=object)[order],
+    return Qrels(query_ids, offsets_of(lengths), np.array(docs, dtype=object)[order],
                  np.array(grades, dtype=np.int64)[order])
 
 
@@ -139,8 +139,13 @@ def _run_from_frame(frame: Any, name: str) -> ColumnarRun:
     query_ids, order, lengths = _grouped(qids)
     vocab, codes = np.unique(np.array(docs, dtype=object), return_inverse=True) if docs else (
         np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
-    return ColumnarRun(query_ids, _offsets(lengths), vocab.astype(object), codes.astype(np.int64)[order],
+<<<<<<< HEAD
+    return ColumnarRun(query_ids, offsets_of(lengths), vocab.astype(object), codes.astype(np.int64)[order],
                        np.array(scores, dtype=np.float64)[order], None if ranks is None else ranks[order])
+=======
+    return ColumnarRun(query_ids, offsets_of(lengths), vocab.astype(object), codes.astype(np.int64)[order],
+                       np.array(scores, dtype=np.float64)[order])
+>>>>>>> f960fef (names: shared private helpers become public, with docstrings saying what they are)
 
 
 # ---- paths --------------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from . import fast_trec
 from ..core.errors import RunFileError
 from ..core.jsonl import one_document
 from ..core.ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
-from ..core.runtable import ColumnarRun, _offsets
+from ..core.runtable import ColumnarRun, offsets_of
 from ..core.textfile import base_suffix, read_utf8
 
 RUN_SHAPE = "6 columns (qid Q0 docno rank score tag)"
@@ -132,7 +132,7 @@ def read_trec_run(path: Path) -> ColumnarRun:
         order = np.argsort(qcodes, kind="stable")
         qcodes, dcodes, scores, ranks = qcodes[order], dcodes[order], scores[order], ranks[order]
     lengths = np.bincount(qcodes, minlength=len(query_vocab))
-    return ColumnarRun(query_vocab, _offsets(lengths), doc_vocab, dcodes, scores, ranks)
+    return ColumnarRun(query_vocab, offsets_of(lengths), doc_vocab, dcodes, scores, ranks)
 
 
 def read_jsonl_run(path: Path) -> ColumnarRun:

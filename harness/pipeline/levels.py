@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.hittable import HitTable
 from ..core.levelgrades import LevelGrades, as_qrels
-from ..core.runtable import ColumnarRun, Qrels, _offsets
+from ..core.runtable import ColumnarRun, Qrels, offsets_of
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics import engine
@@ -140,7 +140,7 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
             window.size.clear()
             window.cut.update(zip(ids[start:stop], cut.tolist()))
             window.size.update(zip(ids[start:stop], k[start:stop].tolist()))
-            offsets = _offsets(lengths)
+            offsets = offsets_of(lengths)
             rank_in_level = np.arange(1, len(codes) + 1, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
             run = ColumnarRun(table.query_ids[start:stop], offsets, vocab, codes,
                               np.ascontiguousarray(scores, dtype=np.float64), rank_in_level, doc_order)

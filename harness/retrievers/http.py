@@ -56,13 +56,14 @@ def checked_url(url: str) -> str:
     return url
 
 
-def _uses_query(template: Any) -> bool:
+def uses_query(template: Any) -> bool:
+    """Whether a request template (a string, or dicts and lists of them) has ``{query}`` anywhere in it."""
     if isinstance(template, str):
         return "{query}" in template
     if isinstance(template, dict):
-        return any(_uses_query(v) for v in template.values())
+        return any(uses_query(v) for v in template.values())
     if isinstance(template, list):
-        return any(_uses_query(v) for v in template)
+        return any(uses_query(v) for v in template)
     return False
 
 
@@ -143,7 +144,7 @@ class HttpConfig(LiveConfig):
             raise ValueError(f"{unused}: is not sent with method: {self.method} (POST sends body:, GET sends "
                              f"params:); drop it or change the method")
         template, key = (self.body, "body") if self.method == "POST" else (self.params, "params")
-        if not _uses_query(template):
+        if not uses_query(template):
             raise ValueError(f"{key} never uses {{query}}: every query would send the same request")
         return self
 

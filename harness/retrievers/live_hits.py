@@ -44,7 +44,8 @@ def get_path(value: Any, path: str) -> Any:
     return value
 
 
-def _path(value: str | None) -> str | None:
+def checked_path(value: str | None) -> str | None:
+    """A hit-field path as given, or ValueError saying why it is not one (``path_problem``); ``None`` passes."""
     if value is not None:
         why = path_problem(value)
         if why:
@@ -66,7 +67,7 @@ class HitMapping(Strict):
     @field_validator("hits", "chunk_id", "doc_id", "start", "end", "text", "score")
     @classmethod
     def _paths(cls, value: str | None) -> str | None:
-        return _path(value)
+        return checked_path(value)
 
 
 def hits_of(response: Any, mapping: HitMapping, documents: Mapping[str, Document]) -> tuple[list[Hit], str | None]:

@@ -19,8 +19,8 @@ from ..core.schema import Strict
 from ..core.types import Query
 from .base import BuildContext, RetrieverKind, register
 from .http import (BackoffS, Concurrency, Headers, HeadersEnv, LiveConfig, LiveRetriever, OnError, Request, Retries,
-                   TimeoutS, _uses_query, checked_url, render)
-from .live_hits import HitMapping, _path
+                   TimeoutS, checked_url, render, uses_query)
+from .live_hits import HitMapping, checked_path
 
 _INDEX = r"^[^\s/\\*?\"<>|,#:]+$"  # Elasticsearch's own rules for index names (lowercase checked by the server)
 
@@ -38,7 +38,7 @@ class SourceFields(Strict):
     @field_validator("chunk_id", "doc_id", "start", "end", "text", "score")
     @classmethod
     def _paths(cls, value: str | None) -> str | None:
-        return _path(value)
+        return checked_path(value)
 
 
 class SearchEngineConfig(LiveConfig):
@@ -71,7 +71,7 @@ class SearchEngineConfig(LiveConfig):
 
     @model_validator(mode="after")
     def _template(self) -> "SearchEngineConfig":
-        if self.query is not None and not (isinstance(self.query, dict) and _uses_query(self.query)):
+        if self.query is not None and not (isinstance(self.query, dict) and uses_query(self.query)):
             raise ValueError("query: expected a query DSL mapping that uses '{query}', e.g. "
                              "{match: {text: '{query}'}}")
         return self

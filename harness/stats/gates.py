@@ -55,7 +55,7 @@ def read_rules(path: Path) -> tuple[list[Rule], list[str]]:
     for i, item in enumerate(items):
         where = f"rules.{i}"
         try:
-            rules.append(_parse_rule(item, where))
+            rules.append(parse_rule(item, where))
         except (InputError, ValueError) as exc:
             problems.append(f"{where}: {exc}")
     return rules, problems
@@ -92,7 +92,8 @@ def _number(item: dict, key: str) -> float:
     return float(value)
 
 
-def _parse_rule(item, where: str = "") -> Rule:
+def parse_rule(item, where: str = "") -> Rule:
+    """One rule as a gates file or the API gives it: a check string, or a mapping of ``KEYS``."""
     if isinstance(item, str):
         item = {"check": item}
     if not isinstance(item, dict):
