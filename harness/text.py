@@ -105,6 +105,7 @@ def _space_table():
 
     table = np.zeros(0x3002, dtype=bool)  # the last slot stands for every code point above U+3000
     table[list(SPACE_CODE_POINTS)] = True
+    table.setflags(write=False)  # cached: one array for the whole process, so no caller may write into it
     return table
 
 

@@ -28,8 +28,10 @@ def _table(pattern: str, unicode: bool) -> np.ndarray:
     if pattern == r"\S+":
         table = np.ones(size, dtype=bool)
         table[[c for c in SPACE_CODE_POINTS if c < size]] = False
-        return table
-    return np.fromiter((chr(c).isalnum() or c == 0x5F for c in range(size)), dtype=bool, count=size)
+    else:
+        table = np.fromiter((chr(c).isalnum() or c == 0x5F for c in range(size)), dtype=bool, count=size)
+    table.setflags(write=False)  # cached: one array for the whole process, so no caller may write into it
+    return table
 
 
 class CorpusTokens:
