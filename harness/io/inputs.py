@@ -139,13 +139,8 @@ def _run_from_frame(frame: Any, name: str) -> ColumnarRun:
     query_ids, order, lengths = _grouped(qids)
     vocab, codes = np.unique(np.array(docs, dtype=object), return_inverse=True) if docs else (
         np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
-<<<<<<< HEAD
     return ColumnarRun(query_ids, offsets_of(lengths), vocab.astype(object), codes.astype(np.int64)[order],
                        np.array(scores, dtype=np.float64)[order], None if ranks is None else ranks[order])
-=======
-    return ColumnarRun(query_ids, offsets_of(lengths), vocab.astype(object), codes.astype(np.int64)[order],
-                       np.array(scores, dtype=np.float64)[order])
->>>>>>> f960fef (names: shared private helpers become public, with docstrings saying what they are)
 
 
 # ---- paths --------------------------------------------------------------------------------------------------------
