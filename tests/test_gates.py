@@ -151,3 +151,11 @@ def test_a_regression_just_past_its_budget_shows_the_digits_that_pass_it():
     cand = fake("c", [0.9 - 0.02004] * 40, ["ok"] * 40, ["a"] * 40)
     res = evaluate_gates(cand, [parse_rule({"regression": "ndcg@10", "budget": 0.02})], base)[0]
     assert res.failed and res.message.startswith("delta -0.02004 (95% CI")
+
+
+def test_a_misspelt_verdict_kind_is_named_as_one():
+    """'burried_evidence <= 0.1' said 'unknown metric ... known metrics: ap, dcg, ...' without the verdict kinds."""
+    with pytest.raises(InputError, match=r"'burried_evidence' is neither a metric nor a verdict kind; did you mean "
+                                         r"'buried_evidence'\?"):
+        parse_rule("burried_evidence <= 0.1")
+    assert parse_rule("ap >= 0.1").target == "doc.ap"  # a bare metric name still reads as one

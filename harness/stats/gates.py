@@ -18,6 +18,8 @@ A metric rule's observed value is the mean over the queries the run counts at th
 
 from __future__ import annotations
 
+import difflib
+
 import re
 from pathlib import Path
 
@@ -147,6 +149,11 @@ def parse_rule(item, where: str = "") -> Rule:
             raise InputError("verdict-share rules take no slice")
         _unit_range(value, f"the {lhs} share")
         return Rule(name or f"{lhs} share {op} {value}", "verdict", lhs, op, value, where=where)
+    if "." not in lhs and "@" not in lhs and "(" not in lhs:  # a bare word: a misspelt verdict kind, most likely
+        near = difflib.get_close_matches(lhs, KINDS, n=1)
+        if near:
+            raise InputError(f"{lhs!r} is neither a metric nor a verdict kind; did you mean {near[0]!r}? (verdict "
+                             f"kinds: {', '.join(KINDS)})")
     level, metric = split_metric(lhs)
     if parse_metric(metric).family != "dcg":  # every other family's values lie in [0, 1]
         _unit_range(value, f"{level}.{metric} value")
