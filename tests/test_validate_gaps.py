@@ -224,3 +224,13 @@ def test_beir_qrels_given_as_a_golden_set_is_one_line_naming_the_beir_format(tmp
     proc = harness("goldset", "stats", qrels)
     assert_input_error(proc, "this looks like BEIR qrels", "goldset: {format: beir, path: THE_DATASET_FOLDER")
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_folder_or_a_device_given_as_a_file_is_named_as_such(tmp_path):
+    """A folder or /dev/null was 'config file not found' / 'run file not found', sending users looking for a
+    file that is there."""
+    assert_input_error(harness("validate", tmp_path), f"{tmp_path}: a folder, not a config file")
+    assert_input_error(harness("validate", "/dev/null"), "/dev/null: not a regular file (a device or a pipe?)")
+    gold = ROOT / "goldsets" / "demo" / "goldset.jsonl"
+    assert_input_error(harness("eval", gold, tmp_path), f"{tmp_path}: a folder, not a run file")
+    assert_input_error(harness("eval", gold, tmp_path / "nope.trec"), "nope.trec: run file not found")

@@ -359,11 +359,13 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
     """Read and validate a config file; ``overrides`` (``--set KEY.PATH=VALUE``) are applied before validation, as
     if written in the file (``config.overrides``)."""
     from ..core.safeyaml import load_yaml
+    from ..core.textfile import not_a_file
     from .overrides import apply_overrides
 
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
+    problem = not_a_file(path, "config file")
+    if problem:
+        raise ConfigError(problem)
     duplicates: list[str] = []  # reported with the config's other problems, all together
     data = load_yaml(path, ConfigError, duplicates)
     if isinstance(data, dict) and {"harness_version", "summary", "queries"} <= data.keys():

@@ -15,6 +15,18 @@ from .errors import InputError
 GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 
 
+def not_a_file(path: Path, what: str) -> str | None:
+    """Why ``path`` cannot be read as ``what`` ("run file", "config file"), or None when it is a regular file: a
+    folder or a device was "not found", which sent users looking for a file that is there."""
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return f"{path}: a folder, not a {what}"
+    if path.exists():
+        return f"{path}: not a regular file (a device or a pipe?); give a {what}"
+    return f"{path}: {what} not found"
+
+
 def is_gzip(path: Path) -> bool:
     return path.suffix == ".gz"
 
