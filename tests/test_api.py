@@ -581,3 +581,10 @@ def test_compare_of_tables_speaks_of_tables():
     with pytest.raises(InputError, match=r"not a mix \(results\[1\] is NoneType\)"):
         harness.compare([table, None])
     assert [r.metric for r in harness.compare([table, table], "RR").rows] == ["rr"]
+
+
+def test_table_means_without_selections_says_what_it_takes():
+    table = harness.evaluate({"q1": {"a": 1}}, {"q1": {"a": 1.0}}, ["rr"])
+    with pytest.raises(MetricError, match=r"selections: expected a list of row masks .* table.mean\(\)"):
+        table.means(None)
+    assert table.means([None]) == [table.mean()]

@@ -95,6 +95,9 @@ class MetricTable:
     def means(self, selections: Sequence[np.ndarray | None]) -> list[dict[str, float | None]]:
         """``mean(rows)`` for each of ``selections``, each metric's column read once for all of them (a spilled
         table's file is read once a metric, not once a metric and a selection: the verdicts' means ask for six)."""
+        if isinstance(selections, (str, bytes, np.ndarray)) or not isinstance(selections, Sequence):
+            raise MetricError(f"selections: expected a list of row masks (or None for every row), got "
+                              f"{type(selections).__name__}; for one mean of the table, table.mean()")
         masks = [self._counted_in(rows) for rows in selections]
         out: list[dict[str, float | None]] = [{} for _ in masks]
         for j, name in enumerate(self.names):
