@@ -79,6 +79,13 @@ def test_a_model_folder_without_a_tokenizer_or_not_a_cross_encoder_is_refused(mo
     cfg = demo_config(tmp_path, "ce.yaml", retriever="{kind: reranked, child: {kind: bm25}, "
                                                      "stage: {type: cross-encoder}}")
     assert_input_error(harness("validate", cfg), "retriever.stage.model", "is not a cross-encoder")
+    # a missing folder's hint names a cross-encoder, not the bundled bi-encoder refused just above
+    cfg = demo_config(tmp_path, "ce2.yaml", retriever="{kind: reranked, child: {kind: bm25}, "
+                                                      "stage: {type: cross-encoder, model: /nonexistent}}")
+    proc = harness("validate", cfg)
+    assert_input_error(proc, "retriever.stage.model: '/nonexistent' is not a local folder; give a cross-encoder's "
+                             "folder")
+    assert "bundled:" not in proc.stderr
 
 
 def test_explain_refuses_another_runs_parquet_files(tmp_path, monkeypatch):

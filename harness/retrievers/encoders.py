@@ -41,6 +41,9 @@ def model_folder_problems(name: str, where: str) -> list[str]:
     try:
         folder = Path(model_path(name))
     except (ConfigError, MissingDependencyError) as exc:
+        if where.endswith("stage.model") and isinstance(exc, ConfigError):  # the bundled MiniLM scores no pairs
+            return [f"{where}: {name!r} is not a local folder; give a cross-encoder's folder (its config.json "
+                    f"names a ...ForSequenceClassification architecture), or 'hub:<name>' (needs network)"]
         return [f"{where}: {str(exc).removeprefix('retriever.model: ')}"]
     if not folder.is_dir():
         return [f"{where}: {folder} is a file; expected a model folder (config.json, weights, tokenizer files)"]
