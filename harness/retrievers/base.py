@@ -22,6 +22,25 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 @runtime_checkable
 class Retriever(Protocol):
+    """Every retriever: ``index`` once, then ``retrieve`` batches (the contract is in ``contract``).
+
+    What a run also asks of a retriever that has it (each looked up by name, all optional):
+    - ``close()``: release what it holds (a server it started, a temporary folder, a client); after the run, also
+      when the run failed, on the driver and in every Ray actor.
+    - ``info() -> dict``: what it reports about its search, for results.json ``retriever_info`` (ANN recall).
+    - ``request_report() -> dict``, ``query_latencies_ms() -> {query_id: ms}``: a live service's request log and
+      its own per-query latency (``executors.latency`` times batches otherwise).
+    - ``answered_query_ids() -> list``: a retriever replaying answers made elsewhere (external, http) names the
+      queries it answered; golden-set queries it did not are warned about and score 0.
+    - ``retrieve_indexed(queries, k) -> contract.IndexedLists``: the same lists as positions in the chunks it
+      indexed (BM25's fast path; checked as columns, no Hit objects).
+    - ``shards(n) -> list``: n retrievers each over a contiguous slice of the index, scoring as the whole would
+      (``executor.shards``).
+    - ``term_contributions(query_text, chunk_index) -> {term: score}``: ``harness explain``'s BM25 terms.
+    - ``loosely_placed``, ``duplicates_dropped``: hits placed only after normalising text, and repeats dropped
+      before the cut at depth, counted in results.json ``hit_problems``.
+    - ``children`` / ``child``: a composite's parts (hybrid, reranked), searched for all of the above."""
+
     def index(self, chunks: Sequence[Chunk]) -> None: ...
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]: ...
