@@ -129,7 +129,7 @@ def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "
     names = list(DEFAULT_METRICS) if metrics is None else _metric_names(metrics)
     if not isinstance(trec_compat, bool):
         raise InputError(f"trec_compat: expected True or False, got {trec_compat!r}")
-    judged, ranked = as_qrels(qrels, "qrels"), as_run(run, "run")
+    judged, ranked = as_qrels(qrels, "qrels"), as_run(run, "run", ranks=order == "rank")
     if judged.n_queries == 0:  # as `harness eval`: every mean would be None, and a broken input would pass
         raise InputError("qrels: no judgments; nothing to evaluate against")
     table = evaluate_table(judged, ranked, names, query_policy=query_policy, order=order, trec_compat=trec_compat)

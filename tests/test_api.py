@@ -521,7 +521,8 @@ def test_bad_dataframes_are_typed_errors(call, fragments):
     # ids are read as strings here as evaluate reads a dict: document 2 was kept an int and never matched "2"
     (lambda: harness.Run.from_lists({"q1": ["d1"]}), "Run.from_lists['q1'][0]: expected a (doc_id, score) pair"),
     (lambda: harness.Run.from_lists("x"), "Run.from_lists: expected a dict"),
-    (lambda: harness.Run.from_lists({"q1": [("d1", 1.0)]}, ranks={"q1": [0]}), "ranks['q1']: a rank is a whole"),
+    (lambda: harness.Run.from_lists({"q1": [("d1", 1.0)]}, ranks={"q1": [1.5]}), "ranks['q1']: a rank is a whole"),
+    (lambda: harness.Run.from_lists({"q1": [("d1", 1.0)]}, ranks={"q1": [2**70]}), "ranks['q1']: a rank is a whole"),
     (lambda: harness.Run.from_dict("run.trec"), "Run.from_dict: expected a dict"),
     (lambda: harness.Run.from_dict({"q1 ": {"d1": 1.0}}), "query id 'q1 ' contains whitespace"),
     (lambda: harness.Run.from_dict({"q1": {"d1": float("nan")}}), "a NaN score"),
@@ -567,8 +568,15 @@ def test_a_run_dataframes_rank_column_is_read_for_order_rank():
     frame = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [0.1, 0.9], "rank": [1, 2]})
     assert harness.evaluate({"q1": {"a": 1}}, frame, ["rr"], order="rank").mean()["rr"] == 1.0
     assert harness.evaluate({"q1": {"a": 1}}, frame, ["rr"]).mean()["rr"] == 0.5
-    with pytest.raises(InputError, match=r"run.iloc\[0\].rank: a rank is a whole number >= 1, got 0"):
-        harness.evaluate({"q1": {"a": 1}}, frame.assign(rank=[0, 2]), ["rr"], order="rank")
+    # 0-based ranks are ranks, as in a run file; a rank column is read only for order="rank" (a NaN in it, or no
+    # such column, is nothing to the default order)
+    assert harness.evaluate({"q1": {"a": 1}}, frame.assign(rank=[0, 1]), ["rr"], order="rank").mean()["rr"] == 1.0
+    assert harness.evaluate({"q1": {"a": 1}}, frame.assign(rank=[float("nan"), 1]), ["rr"]).mean()["rr"] == 0.5
+    with pytest.raises(InputError, match=r"run.iloc\[0\].rank: a rank is a whole number, got nan"):
+        harness.evaluate({"q1": {"a": 1}}, frame.assign(rank=[float("nan"), 1]), ["rr"], order="rank")
+    with pytest.raises(InputError, match=r"order='rank' reads the DataFrame's rank column, and it has none"):
+        harness.evaluate({"q1": {"a": 1}}, frame.drop(columns="rank"), ["rr"], order="rank")
+    assert harness.fuse([frame.assign(rank=[0, float("nan")]), frame]).to_dict()  # fusion reads no ranks
 
 
 def test_compare_of_tables_speaks_of_tables():
@@ -588,3 +596,18 @@ def test_table_means_without_selections_says_what_it_takes():
     with pytest.raises(MetricError, match=r"selections: expected a list of row masks .* table.mean\(\)"):
         table.means(None)
     assert table.means([None]) == [table.mean()]
+
+
+def test_run_from_lists_finds_ranks_by_the_id_as_read():
+    """Ranks keyed 1 for a list keyed "1" (or the other way) belong to it: both ids read as "1"."""
+    run = harness.Run.from_lists({1: [("a", 0.1), ("b", 0.9)]}, ranks={"1": [1, 2]})
+    assert harness.evaluate({"1": {"a": 1}}, run, ["rr"], order="rank").mean()["rr"] == 1.0
+
+
+def test_fusion_scaling_rounds_nothing():
+    """Scores above 1e100 are scaled by a power of two: min-max of a list that did not overflow is bit for bit the
+    unscaled arithmetic."""
+    from harness.core.fusion import _normalised, normalise
+
+    scores = np.array([3.3e120, 1.7e120, 2.9e119, -4.1e118])
+    assert normalise(scores, "minmax").tolist() == _normalised(scores, "minmax").tolist()

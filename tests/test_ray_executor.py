@@ -252,8 +252,9 @@ def test_a_ray_client_address_with_host_and_port_is_accepted(tmp_path, address):
 
 
 def test_a_ray_client_that_cannot_connect_names_token_authentication(monkeypatch):
-    """Ray's client sends no token unless RAY_AUTH_MODE=token: at a `ray start` cluster (token authentication on
-    by default) it timed out as if nothing listened, and the line said only "start one"."""
+    """Ray's client sends no token unless RAY_AUTH_MODE=token: at a cluster asking for one (its head has a token,
+    which any earlier private Ray on that machine writes) it timed out as if nothing listened, and the line said
+    only "start one"."""
     from harness.config.schema import ExecutorConfig
     from harness.executors import ray_session
 

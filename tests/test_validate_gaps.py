@@ -234,3 +234,6 @@ def test_a_folder_or_a_device_given_as_a_file_is_named_as_such(tmp_path):
     gold = ROOT / "goldsets" / "demo" / "goldset.jsonl"
     assert_input_error(harness("eval", gold, tmp_path), f"{tmp_path}: a folder, not a run file")
     assert_input_error(harness("eval", gold, tmp_path / "nope.trec"), "nope.trec: run file not found")
+    (tmp_path / "dir.jsonl").mkdir()
+    assert_input_error(harness("eval", gold, tmp_path / "dir.jsonl"), "dir.jsonl: a folder, not a run file")
+    assert_input_error(harness("eval", tmp_path, gold), f"{tmp_path}: a folder, not a qrels file")

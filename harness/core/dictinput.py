@@ -15,6 +15,7 @@ from .errors import InputError
 from .ids import GRADE_LIMIT, id_problem
 
 MAX_SHOWN = 20
+RANK_LIMIT = 2**62  # a rank is stored as int64
 
 
 def raise_problems(name: str, head: str, problems: list[str]) -> None:
@@ -125,7 +126,8 @@ def checked_grades(data: Any, name: str) -> dict[str, dict[str, int]]:
     """``{qid: {doc: grade}}`` checked (see the module), or an InputError naming ``name``."""
     if not isinstance(data, Mapping):
         raise InputError(f"{name}: expected a dict {{query_id: {{doc_id: grade}}}}, got {type(data).__name__}")
-    return checked_nested(data, name, "{doc_id: grade}", grade_value, plain_grade, looks_like_scores)
+    hint = looks_like_scores if name == "qrels" else (lambda v: "")  # evaluate's first argument: swapped?
+    return checked_nested(data, name, "{doc_id: grade}", grade_value, plain_grade, hint)
 
 
 def checked_scores(data: Any, name: str) -> dict[str, dict[str, float]]:
@@ -171,23 +173,24 @@ def checked_lists(data: Any, name: str) -> dict[str, list[tuple[str, float]]]:
 
 
 def checked_ranks(ranks: Any, lists: Mapping, name: str) -> dict[str, list[int]]:
-    """Each query's given ranks, one whole number >= 1 per hit of ``lists`` (keyed as ``lists`` is), or an
+    """Each query's given ranks, one whole number per hit of ``lists`` (as a run file's ranks are), or an
     InputError naming ``name`` and each bad entry."""
     if not isinstance(ranks, Mapping):
         raise InputError(f"{name}: expected a dict {{query_id: [rank, ...]}}, got {type(ranks).__name__}")
     problems: list[str] = []
     out: dict[str, list[int]] = {}
+    by_id = {str(plain(key)): value for key, value in ranks.items()}  # keyed as the lists' ids are read: 1 is "1"
     for raw_q, hits in lists.items():
-        given = ranks.get(raw_q)
+        given = by_id.get(str(plain(raw_q)))
         where = f"{name}[{raw_q!r}]"
         listed = isinstance(given, (list, tuple, np.ndarray))
         if not listed or isinstance(hits, (str, bytes, Mapping)) or len(given) != len(hits):
             problems.append(f"{where}: expected {len(hits)} rank(s), one per hit, got {given!r}"[:300])
             continue
         values = [plain(r) for r in given]
-        bad = [r for r in values if isinstance(r, bool) or not isinstance(r, int) or r < 1]
+        bad = [r for r in values if isinstance(r, bool) or not isinstance(r, int) or not -RANK_LIMIT < r < RANK_LIMIT]
         if bad:
-            problems.append(f"{where}: a rank is a whole number >= 1, got {bad[0]!r}")
+            problems.append(f"{where}: a rank is a whole number, got {bad[0]!r}")
             continue
         out[str(plain(raw_q))] = values
     raise_problems(name, "cannot read the ranks", problems)

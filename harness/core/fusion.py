@@ -27,8 +27,8 @@ def normalise(scores: np.ndarray, how: str) -> np.ndarray:
     if HUGE < peak < np.inf:
         # Scores near the float limit overflow in hi - lo or in the variance (1e308 and -1e308 fused to NaN, or to
         # z-scores of 0): both normalisations are free of scale, so such a list is scaled down first. Others are
-        # left as they are, to the last bit.
-        scores = scores / peak
+        # left as they are, to the last bit; the scale is a power of two, so scaling rounds nothing.
+        scores = scores * 2.0 ** -int(np.frexp(peak)[1])
     return _normalised(scores, how)
 
 

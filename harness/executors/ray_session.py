@@ -54,7 +54,10 @@ def start_ray(ray, ex: ExecutorConfig) -> bool:
             with deferred() if ex.address == "local" else nullcontext():
                 _init(ray, ex)
         except BaseException:
-            ray.shutdown()  # whatever ray.init started (nothing when connecting failed)
+            try:
+                ray.shutdown()  # whatever ray.init started (nothing when connecting failed)
+            except Exception:  # noqa: BLE001 - the error that stopped the start is the one to report
+                pass
             raise
     return True
 
@@ -95,13 +98,15 @@ def _init(ray, ex: ExecutorConfig) -> None:
 
 
 def _client_auth_hint(address: str) -> str:
-    """What else a Ray Client address needs: Ray's client sends no token unless told to, and a cluster started by
-    ``ray start`` asks for one (token authentication is Ray's default), so its proxy drops the client's calls and
-    the client says only "ray client connection timeout", as for an address where nothing listens."""
+    """What else a Ray Client address needs: Ray's client sends no token unless told to, and a cluster whose head
+    has a token (``~/.ray/auth_token``, written by any earlier private ``ray.init`` on that machine, or
+    RAY_AUTH_MODE=token) asks for one, so its proxy drops the client's calls and the client says only "ray client
+    connection timeout", as for an address where nothing listens."""
     if not address.startswith("ray://") or os.environ.get("RAY_AUTH_MODE"):
         return ""
-    return ("; if the cluster uses token authentication (the default of `ray start`), set RAY_AUTH_MODE=token "
-            "and give its token (~/.ray/auth_token or $RAY_AUTH_TOKEN)")
+    return ("; if the cluster uses token authentication (its head has ~/.ray/auth_token, which any earlier "
+            "private Ray on that machine writes), set RAY_AUTH_MODE=token and give its token "
+            "(~/.ray/auth_token or $RAY_AUTH_TOKEN)")
 
 
 @contextmanager

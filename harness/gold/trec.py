@@ -12,7 +12,7 @@ from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem
 from ..core.jsonl import one_document, parse_line
-from ..core.textfile import read_utf8, utf8_lines
+from ..core.textfile import not_a_file, read_utf8, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 
 
@@ -64,8 +64,9 @@ def qrels_hint(path: Path, line: str, read_as: str) -> str | None:
 def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
     """TREC qrels (``qid iter docid rel``) or BEIR TSV (``query-id corpus-id score`` with a header). Blank lines
     and ``#`` comment lines are skipped (trec_eval 10 skips comments too)."""
-    if not path.is_file():
-        raise GoldSetError(f"{path}: qrels file not found")
+    problem = not_a_file(path, "qrels file")
+    if problem:
+        raise GoldSetError(problem)
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
     problems = []
     first: dict[tuple[str, str], int] = {}

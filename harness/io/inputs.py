@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..core.dictinput import (MAX_SHOWN, checked_grades, checked_id, checked_scores, grade_value, plain,
+from ..core.dictinput import (MAX_SHOWN, RANK_LIMIT, checked_grades, checked_id, checked_scores, grade_value, plain,
                               raise_problems, score_value)
 from ..core.errors import InputError
 from ..core.ids import is_finite_number
@@ -118,24 +118,25 @@ def _qrels_from_frame(frame: Any, name: str) -> Qrels:
 
 def _frame_ranks(frame: Any, name: str) -> np.ndarray | None:
     """A run DataFrame's ``rank`` column, when it has one (what ``order="rank"`` reads; it was dropped without a
-    word): whole numbers >= 1, each bad cell named."""
+    word): whole numbers, as a run file's ranks are (0-based ranks too), each bad cell named."""
     if "rank" not in [str(c) for c in frame.columns]:
-        return None
+        raise InputError(f"{name}: order='rank' reads the DataFrame's rank column, and it has none (it has "
+                         f"{', '.join(map(str, frame.columns))})")
     problems, ranks = [], []
     for i, cell in enumerate(_columns(frame, name, ("rank",))["rank"]):
         value = plain(cell)
         value = int(value) if isinstance(value, float) and value.is_integer() else value
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            problems.append(f"{name}.iloc[{i}].rank: a rank is a whole number >= 1, got {cell!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not -RANK_LIMIT < value < RANK_LIMIT:
+            problems.append(f"{name}.iloc[{i}].rank: a rank is a whole number, got {cell!r}")
         else:
             ranks.append(value)
     raise_problems(name, "cannot read the DataFrame", problems)
     return np.array(ranks, dtype=np.int64)
 
 
-def _run_from_frame(frame: Any, name: str) -> ColumnarRun:
+def _run_from_frame(frame: Any, name: str, read_ranks: bool = False) -> ColumnarRun:
     qids, docs, scores = _frame_rows(frame, name, "score", score_value)
-    ranks = _frame_ranks(frame, name)
+    ranks = _frame_ranks(frame, name) if read_ranks else None
     query_ids, order, lengths = _grouped(qids)
     vocab, codes = np.unique(np.array(docs, dtype=object), return_inverse=True) if docs else (
         np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
@@ -182,14 +183,15 @@ def as_qrels(value: Any, name: str = "qrels") -> Qrels:
     raise InputError(f"{name}: expected {QRELS_FORMS}; got {_kind(value)}{hint}")
 
 
-def as_run(value: Any, name: str = "run") -> ColumnarRun:
-    """``value`` as a columnar run, or an InputError naming ``name`` and the forms accepted."""
+def as_run(value: Any, name: str = "run", ranks: bool = False) -> ColumnarRun:
+    """``value`` as a columnar run, or an InputError naming ``name`` and the forms accepted. ``ranks``: a
+    DataFrame's ``rank`` column is read (``order="rank"``); otherwise it is left alone, as any other column."""
     if isinstance(value, ColumnarRun):
         return value
     if isinstance(value, Mapping):
         return ColumnarRun.from_checked_dict(checked_scores(value, name))
     if is_dataframe(value):
-        return _run_from_frame(value, name)
+        return _run_from_frame(value, name, ranks)
     path = _path(value)
     if path is not None:
         from .runfiles import read_run

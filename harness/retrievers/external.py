@@ -15,7 +15,7 @@ from ..core.errors import RunFileError
 from ..core.ids import data_lines
 from ..io.jsonl_run import read_jsonl_hits
 from ..io.runfiles import run_line_problem, score_problem
-from ..core.textfile import utf8_lines
+from ..core.textfile import not_a_file, utf8_lines
 from ..core.types import Chunk, Document, Hit, Query, RankedList
 from .base import RetrieverKind, register
 from .contract import HitPlacer, shown_lines
@@ -36,9 +36,8 @@ class ExternalConfig(Strict):
     def preflight(self, where: str) -> list[str]:
         """The file exists. Its lines are read before any work by ``check_lines`` (once, wherever the retriever
         is: a hybrid's child too), then placed by ``check_placement``."""
-        if not self.path.is_file():
-            return [f"{where}.path: {self.path}: external run file not found"]
-        return []
+        problem = not_a_file(self.path, "external run file")
+        return [f"{where}.path: {problem}"] if problem else []
 
     def check_lines(self, sample: bool = False) -> None:
         """The run's lines read as ``index`` reads them, a RunFileError naming each bad one. Its first
@@ -96,8 +95,9 @@ class ExternalRetriever:
     def _read(self, limit: int | None = None) -> None:
         """The run's rows by query (``limit``: its first that many lines only)."""
         path, fmt = self.config.path, self.config.format
-        if not path.is_file():
-            raise RunFileError(f"{path}: external run file not found")
+        problem = not_a_file(path, "external run file")
+        if problem:
+            raise RunFileError(problem)
         if fmt == "auto":
             fmt = "jsonl" if path.suffix in (".jsonl", ".json") else "trec"
         problems = []
