@@ -70,3 +70,15 @@ def crash_line(exc: BaseException) -> str:
 
     frame = traceback.extract_tb(exc.__traceback__)[-1]
     return f"{type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})"
+
+
+def guarded_call(call, failed: str, error: type[HarnessError] = HarnessError):
+    """``call()``, with a crash of code harness does not own (a plugin's, a user's function) raised as one ``error``
+    line, ``failed`` (what failed, and where) then ``crash_line``; harness's own errors and interrupts pass as they
+    are."""
+    try:
+        return call()
+    except (HarnessError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        raise error(f"{failed}: {crash_line(exc)}") from exc

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
-from ..core.errors import HarnessError, RetrieverError, crash_line
+from ..core.errors import RetrieverError, guarded_call
 from ..core.hittable import HitTable, HitTableBuilder
 from ..core.types import Chunk, Document, Query
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
@@ -42,9 +42,10 @@ class Retrieved:
             return note
         lines = [p.line() for p in r.examples] + ([f"... and {r.skipped - len(r.examples)} more"]
                                                   if r.skipped > len(r.examples) else [])
-        return (f"{note}\n" if note else "") + (f"warning: retriever.kind {kind!r}: skipped {r.skipped} hit(s) in {r.queries} queries that name no "
-                f"chunk of the corpus (retriever_hits.unplaceable: skip; listed in results.json hit_problems)\n"
-                + "\n".join(f"  - {line}" for line in lines))
+        warning = (f"warning: retriever.kind {kind!r}: skipped {r.skipped} hit(s) in {r.queries} queries that name "
+                   f"no chunk of the corpus (retriever_hits.unplaceable: skip; listed in results.json hit_problems)\n"
+                   + "\n".join(f"  - {line}" for line in lines))
+        return (f"{note}\n" if note else "") + warning
 
 
 def _progress(total: int, label: str, enabled: bool):
@@ -59,13 +60,7 @@ def _guarded(kind: str, step: str, call: Callable):
     registered = REGISTRY.get(kind)
     if registered is None or registered.builtin:
         return call()
-    try:
-        return call()
-    except (HarnessError, KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as exc:
-        raise HarnessError(f"retriever.kind {kind!r} ({registered.origin}) failed in {step}: "
-                           f"{crash_line(exc)}") from exc
+    return guarded_call(call, f"retriever.kind {kind!r} ({registered.origin}) failed in {step}")
 
 
 def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], depth: int,

@@ -21,7 +21,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import Field, JsonValue, field_validator
 
-from ..core.errors import ConfigError, HarnessError, RetrieverError, crash_line
+from ..core.errors import ConfigError, RetrieverError, guarded_call
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
@@ -105,13 +105,7 @@ class PythonRetriever:
     def _user(self, step: str, call):
         """User code's crash as one line naming the target, the step and where it failed (not a traceback of
         harness: the kind is built in, the code is not)."""
-        try:
-            return call()
-        except (HarnessError, KeyboardInterrupt, MemoryError):
-            raise
-        except Exception as exc:
-            raise RetrieverError(f"retriever.kind 'python' ({self.config.target}) failed in {step}: "
-                                 f"{crash_line(exc)}") from exc
+        return guarded_call(call, f"retriever.kind 'python' ({self.config.target}) failed in {step}", RetrieverError)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         if self.obj is not None and callable(getattr(self.obj, "index", None)):
