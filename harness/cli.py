@@ -72,7 +72,7 @@ QueryPolicy = choices("QueryPolicy", QUERY_POLICIES)
 
 
 @command(cls=registry_help(retriever_kinds, verdict_kinds))
-def run(config: Path = typer.Argument(..., help="experiment YAML"),
+def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YAML"),
         out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars or log lines (the model's own "
                                                                  "included); warnings and errors still show"),
@@ -159,7 +159,7 @@ def _install_signal_handlers(program: bool):
 
 
 @command(cls=registry_help(retriever_kinds))
-def validate(config: Path = typer.Argument(..., help="experiment YAML"),
+def validate(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YAML"),
              rules: Optional[Path] = typer.Option(None, "--rules", help="also check a gate rules YAML against "
                                                                          "the config's metrics"),
              overrides: List[str] = set_option(),
@@ -192,7 +192,7 @@ def validate(config: Path = typer.Argument(..., help="experiment YAML"),
 
 
 @command("eval")
-def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or a native golden set (.jsonl)"),
+def eval_(qrels: Path = typer.Argument(..., metavar="QRELS", help="TREC qrels, BEIR qrels TSV, or a native golden set (.jsonl)"),
           run_file: Path = typer.Argument(..., metavar="RUN", help="TREC run file or JSONL run"),
           metric: List[str] = metric_option(", ".join(DEFAULT_METRICS)),
           fmt: EvalFormat = format_option(EvalFormat.json),
@@ -253,8 +253,8 @@ def eval_(qrels: Path = typer.Argument(..., help="TREC qrels, BEIR qrels TSV, or
 
 
 @command(cls=registry_help(verdict_kinds))
-def explain(source: Path = typer.Argument(..., help="a results.json (or the folder its run wrote), or an experiment YAML with --query"),
-            query_id: Optional[str] = typer.Argument(None, help="query id (with a results.json)"),
+def explain(source: Path = typer.Argument(..., metavar="SOURCE", help="a results.json (or the folder its run wrote), or an experiment YAML with --query"),
+            query_id: Optional[str] = typer.Argument(None, metavar="QUERY_ID", help="query id (with a results.json)"),
             query: Optional[str] = typer.Option(None, "--query", help="ad-hoc query text (with a config)"),
             doc: Optional[str] = typer.Option(None, "--doc", help="the document that should be found"),
             quote: Optional[str] = typer.Option(None, "--quote", help="the evidence text inside --doc"),
@@ -308,7 +308,7 @@ command("cache")(cache_command)
 
 
 @command()
-def init(folder: Path = typer.Argument(Path("."), help="where to write the starter project (created if missing)")
+def init(folder: Path = typer.Argument(Path("."), metavar="FOLDER", help="where to write the starter project (created if missing)")
          ) -> None:
     """Write a starter project that runs at once: harness.yaml, corpus.jsonl, goldset.jsonl, gates.yaml.
 

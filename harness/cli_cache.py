@@ -36,7 +36,7 @@ def _not_cache_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_symlink() or not p.is_dir() and not _is_cache_file(root, p))
 
 
-def cache_command(action: CacheAction = typer.Argument(..., help="info or clear"),
+def cache_command(action: CacheAction = typer.Argument(..., metavar="ACTION", help="info or clear"),
                   cache_dir: Optional[Path] = cache_dir_option("--dir")) -> None:
     """Show or clear the embedding and token-embedding caches.
 

@@ -36,7 +36,7 @@ def _finite(value):
     return value
 
 
-def compare_command(results: List[Path] = typer.Argument(..., help="two or more results.json files (or the folders runs wrote)"),
+def compare_command(results: List[Path] = typer.Argument(..., metavar="RESULTS", help="two or more results.json files (or the folders runs wrote)"),
                     baseline: Optional[str] = typer.Option(None, "--baseline", help="run name (default: the first)"),
                     metric: List[str] = metric_option(COMPARE_DEFAULT_METRICS),
                     test: Test = typer.Option(Test.randomization, "--test", help="the paired significance test"),
@@ -64,7 +64,7 @@ def compare_command(results: List[Path] = typer.Argument(..., help="two or more 
         print_table(result)
 
 
-def gate_command(results: Path = typer.Argument(..., help="the candidate's results.json (or the folder its run wrote)"),
+def gate_command(results: Path = typer.Argument(..., metavar="RESULTS", help="the candidate's results.json (or the folder its run wrote)"),
                  rules: Path = typer.Option(..., "--rules", help="rules YAML (see configs/gates.yaml)"),
                  baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json (or a run's folder) to check regressions against"),
                  summary: Optional[Path] = typer.Option(None, "--summary", help="write a Markdown summary here (missing "
@@ -108,7 +108,7 @@ def gate_command(results: Path = typer.Argument(..., help="the candidate's resul
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "report-md", ".markdown": "report-md"}
 
 
-def report_command(results: List[Path] = typer.Argument(..., help="one results.json (or the folder its run wrote), "
+def report_command(results: List[Path] = typer.Argument(..., metavar="RESULTS", help="one results.json (or the folder its run wrote), "
                                                                   "or several for a comparison"),
                    out: Path = out_option("the report: FILE.html, or FILE.md for one run's Markdown report",
                                           required=True),

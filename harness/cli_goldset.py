@@ -93,7 +93,7 @@ def _before_covers(against: Path, before, raw) -> None:
 
 
 @command("check")
-def check(gold: Path = typer.Argument(..., help="the golden set (native JSONL/YAML, or a BEIR folder)"),
+def check(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set (native JSONL/YAML, or a BEIR folder)"),
           corpus: Path = typer.Option(..., "--corpus", help="the current corpus (JSONL, folder, BEIR folder)"),
           against: Optional[Path] = typer.Option(None, "--against", help="what the corpus was: the old corpus, or "
                                                                           "a results.json of a run on it"),
@@ -184,7 +184,7 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
 
 
 @command("pool")
-def pool(results: List[Path] = typer.Argument(..., help="one or more results.json files (or the folders runs wrote)"),
+def pool(results: List[Path] = typer.Argument(..., metavar="RESULTS", help="one or more results.json files (or the folders runs wrote)"),
          depth: int = typer.Option(10, "--depth", min=1, help="pool the top DEPTH hits of each run"),
          out: Path = out_option("the judging sheet: .csv or .jsonl", required=True),
          corpus: Optional[Path] = typer.Option(None, "--corpus", help="the corpus for the chunk texts (default: the "
@@ -230,8 +230,8 @@ def pool(results: List[Path] = typer.Argument(..., help="one or more results.jso
 
 
 @command("merge")
-def merge(gold: Path = typer.Argument(..., help="the golden set"),
-          sheet: Path = typer.Argument(..., help="a judged sheet from harness goldset pool (.csv or .jsonl)"),
+def merge(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set"),
+          sheet: Path = typer.Argument(..., metavar="SHEET", help="a judged sheet from harness goldset pool (.csv or .jsonl)"),
           out: Path = out_option("the merged golden set (native JSONL)", required=True),
           force: bool = _force_option()) -> None:
     """Fold a judged sheet back into the golden set: grades and evidence quotes. Exit 1 on conflicts (listed).
@@ -259,7 +259,7 @@ def merge(gold: Path = typer.Argument(..., help="the golden set"),
 
 
 @command("stats")
-def stats(gold: Path = typer.Argument(..., help="the golden set"),
+def stats(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set"),
           results: Optional[Path] = typer.Option(None, "--results", help="a results.json: the minimum detectable "
                                                  "effect from its per-query variance"),
           metric: List[str] = metric_option("ndcg@10 when the run has it, else its first metric"),

@@ -159,3 +159,9 @@ def test_a_misspelt_verdict_kind_is_named_as_one():
                                          r"'buried_evidence'\?"):
         parse_rule("burried_evidence <= 0.1")
     assert parse_rule("ap >= 0.1").target == "doc.ap"  # a bare metric name still reads as one
+
+
+def test_a_rules_threshold_is_named_as_written():
+    assert parse_rule("latency.p95_ms <= 300").name == "latency.p95_ms <= 300"  # not 300.0
+    assert parse_rule("buried_evidence <= 0.10").name == "buried_evidence share <= 0.1"
+    assert parse_rule("ndcg@10 >= 0.55").name == "doc.ndcg@10 >= 0.55"

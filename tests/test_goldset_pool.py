@@ -159,3 +159,13 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_exits_2(case, tmp_path):
     run_case(case, tmp_path)
+
+
+def test_a_sheets_problems_come_in_line_order_and_quote_the_cell(tmp_path):
+    """Rows of another width were listed before the grade problems of earlier lines; a grade too large for any
+    judgment was quoted after a trip through a float (1e20 for 99999999999999999999)."""
+    args = _sheet(tmp_path, "query_id,doc_id,grade\nq01,a,x\nq01,b,1,extra\nq01,c,99999999999999999999\n")
+    proc = harness(*args, cwd=tmp_path)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("  - ")]
+    assert proc.returncode == 2 and [line.split(":")[1] for line in lines] == ["2", "3", "4"], proc.stderr
+    assert "grade 99999999999999999999 is out of range" in proc.stderr

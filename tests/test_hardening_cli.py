@@ -64,8 +64,10 @@ USAGE_ERRORS = [
     usage("unknown-option-compare", ["compare", "a.json", "b.json", "--metrik", "x"], "No such option: --metrik"),
     usage("unknown-option-top", ["--verbose"], "Usage: harness [OPTIONS] COMMAND", "No such option: --verbose"),
     # missing argument / option
-    usage("missing-argument-run", ["run"], "Usage: harness run", "Error: Missing argument"),
-    usage("missing-argument-gate", ["gate"], "Usage: harness gate", "Error: Missing argument"),
+    # (arguments named as the README names them: CONFIG, RESULTS; typer wrote {config}, {results})
+    usage("missing-argument-run", ["run"], "Usage: harness run [OPTIONS] {{CONFIG}}", "Error: Missing argument 'CONFIG'"),
+    usage("missing-argument-gate", ["gate"], "Usage: harness gate [OPTIONS] {{RESULTS}}",
+          "Error: Missing argument 'RESULTS'"),
     usage("missing-argument-eval", ["eval", "qrels.txt"], "Usage: harness eval", "Error: Missing argument 'RUN'"),
     usage("missing-argument-cache", ["cache"], "Usage: harness cache", "Error: Missing argument"),
     usage("missing-option-gate-rules", ["gate", "r.json"], "Error: Missing option '--rules'"),

@@ -93,7 +93,7 @@ def whole_number(value: object) -> object:
     """A table's text "2" or "2.0" (ASCII digits) as the integer it is; anything else as it is (validation names
     it). The one reading of a number in a table: golden-set tables and judging sheets (``goldset merge``)."""
     if isinstance(value, str) and _WHOLE.fullmatch(value):
-        return int(float(value))
+        return int(value.split(".")[0])  # not through a float: 99999999999999999999 stays itself (and is refused)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value

@@ -111,9 +111,16 @@ def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgme
                             f"{doc!r}")
             continue
         out.append(SheetJudgment(where, qid, doc, chunk_id, grade, quotes))
-    if problems:
+    if problems:  # in line order: a row's width is found while reading, its cells after
+        problems.sort(key=_line_of)
         raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
     return out, unjudged
+
+
+def _line_of(problem: str) -> int:
+    """The line a located problem (``PATH:LINE: ...``) names."""
+    found = re.search(r":(\d+): ", problem)
+    return int(found[1]) if found else 0
 
 
 def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0) -> tuple[list[dict], MergeReport]:

@@ -143,12 +143,12 @@ def parse_rule(item, where: str = "") -> Rule:
             raise InputError(f"{lhs}: latency has {', '.join(f'latency.{f}' for f in LATENCY_FIELDS)}")
         if value < 0:  # milliseconds and queries/s are never negative
             raise InputError(f"{lhs} is never negative, so a threshold of {value:g} is always or never met")
-        return Rule(name or f"{lhs} {op} {value}", "latency", lhs[len("latency."):], op, value, where=where)
+        return Rule(name or f"{lhs} {op} {_written(value)}", "latency", lhs[len("latency."):], op, value, where=where)
     if lhs in KINDS:
         if sl:
             raise InputError("verdict-share rules take no slice")
         _unit_range(value, f"the {lhs} share")
-        return Rule(name or f"{lhs} share {op} {value}", "verdict", lhs, op, value, where=where)
+        return Rule(name or f"{lhs} share {op} {_written(value)}", "verdict", lhs, op, value, where=where)
     if "." not in lhs and "@" not in lhs and "(" not in lhs:  # a bare word: a misspelt verdict kind, most likely
         near = difflib.get_close_matches(lhs, KINDS, n=1)
         if near:
@@ -157,8 +157,13 @@ def parse_rule(item, where: str = "") -> Rule:
     level, metric = split_metric(lhs)
     if parse_metric(metric).family != "dcg":  # every other family's values lie in [0, 1]
         _unit_range(value, f"{level}.{metric} value")
-    label = f"{level}.{metric} {op} {value}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
+    label = f"{level}.{metric} {op} {_written(value)}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
     return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
+
+
+def _written(value: float) -> str:
+    """A threshold in a rule's name as it was most likely written: ``300``, not ``300.0``; ``0.1`` as itself."""
+    return str(int(value)) if value.is_integer() else repr(value)
 
 
 def _threshold(text: str, check: str) -> float:
