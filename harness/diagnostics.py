@@ -53,8 +53,9 @@ def flags_text(settings: "DiagnosticsConfig") -> str:
     return (f"noisy_context: the window's relevant chunks are below {settings.noisy_below:g} of the most it could "
             "hold (min(k, R) for R relevant chunks); unjudged_in_window: a chunk of an unjudged document outranks "
             "the first relevant chunk of the window (detail.unjudged_share gives the unjudged share of every "
-            "window); partial: some relevant documents or evidence spans are missing from the window; near "
-            f"(missing_document): the first relevant document ranks within {settings.near_cutoff} past the window")
+            "window); partial: some relevant documents or evidence spans are missing from the window. Not a flag: a "
+            f"missing_document's detail.near says its first relevant document ranks within {settings.near_cutoff} "
+            "past the window")
 
 
 def _v(kind: str, reason: str, detail: dict | None = None, flags: Sequence[str] = ()) -> Verdict:
