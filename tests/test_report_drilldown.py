@@ -234,7 +234,8 @@ def test_texts_stitch_a_span_from_chunks_and_never_guess():
 
 def test_pages_fit_a_phone_and_tables_scroll_inside(chromium, demo, tmp_path):
     """At a 390 px phone viewport the page does not scroll sideways (a viewport meta tag; wide tables scroll in
-    place), and rows still expand."""
+    place), and rows still expand; an expanded row's reason wraps inside the screen (it was laid out at the whole
+    table's width, 955 px, and cut mid-word at the screen's edge)."""
     if CHROMIUM is None:
         pytest.skip("no chromium installed")
     proc = harness("report", demo / "demo-bm25/results.json", demo / "demo-hybrid/results.json",
@@ -253,6 +254,10 @@ def test_pages_fit_a_phone_and_tables_scroll_inside(chromium, demo, tmp_path):
             widths = page.evaluate("() => [window.innerWidth, document.documentElement.scrollWidth,"
                                    " parseFloat(getComputedStyle(document.body).fontSize)]")
             assert widths[0] == 390 and widths[1] <= 390 and widths[2] >= 14, (path, widths)
+            reason = detail.locator("p.reason")
+            if reason.count():
+                box = reason.first.bounding_box()
+                assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (path, box)
         finally:
             context.close()
 

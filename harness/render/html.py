@@ -34,6 +34,7 @@ th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;c
 tr.gap td{color:#667;text-align:center;font-size:12px}tr.m-evidence td{background:#ecfdf3}tr.m-right_document td{background:#fffaeb}
 .headline{margin:4px 0}.sbs{display:flex;gap:12px}.sbs .col{flex:1;min-width:0}
 table{display:block;max-width:100%;overflow-x:auto}.plots svg{max-width:100%}td{overflow-wrap:break-word}
+tr.detail>td>*{position:sticky;left:0;max-width:calc(100vw - 48px)}
 @media (max-width:600px){body{margin:12px}.sbs{flex-direction:column}}
 """
 
@@ -173,7 +174,7 @@ def _drill_html(q, texts: Texts) -> str:
              else "the ranking down to the evidence (rank " + str(d.target_rank) + ")")
     rows_html = "".join(rows)
     parts.append(f'<p>{e(title)}:</p><table class="ranking"><thead><tr><th>rank</th><th>score</th><th>chunk</th>'
-                 f"<th></th><th>text (evidence marked)</th></tr></thead><tbody>{rows_html}</tbody></table>")
+                 f"<th>mark</th><th>text (evidence marked)</th></tr></thead><tbody>{rows_html}</tbody></table>")
     return "".join(parts)
 
 
