@@ -124,7 +124,11 @@ def test_tables_sort_by_any_column_and_details_follow(chromium, demo):
     (asc, pairs, desc, by_id, counts, doc_level, names), errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
     assert errors == []
     assert [by_first[i] for i in asc] == sorted(by_first.values()) and set(asc) == set(expected)
-    assert [by_first[i] for i in desc] == sorted(by_first.values(), reverse=True)
+    # n/a cells (queries not counted at chunk level) sort last whichever way
+    na = {q["id"] for q in results["queries"] if not q["counted"]["chunk"]}
+    assert na and set(asc[-len(na):]) == na and set(desc[-len(na):]) == na
+    assert [by_first[i] for i in desc if i not in na] == sorted((v for i, v in by_first.items() if i not in na),
+                                                                reverse=True)
     assert all(pairs) and len(pairs) == len(results["queries"])
     assert by_id == sorted(by_first)
     assert counts == sorted(counts)
@@ -264,7 +268,8 @@ def test_pages_fit_a_phone_and_tables_scroll_inside(chromium, demo, tmp_path):
 
 def test_queries_not_counted_show_no_numbers(chromium, demo):
     """A query not counted at a level (goldset_error, no_gold) shows n/a in that level's cells, not a number its
-    judgments cannot support, and sorts after the numbers."""
+    judgments cannot support, and sorts after the numbers in both directions (sorted descending, the n/a rows came
+    first)."""
     results = json.loads((demo / "demo-bm25/results.json").read_text())
     uncounted = {q["id"] for q in results["queries"] if not q["counted"]["doc"] and not q["counted"]["chunk"]}
     assert {"q45", "q46"} <= uncounted
@@ -272,13 +277,17 @@ def test_queries_not_counted_show_no_numbers(chromium, demo):
     def drive(page):
         cells = {qid: page.locator("#queries tr.q", has=page.locator(f"td:text-is('{qid}')"))
                  .locator("td").all_inner_texts()[5:8] for qid in sorted(uncounted)}
-        page.locator("#queries thead th", has_text="doc nDCG@10").click()
+        header = page.locator("#queries thead th", has_text="doc nDCG@10")
+        header.click()
         order = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
-        return cells, order
-    (cells, order), errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
+        header.click()
+        descending = page.locator("#queries tbody tr.q td:first-child").all_inner_texts()
+        return cells, order, descending
+    (cells, order, descending), errors = with_page(chromium, demo / "demo-bm25/report.html", drive)
     assert errors == []
     assert all(c == ["n/a", "n/a", "n/a"] for c in cells.values()), cells
     assert set(order[-len(uncounted):]) == uncounted
+    assert set(descending[-len(uncounted):]) == uncounted and descending[0] != order[0]
 
 
 def test_nothing_in_window_cards_name_their_level(demo):

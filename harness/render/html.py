@@ -52,8 +52,8 @@ function applyFilters(){
 function cellKey(row,i){
   const c=row.cells[i]; if(!c){return '';}
   const v=c.dataset.sort!==undefined?c.dataset.sort:c.textContent.trim();
-  const x=parseFloat(v.replace(/%$/,''));
-  return (v!=='' && !isNaN(x) && /^[-+]?[0-9.]/.test(v))?x:v.toLowerCase();
+  // a number only when the whole cell is one ("0.91", "80%"): "1,000 genomes" or "0-dimensional" is text
+  return /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)(e[-+]?[0-9]+)?%?$/i.test(v)?parseFloat(v):v.toLowerCase();
 }
 function sortBy(th){
   const table=th.closest('table'), body=table.tBodies[0], i=th.cellIndex;
@@ -67,6 +67,7 @@ function sortBy(th){
   });
   groups.sort(function(a,b){
     const x=cellKey(a[0],i), y=cellKey(b[0],i);
+    if(x===''||y===''){return (x==='')-(y==='');}  // n/a and empty cells last, whichever way
     const c=(typeof x===typeof y)?(x<y?-1:x>y?1:0):(typeof x==='number'?-1:1);
     return dir==='asc'?c:-c;
   });
