@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .errors import InputError
-from .ids import GRADE_LIMIT, id_problem
+from .ids import GRADE_LIMIT, id_problem, is_finite_number
 
 MAX_SHOWN = 20
 RANK_LIMIT = 2**62  # a rank is stored as int64
@@ -62,7 +62,7 @@ def score_value(value: Any) -> float | str:
         return f"expected a number as score, got {value!r}"
     if value != value:
         return "a NaN score has no place in a ranking"
-    if not math.isfinite(float(value)) if isinstance(value, float) else abs(value) > 1.7976931348623157e308:
+    if not is_finite_number(value):  # inf, or an int too large for a float
         return f"score {value!r} is not a finite number: an infinite score has no place in a ranking"
     return float(value)
 
@@ -105,6 +105,11 @@ def checked_nested(data: Mapping, name: str, inner: str, value: Callable[[Any], 
         out[qid] = hits
     raise_problems(name, f"cannot read the dict {inner}", problems)
     return out
+
+
+def is_rank(value: Any) -> bool:
+    """A rank as a run file's ranks are: a whole number (0-based too), small enough for int64."""
+    return isinstance(value, int) and not isinstance(value, bool) and -RANK_LIMIT < value < RANK_LIMIT
 
 
 def plain_grade(value: Any) -> bool:
@@ -188,7 +193,7 @@ def checked_ranks(ranks: Any, lists: Mapping, name: str) -> dict[str, list[int]]
             problems.append(f"{where}: expected {len(hits)} rank(s), one per hit, got {given!r}"[:300])
             continue
         values = [plain(r) for r in given]
-        bad = [r for r in values if isinstance(r, bool) or not isinstance(r, int) or not -RANK_LIMIT < r < RANK_LIMIT]
+        bad = [r for r in values if not is_rank(r)]
         if bad:
             problems.append(f"{where}: a rank is a whole number, got {bad[0]!r}")
             continue

@@ -17,8 +17,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..core.dictinput import (MAX_SHOWN, RANK_LIMIT, checked_grades, checked_id, checked_scores, grade_value, plain,
-                              raise_problems, score_value)
+from ..core.dictinput import (MAX_SHOWN, checked_grades, checked_id, checked_scores, grade_value, is_rank,
+                              plain, raise_problems, score_value)
 from ..core.errors import InputError
 from ..core.ids import is_finite_number
 from ..core.runtable import ColumnarRun, Qrels, offsets_of
@@ -125,8 +125,8 @@ def _frame_ranks(frame: Any, name: str) -> np.ndarray | None:
     problems, ranks = [], []
     for i, cell in enumerate(_columns(frame, name, ("rank",))["rank"]):
         value = plain(cell)
-        value = int(value) if isinstance(value, float) and value.is_integer() else value
-        if isinstance(value, bool) or not isinstance(value, int) or not -RANK_LIMIT < value < RANK_LIMIT:
+        value = int(value) if isinstance(value, float) and value.is_integer() else value  # a column with a NaN
+        if not is_rank(value):
             problems.append(f"{name}.iloc[{i}].rank: a rank is a whole number, got {cell!r}")
         else:
             ranks.append(value)
