@@ -10,7 +10,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..core.errors import InputError
 from ..core.ids import grade_problem
@@ -42,17 +42,17 @@ class MergeReport:
     conflicts: list[str] = field(default_factory=list)
 
 
-def _rows(path: Path, problems: list[str]) -> list[tuple[str, dict]]:
-    """The sheet's rows ``(where, row)``; a row that cannot be read is named in ``problems``."""
+def _rows(path: Path, problems: list[str]) -> Iterator[tuple[str, dict]]:
+    """The sheet's rows ``(where, row)`` as they are read; a row that cannot be read is named in ``problems`` when
+    it is reached, so the caller's problems with the rows around it come in line order."""
     text = read_utf8(path, InputError)
     if path.suffix.lower() == ".jsonl":
-        out = []
         for lineno, row, bad in jsonl_rows(text):
             if bad or not isinstance(row, dict):
                 problems.append(f"{path}:{lineno}: {bad or 'expected one JSON object per line (a judging sheet)'}")
             else:
-                out.append((f"{path}:{lineno}", row))
-        return out
+                yield f"{path}:{lineno}", row
+        return
     # The golden-set table reader's: a header naming a column twice, or a row with more or fewer cells than the
     # header (an unquoted comma in a quote), is refused, not cut or padded
     header, rows = csv_table(path, text, error=InputError, problems=problems)
@@ -60,7 +60,7 @@ def _rows(path: Path, problems: list[str]) -> list[tuple[str, dict]]:
     if missing:
         raise InputError(f"{path}:1: the header lacks column(s) {', '.join(missing)} (a sheet written by "
                          f"harness goldset pool has them)")
-    return list(rows)
+    yield from rows
 
 
 _CHUNK_OF = re.compile(r"^(.*)#\d+-\d+$")  # the ids of the chunks harness makes: DOC#START-END
@@ -111,16 +111,10 @@ def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgme
                             f"{doc!r}")
             continue
         out.append(SheetJudgment(where, qid, doc, chunk_id, grade, quotes))
-    if problems:  # in line order: a row's width is found while reading, its cells after
-        problems.sort(key=_line_of)
+    if problems:
         raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
     return out, unjudged
 
-
-def _line_of(problem: str) -> int:
-    """The line a located problem (``PATH:LINE: ...``) names."""
-    found = re.search(r":(\d+): ", problem)
-    return int(found[1]) if found else 0
 
 
 def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0) -> tuple[list[dict], MergeReport]:
