@@ -14,6 +14,7 @@ from typing import Iterator, Mapping, Sequence, overload
 
 import numpy as np
 
+from .runtable import offsets_of
 from .types import Judgment, Query, Span
 
 
@@ -30,16 +31,8 @@ def _packed_strings(items: list[str]) -> list[str]:
     this, what ``validate`` holds). A whole run's peak is later and the same (713 MB at 2k chunks x 1M queries:
     the arenas' free room was reused by then). Ids hold no whitespace (``core.ids.id_problem``); a set built
     otherwise keeps its strings."""
-    if any("\n" in s for s in items[:1]) or not items:
-        return items
-    fresh = "\n".join(items).split("\n")
-    return fresh if len(fresh) == len(items) else items
-
-
-def _offsets(lengths: Sequence[int]) -> np.ndarray:
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
-    return offsets
+    fresh = "\n".join(items).split("\n") if items else items
+    return fresh if len(fresh) == len(items) else items  # (an id with a newline splits in two: kept as it was)
 
 
 class _Column(Sequence):
@@ -172,9 +165,9 @@ class GoldColumnsBuilder:
     def build(self) -> tuple[QueryColumn, JudgmentColumn]:
         ids = _object_array(_packed_strings(self._ids))
         self._ids = []
-        queries = QueryColumn(ids, bytes(self._text), _offsets(self._text_lengths), self._tags)
-        judgments = JudgmentColumn(ids, _offsets(self._per_query), _object_array(self._doc_ids),
-                                   np.asarray(self._grades, dtype=np.int64), _offsets(self._span_counts),
+        queries = QueryColumn(ids, bytes(self._text), offsets_of(self._text_lengths), self._tags)
+        judgments = JudgmentColumn(ids, offsets_of(self._per_query), _object_array(self._doc_ids),
+                                   np.asarray(self._grades, dtype=np.int64), offsets_of(self._span_counts),
                                    np.asarray(self._starts, dtype=np.int64), np.asarray(self._ends, dtype=np.int64))
         return queries, judgments
 
