@@ -41,7 +41,6 @@ def execute_ray(config: ExperimentConfig, retriever: Retriever, chunks: Sequence
     stages["start_s"] = time.perf_counter() - t0
     remote = None
     try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
         t0 = time.perf_counter()
         encoded = encode_with_ray(ray, retriever, chunks,
                                   [queries[i:i + batch] for i in range(0, len(queries), batch)], ex)
