@@ -239,10 +239,38 @@ def large(tmp_path_factory):
     from harness.pipeline.assemble import run_experiment
     from harness.render.outputs import write_outputs
 
+    from harness.core.positions import Positions
+
     tmp = tmp_path_factory.mktemp("large")
-    result = run_experiment(load_config(_synthetic(tmp)), progress=False, log=lambda m: None)
-    out = write_outputs(result, tmp / "out")
+    find = Positions.find
+
+    def spied(self, query_id, guess=-1):  # every stage walks the queries in order: no dict of every id is made
+        out = find(self, query_id, guess)
+        if self._by_id is not None:
+            ID_DICTS.append(len(self.ids))
+        return out
+
+    Positions.find = spied
+    try:
+        result = run_experiment(load_config(_synthetic(tmp)), progress=False, log=lambda m: None)
+        out = write_outputs(result, tmp / "out")
+    finally:
+        Positions.find = find
     return result, out
+
+
+ID_DICTS: list[int] = []  # the sizes of the id dicts ``Positions`` made while the large run ran (see ``large``)
+
+
+def test_a_large_run_finds_its_queries_by_position_and_keeps_one_string_per_id(large):
+    """~50 bytes a query each: a dict of every id (the kept queries' verdicts read out of order made one) and a
+    second string of each id (results.json's columns kept the ids decoded from the spooled records)."""
+    from harness.core import querycolumns
+
+    result, _ = large
+    assert ID_DICTS == []
+    ids = querycolumns.of(result).ids
+    assert len(ids) == N_QUERIES and all(a is b for a, b in zip(ids, result.run.lists.query_ids))
 
 
 def test_large_run_keeps_a_bounded_set_and_every_hit_in_parquet(large):

@@ -55,3 +55,25 @@ def test_slim_columns_sum_what_the_full_ones_hold(monkeypatch, n, block, lacking
     assert not s.summed and all(np.array_equal(s.value(lv, m), f.value(lv, m), equal_nan=True)
                                 for lv, names in NAMES.items() for m in names)
     assert np.array_equal(s.has("doc", "ap"), f.has("doc", "ap"))
+
+
+def test_known_ids_are_kept_as_the_callers_strings():
+    """A run in memory hands its golden set's id strings: equal record ids are kept as those (one string per id),
+    others as the record has them."""
+    from types import SimpleNamespace
+
+    from harness.core.querycolumns import ColumnsBuilder
+
+    def record(qid):
+        return SimpleNamespace(id=qid, counted=SimpleNamespace(doc=True, chunk=True), n_relevant=None, gold=(),
+                               metrics=SimpleNamespace(doc={"ap": 0.5}, chunk={"ap": 0.25}),
+                               verdict=SimpleNamespace(kind="ok"), tags={})
+
+    known = ["".join(["q", str(i)]) for i in range(3)]
+    builder = ColumnsBuilder({"doc": ["ap"], "chunk": ["ap"]}, known_ids=known)
+    decoded = [str(i).join(["q", ""]) for i in (0, 1, 7, 3)]  # equal strings, other objects; the third differs
+    for qid in decoded:
+        builder.add(record(qid))
+    ids = builder.build(source=None).ids
+    assert ids == ["q0", "q1", "q7", "q3"]
+    assert ids[0] is known[0] and ids[1] is known[1] and ids[2] is decoded[2] and ids[3] is decoded[3]

@@ -267,3 +267,17 @@ def test_a_full_disk_is_one_error_naming_the_folder(monkeypatch, tmp_path):
     run.write_text("q1 Q0 d1 1 1 r\nq2 Q0 d1 1 1 r\nq1 Q0 d2 2 0.5 r\n")
     with pytest.raises(HarnessError, match="cannot write the run, spread by query"):
         list(run_buckets.query_batches(run, True))
+
+
+def test_mean_of_a_column_read_in_blocks_is_the_exact_mean():
+    """``mean_of`` reads a long column a block at a time (no list of every value): still the correctly rounded
+    sum over the count, whatever the blocks, equal to fsum of the whole list."""
+    import math
+
+    from harness.metrics.table import mean_of
+
+    rng = np.random.default_rng(7)
+    values = np.concatenate([rng.random(150_001) * 1e-9, rng.random(50_000) * 1e9, -rng.random(3) * 1e9])
+    rng.shuffle(values)
+    assert mean_of(values) == math.fsum(values.tolist()) / len(values)
+    assert mean_of(values[:10].tolist()) == math.fsum(values[:10].tolist()) / 10

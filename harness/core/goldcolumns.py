@@ -14,14 +14,8 @@ from typing import Iterator, Mapping, Sequence, overload
 
 import numpy as np
 
-from .runtable import offsets_of
+from .runtable import object_array, offsets_of
 from .types import Judgment, Query, Span
-
-
-def _object_array(items: list) -> np.ndarray:
-    out = np.empty(len(items), dtype=object)  # np.array would split items that are tuples or lists
-    out[:] = items
-    return out
 
 
 def _packed_strings(items: list[str]) -> list[str]:
@@ -163,10 +157,10 @@ class GoldColumnsBuilder:
             self._ends.append(span.end)
 
     def build(self) -> tuple[QueryColumn, JudgmentColumn]:
-        ids = _object_array(_packed_strings(self._ids))
+        ids = object_array(_packed_strings(self._ids))
         self._ids = []
         queries = QueryColumn(ids, bytes(self._text), offsets_of(self._text_lengths), self._tags)
-        judgments = JudgmentColumn(ids, offsets_of(self._per_query), _object_array(self._doc_ids),
+        judgments = JudgmentColumn(ids, offsets_of(self._per_query), object_array(self._doc_ids),
                                    np.asarray(self._grades, dtype=np.int64), offsets_of(self._span_counts),
                                    np.asarray(self._starts, dtype=np.int64), np.asarray(self._ends, dtype=np.int64))
         return queries, judgments

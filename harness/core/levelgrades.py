@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .positions import Positions
-from .runtable import Qrels, offsets_of
+from .runtable import Qrels, object_array, offsets_of
 
 
 class LevelGrades(Mapping[str, Mapping[str, int]]):
@@ -32,11 +32,7 @@ class LevelGrades(Mapping[str, Mapping[str, int]]):
             grades += row.values()
         if len(lengths) != len(query_ids):
             raise ValueError(f"{len(lengths)} rows of grades for {len(query_ids)} queries")
-        qids = np.empty(len(query_ids), dtype=object)  # np.array would split ids that are tuples or lists
-        qids[:] = list(query_ids)
-        items = np.empty(len(ids), dtype=object)
-        items[:] = ids
-        return cls(Qrels(qids, offsets_of(np.array(lengths, dtype=np.int64)), items,
+        return cls(Qrels(object_array(query_ids), offsets_of(np.array(lengths, dtype=np.int64)), object_array(ids),
                          np.array(grades, dtype=np.int64)))
 
     def row(self, i: int) -> dict[str, int]:

@@ -14,7 +14,7 @@ import math
 from array import array
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -107,8 +107,12 @@ class ColumnsBuilder:
     summary's). ``slim``: keep a column only of the metrics the run's own reports read (``REPORTED``) and sum the
     others a block of queries at a time (8 bytes a query and metric less for the rest of a large run's writing)."""
 
-    def __init__(self, names: dict[str, Iterable[str]], slim: bool = False):
+    def __init__(self, names: dict[str, Iterable[str]], slim: bool = False, known_ids: Sequence[str] | None = None):
         self._ids: list[str] = []
+        # The ids the records are expected to carry, in order (a run in memory: its golden set's id strings). A
+        # record's id equal to the known one is kept as that string, not as the one decoded from the record: a large
+        # run's records come back from their spool file, and a second string of each id would hold ~60 bytes a query.
+        self._known = known_ids
         self._names = {level: list(names.get(level, ())) for level in LEVELS}
         self._slim = slim
         self._kept = {level: {n: array("d") for n in self._names[level] if not slim or n in REPORTED.get(level, ())}
@@ -131,7 +135,8 @@ class ColumnsBuilder:
 
     def add(self, q: Any) -> None:
         i = len(self._ids)
-        self._ids.append(q.id)
+        known = self._known
+        self._ids.append(known[i] if known is not None and i < len(known) and known[i] == q.id else q.id)
         counted = q.counted
         self._counted["doc"].append(counted.doc)
         self._counted["chunk"].append(counted.chunk)
@@ -221,9 +226,10 @@ class ColumnsBuilder:
             tags={key: np.asarray(col, dtype=np.int32) for key, col in self._tags.items()}, summed=summed)
 
 
-def builder_for(summary: Any, slim: bool = False) -> ColumnsBuilder:
-    """A builder reading every metric of the summary (``core.result.Summary``); ``slim``: see ``ColumnsBuilder``."""
-    return ColumnsBuilder({level: list(summary.means(level)) for level in LEVELS}, slim)
+def builder_for(summary: Any, slim: bool = False, known_ids: Sequence[str] | None = None) -> ColumnsBuilder:
+    """A builder reading every metric of the summary (``core.result.Summary``); ``slim``, ``known_ids``: see
+    ``ColumnsBuilder``."""
+    return ColumnsBuilder({level: list(summary.means(level)) for level in LEVELS}, slim, known_ids)
 
 
 class Cache:

@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 import weakref
+from array import array
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -38,7 +39,7 @@ class QueryStore(Sequence):
         with temp_space("the per-query records"):
             self._file = tempfile.TemporaryFile(prefix="harness-queries-", dir=folder)
         self._close = weakref.finalize(self, self._file.close)
-        self._ends: list[int] = []  # grows while writing; an array once read
+        self._ends = array("q")  # each record's end offset, 8 bytes a query (a list of ints took 32)
         self._offsets: np.ndarray | None = None
         self._size = 0
 
@@ -76,8 +77,9 @@ class QueryStore(Sequence):
         if self._offsets is None:
             with temp_space("the per-query records"):
                 self._file.flush()
-            self._offsets = np.concatenate([[0], np.asarray(self._ends, dtype=np.int64)]).astype(np.int64)
-            self._ends = []
+            self._offsets = np.zeros(len(self._ends) + 1, dtype=np.int64)
+            self._offsets[1:] = np.frombuffer(self._ends, dtype=np.int64) if self._ends else 0
+            self._ends = array("q")
         return self._offsets
 
     # ---- reading ----

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import math
 import typing
-from typing import Annotated, Any
+from typing import Annotated, Any, Sequence
 
 import numpy as np
 from pydantic import BaseModel
@@ -138,9 +138,9 @@ class ConsistencyScan:
     the result's bounded part. The counted flags and values are the run's ``querycolumns``, which ``columns``
     gives after ``problems`` (``io.results_stream`` keeps them on the Result it loads)."""
 
-    def __init__(self, summary: Any, slim: bool = False):
+    def __init__(self, summary: Any, slim: bool = False, known_ids: Sequence[str] | None = None):
         self.names = {level: set(summary.means(level)) for level in ("doc", "chunk")}
-        self.builder = builder_for(summary, slim)  # slim: see querycolumns.ColumnsBuilder
+        self.builder = builder_for(summary, slim, known_ids)  # slim, known_ids: see querycolumns.ColumnsBuilder
         self.columns: QueryColumns | None = None
         self.count = 0
         self.name_problems: dict[str, list[str]] = {level: [] for level in self.names}

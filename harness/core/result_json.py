@@ -51,7 +51,9 @@ def write_json(result: Any, fh: TextIO) -> None:
     # pass would decode them all again. The per-query columns it gathers are kept on the result for the reports.
     # A large run keeps columns only of what its own reports read (the rest summed, for the checks): another
     # reader of its columns (compare, gate in the same process) has them read again when it asks.
-    scan = ConsistencyScan(result.summary, slim=result.hits_kept == "selected")
+    # A run in memory names its queries' ids (its hit table's, the golden set's strings): the columns keep those.
+    known_ids = getattr(getattr(result.run, "lists", None), "query_ids", None)
+    scan = ConsistencyScan(result.summary, slim=result.hits_kept == "selected", known_ids=known_ids)
     for i, q in enumerate(result.queries):
         record = q.model_dump_json(indent=indent, warnings=False)
         problems += _check(type(q), record, f"queries.{i}.")

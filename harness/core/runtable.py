@@ -21,6 +21,17 @@ def offsets_of(lengths: np.ndarray) -> np.ndarray:
     return offsets
 
 
+def object_array(items: Sequence) -> np.ndarray:
+    """``items`` as a 1-D object array: the array itself when it is one already (a golden set's ids, shared by every
+    table that names its queries, not copied at 8 bytes a query each time), else a new one (``np.array`` would
+    split items that are tuples or lists)."""
+    if isinstance(items, np.ndarray) and items.dtype == object and items.ndim == 1:
+        return items
+    out = np.empty(len(items), dtype=object)
+    out[:] = items if isinstance(items, list) else list(items)
+    return out
+
+
 def _gathered(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the positions of the items of rows ``rows``, in order; the offsets of those rows from 0) of a CSR layout."""
     lengths = np.diff(offsets)[rows]

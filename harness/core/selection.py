@@ -11,6 +11,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .runtable import object_array
+
 # results.json keeps every query's hits up to this many queries (small runs stay one readable file); above it, the
 # hits of the shown queries only, and every hit is in hits.parquet beside it.
 KEEP_ALL_HITS_UP_TO = 5_000
@@ -71,8 +73,7 @@ def select(rows: Sequence[Row] | Rows, cap: int = SHOWN_QUERIES) -> list[int]:
         return list(range(len(rows)))
     if not isinstance(rows, Rows):
         rows = Rows(*zip(*rows))
-    ids = np.empty(len(rows), dtype=object)  # np.asarray would split ids that are tuples or lists
-    ids[:] = list(rows.ids)
+    ids = object_array(rows.ids)
     rr = np.asarray(rows.rr, dtype=np.float64)
     order_of = {kind: order for order, kind in enumerate(FAILING)}
     kind = np.fromiter((order_of.get(k, -1) for k in rows.kinds), dtype=np.int8, count=len(ids))

@@ -107,10 +107,11 @@ def _judged_documents(docs, gold) -> dict[str, str]:
     return {d.doc_id: document_fingerprint(d.text) for d in docs if d.doc_id in judged}
 
 
-def _metric_means(levels: Levels, kinds: Sequence[str]) -> dict[str, dict[str, float]]:
+def _metric_means(levels: Levels, kinds: np.ndarray) -> dict[str, dict[str, float]]:
     """kind -> "level.metric" -> mean over that kind's queries counted at the level: the same mask as the
-    summary, restricted to one verdict kind. A level where none of the kind's queries counts has no entry."""
-    masks = [np.array([k == kind for k in kinds], dtype=bool) for kind in KINDS]
+    summary, restricted to one verdict kind. A level where none of the kind's queries counts has no entry.
+    ``kinds``: each query's verdict kind (an object array)."""
+    masks = [np.asarray(kinds == kind, dtype=bool) for kind in KINDS]
     per_level = {level: levels.table(level).means(masks) for level in LEVELS}  # each column read once a level
     out: dict[str, dict[str, float]] = {}
     for i, kind in enumerate(KINDS):
@@ -181,7 +182,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
     # of them go to hits.parquet from ``store``.
     store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
-    kinds = [v.kind for v in verdicts.values()]  # golden-set order (diagnose's), read once
+    # golden-set order (diagnose's), read once; an object array (8 bytes a query) compares to a kind at once
+    kinds = np.fromiter((v.kind for v in verdicts.values()), dtype=object, count=len(verdicts))
     query_ids = gold.query_ids()
     chunk_rows = per_query["chunk"]
     keep = kept(Rows(query_ids, kinds, np.fromiter((chunk_rows.value(i, qid, "rr@window")
@@ -214,11 +216,13 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     window_chunks, unretrieved = {}, set()
     for i in sorted(keep_set):
         hits_i = lists[i].hits
+        # (the kind from ``kinds``, not ``verdicts[id]``: the kept queries are read out of order, which would make a
+        # spooled mapping index every query id, ~50 bytes a query)
         relevant = grades_at(cq, i, query_ids[i])
         gold_docs = {d for d, grade in grades_at(dq, i, query_ids[i]).items() if grade >= 1}
         target = drill_target((relevant.get(h.chunk_id, 0) >= 1 for h in hits_i),
                               (h.doc_id in gold_docs for h in hits_i),
-                              checkable=verdicts[query_ids[i]].kind != "goldset_error")
+                              checkable=kinds[i] != "goldset_error")
         top, deeper = drill_ranks(window_k[i], target)
         window_chunks.update((h.chunk_id, store.chunks[h.chunk_id]) for h in hits_i[:max(window_k[i], 1, top)])
         if deeper:
