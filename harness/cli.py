@@ -23,7 +23,8 @@ from .cli_cache import cache_command
 from .cli_compare import compare_command, gate_command, report_command
 from .cli_options import (Executor, HelpCommand, HelpGroup, cache_dir_option, canonical_format, choices,
                           executor_option, format_choices, format_option, metric_option, out_option, quiet_libraries,
-                          registry_help, retriever_kinds, run_summary_json, set_option, verdict_kinds, with_executor)
+                          quiet_option, registry_help, retriever_kinds, run_summary_json, set_option, verdict_kinds,
+                          with_executor)
 from .metrics.join import ORDERS
 from .metrics.spec import DEFAULT_METRICS
 from .metrics.table import QUERY_POLICIES
@@ -74,8 +75,7 @@ QueryPolicy = choices("QueryPolicy", QUERY_POLICIES)
 @command(cls=registry_help(retriever_kinds, verdict_kinds))
 def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YAML"),
         out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/"),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars or log lines (the model's own "
-                                                                 "included); warnings and errors still show"),
+        quiet: bool = quiet_option(),
         overrides: List[str] = set_option(),
         cache_dir: Optional[Path] = cache_dir_option(),
         fmt: RunFormat = format_option(RunFormat.path),
@@ -259,7 +259,8 @@ def explain(source: Path = typer.Argument(..., metavar="SOURCE", help="a results
             doc: Optional[str] = typer.Option(None, "--doc", help="the document that should be found"),
             quote: Optional[str] = typer.Option(None, "--quote", help="the evidence text inside --doc"),
             fmt: ExplainFormat = format_option(ExplainFormat.table),
-            cache_dir: Optional[Path] = cache_dir_option()) -> None:
+            cache_dir: Optional[Path] = cache_dir_option(),
+            quiet: bool = quiet_option("no progress bars while a config's retriever loads")) -> None:
     """Explain one query down to the chunk: evidence, window, verdict, BM25 term contributions.
 
     Example: harness explain reports/demo-bm25/results.json q16
@@ -290,6 +291,8 @@ def explain(source: Path = typer.Argument(..., metavar="SOURCE", help="a results
             raise InputError(f"{source}: sweeps {points} configurations and explain takes one: give the sweep's "
                              "best.yaml, or this config without its sweep: section")
         from .pipeline.explain import adhoc
+        if quiet:
+            quiet_libraries()
         got = adhoc(config, query, doc, quote, cache_dir=cache_dir)
         ex = explain_result(got.result, "adhoc", got.chunk_text, got.doc_text, got.contributions)
     shown = canonical_format(fmt, _err)

@@ -92,6 +92,12 @@ def set_option() -> Any:
                              "(read as YAML, as if written in the file; repeatable)")
 
 
+def quiet_option(what: str = "no progress bars or log lines") -> Any:
+    """``--quiet``/``-q``: the command's own progress and the libraries' (see ``quiet_libraries``)."""
+    return typer.Option(False, "--quiet", "-q", help=f"{what} (the model's own included); warnings and errors "
+                                                       "still show")
+
+
 def quiet_libraries() -> None:
     """``-q`` silences the libraries' own progress bars and logs too (transformers' "Loading weights", tqdm bars):
     they read these variables when they start, so they are set before any of them is imported. The CLI only."""

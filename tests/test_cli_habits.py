@@ -261,3 +261,17 @@ def test_flags_read_as_flags_and_every_command_has_an_example():
         assert "<bool>" not in proc.stdout, name
         if name:
             assert "Example: harness " in proc.stdout, name
+
+
+def test_explain_with_a_config_is_quiet_with_q(tmp_path):
+    """A dense config's model prints its own loading bar on stderr; ``explain -q`` silences it, as ``run -q`` does.
+    (Another query each time: a cached query would load no model. Fresh processes: the libraries read the settings
+    as they start.)"""
+    def ask(query, *flags):
+        return harness("explain", "configs/demo-dense.yaml", "--query", query, "--format", "json", "--cache-dir",
+                       tmp_path, *flags, fresh=True)
+
+    loud, quiet = ask("how do I rotate the API key?"), ask("how do I rotate the API key now?", "-q")
+    assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
+    assert "Loading weights" in loud.stderr and quiet.stderr == ""
+    assert json.loads(quiet.stdout)["query"] == "how do I rotate the API key now?"
