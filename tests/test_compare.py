@@ -163,3 +163,33 @@ def test_the_note_names_what_makes_a_ci_and_a_p_disagree():
     assert "uncorrected p (0.0200) is below 0.05" in correction and "correction for multiple comparisons" in correction
     for out in (to_markdown(c), html_tables(c)):
         assert "correction is not the cause" in out and "makes the difference" in out and "doc.ap:" not in out
+
+
+def test_comparison_cells_sort_by_their_numbers_in_the_page():
+    """report.html's sorter reads a cell's data-sort when it has one (as the queries table's ranks do), else its
+    text, a number only when the text is one: W/T/L sorts by wins minus losses ("12/80/3" is text and would sort
+    below "3/90/2"), a significant delta ("+0.0120 *") by its value, the CI by its lower end, n/a last (empty key)."""
+    import re
+    from dataclasses import replace
+
+    from harness.render.compare_html import html_tables
+
+    a = fake("a", [0.5, 0.2, 1.0, 0.0], ["ok"] * 4)
+    b = fake("b", [0.7, 0.2, 0.9, 0.4], ["ok"] * 4)
+    base = compare_runs([a, b], ["ndcg@10"]).rows[0]
+    rows = [replace(base, metric="doc.ap", wins=12, ties=80, losses=3, delta=0.012, significant=True,
+                    ci95=(0.004, 0.02)),
+            replace(base, metric="doc.rr@10", wins=3, ties=90, losses=2, delta=-0.05, significant=False,
+                    ci95=(-0.09, -0.01)),
+            replace(base, metric="doc.ndcg@10", n=0, wins=0, ties=0, losses=0, baseline_mean=None, mean=None,
+                    delta=None, ci95=None, p=None, p_corrected=None, significant=False, mde=None)]
+    c = replace(compare_runs([a, b], ["ndcg@10"]), rows=rows)
+    table = html_tables(c).split('id="comparison"', 1)[1].split("</table>", 1)[0]
+    body_rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>", 1)[1])
+    cells = [re.findall(r'<td(?: data-sort="([^"]*)")?>([^<]*)</td>', row) for row in body_rows]
+    header = re.findall(r"<th>([^<]*)</th>", table)
+    at = {h: header.index(h) for h in ("delta", "95% CI (uncorrected)", "W/T/L", "baseline")}
+    assert [row[at["W/T/L"]] for row in cells] == [("9", "12/80/3"), ("1", "3/90/2"), ("0", "0/0/0")]
+    assert [row[at["delta"]] for row in cells] == [("0.012", "+0.0120 *"), ("-0.05", "-0.0500"), ("", "n/a")]
+    assert [row[at["95% CI (uncorrected)"]][0] for row in cells] == ["0.004", "-0.09", ""]
+    assert cells[0][at["baseline"]][0] == "" and cells[2][at["baseline"]] == ("", "n/a")  # a number: its own text

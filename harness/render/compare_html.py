@@ -12,15 +12,36 @@ from .compare_view import HEADERS, SLICE_NOTE, cells, note, slice_table, title, 
 from .fmt import e
 
 if TYPE_CHECKING:
-    from ..core.outcomes import Comparison
+    from ..core.outcomes import Comparison, ComparisonRow
     from ..core.result import Result
     from .drilldown import Texts
+
+
+def _sort_key(r: ComparisonRow, header: str, shown: str) -> str | None:
+    """What a comparison cell sorts by where its text is not one number (the page's script sorts numbers as numbers,
+    the rest as text): a significant delta ("+0.0123 *") by the delta, the CI by its lower end, W/T/L by wins minus
+    losses (as text "12/80/3" sorted below "3/90/2"); n/a last (an empty key). None: the text itself."""
+    if shown == "n/a":
+        return ""
+    if header == "delta":
+        return repr(r.delta)
+    if header == "95% CI (uncorrected)":
+        return repr(r.ci95[0])
+    if header == "W/T/L":
+        return str(r.wins - r.losses)
+    return None
+
+
+def _cell(r: ComparisonRow, header: str, shown: str) -> str:
+    key = _sort_key(r, header, shown)
+    return f"<td>{e(shown)}</td>" if key is None else f'<td data-sort="{e(key)}">{e(shown)}</td>'
 
 
 def html_tables(c: Comparison) -> str:
     """The comparison and per-slice tables for report.html (sortable: class "sortable")."""
     head_html = "".join(f"<th>{e(h)}</th>" for h in HEADERS)
-    rows_html = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in cells(r)) + "</tr>" for r in c.rows)
+    rows_html = "".join("<tr>" + "".join(_cell(r, h, x) for h, x in zip(HEADERS, cells(r))) + "</tr>"
+                        for r in c.rows)
     warn_html = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in c.warnings)
     out = (f"<h1>Comparison {e(title(c))}</h1>{warn_html}"
            f'<table class="sortable" id="comparison"><thead><tr>{head_html}</tr></thead><tbody>{rows_html}</tbody>'
