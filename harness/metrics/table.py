@@ -9,8 +9,8 @@ uses those flags instead of deciding again from verdict kinds or relevant counts
 from __future__ import annotations
 
 import math
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Collection, Sequence
 
 import numpy as np
