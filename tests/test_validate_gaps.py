@@ -237,3 +237,11 @@ def test_a_folder_or_a_device_given_as_a_file_is_named_as_such(tmp_path):
     (tmp_path / "dir.jsonl").mkdir()
     assert_input_error(harness("eval", gold, tmp_path / "dir.jsonl"), "dir.jsonl: a folder, not a run file")
     assert_input_error(harness("eval", tmp_path, gold), f"{tmp_path}: a folder, not a qrels file")
+    # every reader of a file the user names says the same (they said "not found" as well)
+    assert_input_error(harness("validate", ROOT / "configs" / "demo-bm25.yaml", "--rules", tmp_path),
+                       f"{tmp_path}: a folder, not a rules file")
+    (tmp_path / "sheet.csv").mkdir()
+    assert_input_error(harness("goldset", "merge", gold, tmp_path / "sheet.csv", "-o", tmp_path / "out.jsonl"),
+                       "sheet.csv: a folder, not a judging sheet")
+    assert_input_error(harness("report", "/dev/null", "-o", tmp_path / "r.html"),
+                       "/dev/null: not a regular file (a device or a pipe?); give a results file")

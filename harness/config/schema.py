@@ -359,13 +359,11 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
     """Read and validate a config file; ``overrides`` (``--set KEY.PATH=VALUE``) are applied before validation, as
     if written in the file (``config.overrides``)."""
     from ..core.safeyaml import load_yaml
-    from ..core.textfile import not_a_file
+    from ..core.textfile import require_file
     from .overrides import apply_overrides
 
     path = Path(path)
-    problem = not_a_file(path, "config file")
-    if problem:
-        raise ConfigError(problem)
+    require_file(path, "config file", ConfigError)
     duplicates: list[str] = []  # reported with the config's other problems, all together
     data = load_yaml(path, ConfigError, duplicates)
     if isinstance(data, dict) and {"harness_version", "summary", "queries"} <= data.keys():

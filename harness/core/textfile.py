@@ -27,6 +27,14 @@ def not_a_file(path: Path, what: str) -> str | None:
     return f"{path}: {what} not found"
 
 
+def require_file(path: Path, what: str, error: type[Exception] = InputError) -> None:
+    """Raise ``error`` with ``not_a_file``'s reason unless ``path`` is a regular file: every reader's check before
+    it opens a file the user named."""
+    problem = not_a_file(path, what)
+    if problem:
+        raise error(problem)
+
+
 def is_gzip(path: Path) -> bool:
     return path.suffix == ".gz"
 

@@ -19,7 +19,7 @@ from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, is_whole, read_id
 from ..core.jsonl import REPEATED_KEY, one_document, parse_line
 from ..core.safeyaml import CheckedLoader, parse_yaml_node
-from ..core.textfile import base_suffix, read_utf8, utf8_lines
+from ..core.textfile import base_suffix, read_utf8, require_file, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 from .trec import qrels_hint, read_beir, read_qrels_file, read_trec  # noqa: F401  (read_qrels_file: eval's)
 
@@ -88,8 +88,7 @@ def _yaml_queries(path: Path) -> list[tuple[str, object]]:
 def _native_rows(path: Path) -> Iterator[tuple[str, object]]:
     """(file:line, parsed row) a line at a time: a large golden set is not held as parsed rows as well as queries.
     The lines that are not JSON are raised together after the last row (the rows' own problems are then moot)."""
-    if not path.is_file():
-        raise GoldSetError(f"{path}: golden set file not found")
+    require_file(path, "golden set file", GoldSetError)
     if base_suffix(path) in (".yaml", ".yml"):
         yield from _yaml_queries(path)
         return

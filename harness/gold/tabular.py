@@ -17,15 +17,14 @@ from typing import Iterator
 
 from ..config.schema import GoldColumns, GoldsetConfig
 from ..core.errors import GoldSetError
-from ..core.textfile import read_utf8
+from ..core.textfile import read_utf8, require_file
 
 _WHOLE = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 
 
 def _rows(path: Path, fmt: str, problems: list[str]) -> Iterator[tuple[str, dict]]:
     """(where, row as column -> text or value) for each row; a row that cannot be read is named in ``problems``."""
-    if not path.is_file():
-        raise GoldSetError(f"{path}: golden set file not found")
+    require_file(path, "golden set file", GoldSetError)
     if fmt == "parquet":
         try:
             import pyarrow.parquet as pq

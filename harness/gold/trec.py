@@ -12,7 +12,7 @@ from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem
 from ..core.jsonl import one_document, parse_line
-from ..core.textfile import not_a_file, read_utf8, utf8_lines
+from ..core.textfile import read_utf8, require_file, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 
 
@@ -64,9 +64,7 @@ def qrels_hint(path: Path, line: str, read_as: str) -> str | None:
 def read_qrels_file(path: Path) -> dict[str, dict[str, int]]:
     """TREC qrels (``qid iter docid rel``) or BEIR TSV (``query-id corpus-id score`` with a header). Blank lines
     and ``#`` comment lines are skipped (trec_eval 10 skips comments too)."""
-    problem = not_a_file(path, "qrels file")
-    if problem:
-        raise GoldSetError(problem)
+    require_file(path, "qrels file", GoldSetError)
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
     problems = []
     first: dict[tuple[str, str], int] = {}
@@ -114,8 +112,7 @@ def _capped(problems: list[str]) -> list[str]:
 
 
 def _read_query_texts(path: Path) -> dict[str, str]:
-    if not path.is_file():
-        raise GoldSetError(f"{path}: queries file not found")
+    require_file(path, "queries file", GoldSetError)
     texts, problems = {}, []
     first: dict[str, int] = {}
     for lineno, line in utf8_lines(path, GoldSetError):
@@ -170,8 +167,7 @@ def read_beir(cfg: GoldsetConfig) -> list[RawQuery]:
 
 def _read_evidence(path: Path) -> dict[tuple[str, str], list[RawEvidence]]:
     """Evidence JSONL: SciFact-style ``sentence_texts`` (quotes) or SQuAD-style ``answers`` with ``answer_start``."""
-    if not path.is_file():
-        raise GoldSetError(f"{path}: evidence file not found")
+    require_file(path, "evidence file", GoldSetError)
     out: dict[tuple[str, str], list[RawEvidence]] = defaultdict(list)
     problems = []
     for lineno, line in utf8_lines(path, GoldSetError):

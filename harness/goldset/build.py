@@ -16,7 +16,7 @@ from typing import Mapping
 from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem
 from ..core.jsonl import jsonl_rows, one_document
-from ..core.textfile import read_utf8
+from ..core.textfile import read_utf8, require_file
 from ..core.types import Document
 from ..gold.load import query_of, tags_of
 from .locate import Match, NormCache, find_all, locate, normalise
@@ -53,8 +53,7 @@ class Located:
 
 def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
     """Every line checked; all problems raised together, each with ``file:line``."""
-    if not path.is_file():
-        raise GoldSetError(f"{path}: answers file not found")
+    require_file(path, "answers file", GoldSetError)
     rows, problems, seen = [], [], {}
     for lineno, row, bad in jsonl_rows(read_utf8(path, GoldSetError)):
         where = f"{path}:{lineno}"

@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 from ..core.errors import InputError
 from ..core.ids import grade_problem
 from ..core.jsonl import jsonl_rows
-from ..core.textfile import read_utf8
+from ..core.textfile import read_utf8, require_file
 from ..gold.tabular import csv_table, whole_number
 from ..gold.load import RawQuery
 from .sources import judgment_row, query_row, raw_evidence_row
@@ -79,8 +79,7 @@ def _quotes(cell: object) -> list[str] | str:
 
 def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgment], int]:
     """The judged rows and the number of rows left unjudged; every problem raised together, located."""
-    if not path.is_file():
-        raise InputError(f"{path}: judging sheet not found")
+    require_file(path, "judging sheet")
     out, problems, unjudged = [], [], 0
     for where, row in _rows(path, problems):
         cell = row.get("grade")
@@ -114,7 +113,6 @@ def read_sheet(path: Path, known: dict[str, RawQuery]) -> tuple[list[SheetJudgme
     if problems:
         raise InputError(f"{path}: {len(problems)} problem(s) in the judging sheet", problems[:50])
     return out, unjudged
-
 
 
 def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0) -> tuple[list[dict], MergeReport]:

@@ -16,7 +16,7 @@ from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from ..core.jsonl import one_document, parse_line
 from ..core.outmarker import MARKER, STAGING
-from ..core.textfile import GZIP_ERRORS, open_binary
+from ..core.textfile import GZIP_ERRORS, open_binary, require_file
 from ..core.types import Document
 
 from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
@@ -37,8 +37,7 @@ def load_corpus(cfg: CorpusConfig, warn: Callable[[str], None] | None = None) ->
 
 
 def _load_jsonl(path: Path) -> list[Document]:
-    if not path.is_file():
-        raise CorpusError(f"{path}: corpus file not found")
+    require_file(path, "corpus file", CorpusError)
     docs: list[Document] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.errors import RunFileError
 from ..core.ids import is_finite_number
 from ..core.jsonl import one_document, parse_line
-from ..core.textfile import not_a_file, utf8_lines
+from ..core.textfile import require_file, utf8_lines
 
 HIT_FIELDS = ("doc_id", "chunk_id", "start", "end", "text", "score")
 GROUPED_SHAPE = "{'query_id': ..., 'hits': [{'doc_id' or 'chunk_id': ..., 'score': number}, ...]}"
@@ -73,9 +73,7 @@ def read_jsonl_hits(path: Path, *, need_doc: bool = False, what: str = "run",
     """Query id -> its hits in file order. ``need_doc``: every hit must name its document (``harness eval``
     judges documents). Every problem is reported in one RunFileError, each with its line. ``limit``: read only the
     first that many lines (a check of the file's form before a run that reads it all)."""
-    problem = not_a_file(path, f"{what} file")
-    if problem:
-        raise RunFileError(problem)
+    require_file(path, f"{what} file", RunFileError)
     runs: dict[str, list[JsonlHit]] = {}
     grouped_line: dict[str, int] = {}
     form: tuple[str, int] | None = None  # ("grouped" | "flat", first line of that form)

@@ -14,6 +14,7 @@ from ..core.errors import InputError
 from ..core.jsonl import lone_surrogate_at
 from ..core.result import QueryResult, Result
 from ..core.result_check import consistency_problems
+from ..core.textfile import require_file
 from .results_stream import read
 
 
@@ -36,8 +37,7 @@ def load_result(path: Path) -> Result:
         hint = (f"; a sweep's folder? give one of its runs, e.g. {path / runs[0]}" if runs else
                 "; give a results.json, or the folder a run wrote")
         raise InputError(f"{path}: a folder without a {RESULTS_FILE}{hint}")
-    if not path.is_file():
-        raise InputError(f"{path}: results file not found")
+    require_file(path, "results file")
     # A large run's layout (one record a line) is read a record at a time, in bounded memory; anything else whole.
     result = read(path, Result, QueryResult)
     if result is None:

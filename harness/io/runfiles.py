@@ -19,7 +19,7 @@ from ..core.errors import RunFileError
 from ..core.jsonl import one_document
 from ..core.ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
 from ..core.runtable import ColumnarRun, offsets_of
-from ..core.textfile import base_suffix, not_a_file, read_utf8
+from ..core.textfile import base_suffix, read_utf8, require_file
 
 RUN_SHAPE = "6 columns (qid Q0 docno rank score tag)"
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -99,9 +99,7 @@ def _line_tokens(path: Path, text: str) -> list[str]:
 
 
 def read_trec_run(path: Path) -> ColumnarRun:
-    problem = not_a_file(path, "run file")
-    if problem:
-        raise RunFileError(problem)
+    require_file(path, "run file", RunFileError)
     fast = fast_trec.read_run(path)
     if fast is not None:
         return fast

@@ -15,7 +15,7 @@ from ..core.errors import RunFileError
 from ..core.ids import data_lines
 from ..io.jsonl_run import read_jsonl_hits
 from ..io.runfiles import run_line_problem, score_problem
-from ..core.textfile import not_a_file, utf8_lines
+from ..core.textfile import not_a_file, require_file, utf8_lines
 from ..core.types import Chunk, Document, Hit, Query, RankedList
 from .base import RetrieverKind, register
 from .contract import HitPlacer, shown_lines
@@ -95,9 +95,7 @@ class ExternalRetriever:
     def _read(self, limit: int | None = None) -> None:
         """The run's rows by query (``limit``: its first that many lines only)."""
         path, fmt = self.config.path, self.config.format
-        problem = not_a_file(path, "external run file")
-        if problem:
-            raise RunFileError(problem)
+        require_file(path, "external run file", RunFileError)
         if fmt == "auto":
             fmt = "jsonl" if path.suffix in (".jsonl", ".json") else "trec"
         problems = []

@@ -32,6 +32,7 @@ from ..core.outcomes import GateOutcome, GateResult, Rule
 from ..metrics.table import mean_of
 from ..core.result import KINDS, Result, as_result
 from ..core.safeyaml import load_yaml
+from ..core.textfile import require_file
 from ..metrics.spec import parse_metric
 
 # The threshold is any number Python's float() reads (0.8, .8, 8e-1, 0.5e0), nan and inf aside (``_threshold``).
@@ -44,8 +45,7 @@ LATENCY_FIELDS = ("p50_ms", "p95_ms", "max_ms", "mean_ms", "queries_per_s")
 def read_rules(path: Path) -> tuple[list[Rule], list[str]]:
     """The rules that parse, and one located problem per rule that does not. A file that cannot be read at all
     raises at once: there is nothing else to report about it."""
-    if not path.is_file():
-        raise InputError(f"{path}: rules file not found")
+    require_file(path, "rules file")
     data = load_yaml(path, InputError)  # bounded aliases, no cycles, duplicate keys refused
     items = data.get("rules") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
