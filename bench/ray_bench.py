@@ -63,7 +63,7 @@ def main() -> None:
             s = remote.stages
             print(f"{f'ray, {workers} worker(s)':<24} wall {wall:6.2f} s  index {s['index_s']:6.2f} s  retrieve "
                   f"{s['retrieve_s']:6.2f} s  {args.queries / s['retrieve_s']:8.0f} q/s  "
-                  f"({remote.record['placement']}; lists identical: {same})")
+                  f"({remote.record.placement}; lists identical: {same})")
     finally:
         ray.shutdown()
 

@@ -5,60 +5,72 @@ batches sent to actors that hold the index (``ray_actors``), the driver checking
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..config.schema import ExperimentConfig
 from ..core.errors import ConfigError
+from ..core.run_records import ExecutorRecord
 from ..core.types import Chunk, Query
 from ..retrievers import BuildContext, Retriever
-from .local import Executed, run_local
+from .local import Executed, retrieval_stages, run_local
 from .ray_actors import RayRetriever
 from .ray_encode import encode_with_ray, live_parts
 from .ray_session import import_ray, start_ray
 
-def execute_ray(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query],
-                *, context: BuildContext, progress: bool = True,
+
+@dataclass(frozen=True)
+class RayExecutor:
+    """Retrieval on a Ray cluster (``executor: {kind: ray, ...}``): Ray is started (or joined) for the run and shut
+    down after it unless it was already running; a live retriever's requests are sent from this process."""
+
+    config: ExperimentConfig
+
+    def execute(self, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], *,
+                context: BuildContext, progress: bool = True,
                 log: Callable[[str], None] | None = None) -> Executed:
-    ray = import_ray()
-    ex = config.executor
-    batch = ex.batch_size or config.batch_size
-    live = live_parts(retriever)
-    if live:  # the service does the work; the driver sends the requests (``concurrency:`` spreads them)
-        if ex.shards > 1:
-            raise ConfigError(f"executor.shards: {ex.shards}, but retriever.kind {live[0]!r} is a live service "
-                              f"(its index is the service's): set shards: 1")
-        if log:
-            log(f"note: executor.kind 'ray': retriever.kind {live[0]!r} is a live service: its requests are sent "
-                f"from this process, not from Ray workers (its concurrency: setting spreads them)")
-        retrieved = run_local(config, retriever, chunks, queries, context.documents, progress)
-        return Executed(retrieved, {"kind": "ray", "address": ex.address, "workers": ex.num_workers,
-                                    "shards": ex.shards, "gpus_per_worker": float(ex.num_gpus_per_worker),
-                                    "batch_size": batch, "placement": "driver"},
-                        {"index_s": retrieved.timings["index_s"], "retrieve_s": retrieved.timings["retrieve_s"]})
-    stages: dict[str, float] = {}
-    t0 = time.perf_counter()
-    started = start_ray(ray, ex)
-    stages["start_s"] = time.perf_counter() - t0
-    remote = None
-    try:
+        ray = import_ray()  # without the extra, kind: ray is its one-line error even for a live retriever
+        config, ex = self.config, self.config.executor
+        live = live_parts(retriever)
+        if live:  # the service does the work; the driver sends the requests (``concurrency:`` spreads them)
+            if ex.shards > 1:
+                raise ConfigError(f"executor.shards: {ex.shards}, but retriever.kind {live[0]!r} is a live service "
+                                  f"(its index is the service's): set shards: 1")
+            if log:
+                log(f"note: executor.kind 'ray': retriever.kind {live[0]!r} is a live service: its requests are "
+                    f"sent from this process, not from Ray workers (its concurrency: setting spreads them)")
+            retrieved = run_local(config, retriever, chunks, queries, context.documents, progress)
+            return Executed(retrieved, self._record("driver"), retrieval_stages(retrieved))
+        batch = self._batch_size()
+        stages: dict[str, float] = {}
         t0 = time.perf_counter()
-        encoded = encode_with_ray(ray, retriever, chunks,
-                                  [queries[i:i + batch] for i in range(0, len(queries), batch)], ex)
-        stages["encode_s"] = time.perf_counter() - t0
-        remote = RayRetriever(ray, retriever, config, context, batch)
-        # One "batch" of retrieve_all is a wave: one query batch per replica, answered in parallel.
-        retrieved = run_local(config, remote, chunks, queries, context.documents, progress,
-                              batch_size=batch * ex.num_workers)
-        stages["index_s"] = retrieved.timings["index_s"]
-        stages["retrieve_s"] = retrieved.timings["retrieve_s"]
-        if log and encoded:
-            log(f"ray: encoded {encoded} texts on {ex.num_workers} worker(s) in {stages['encode_s']:.1f}s")
-    finally:
-        if remote is not None:
-            remote.close()
-        if started:
-            ray.shutdown()
-    record = {"kind": "ray", "address": ex.address, "workers": ex.num_workers, "shards": ex.shards,
-              "gpus_per_worker": float(ex.num_gpus_per_worker), "batch_size": batch,
-              "placement": remote.placement}
-    return Executed(retrieved, record, stages)
+        started = start_ray(ray, ex)
+        stages["start_s"] = time.perf_counter() - t0
+        remote = None
+        try:
+            t0 = time.perf_counter()
+            encoded = encode_with_ray(ray, retriever, chunks,
+                                      [queries[i:i + batch] for i in range(0, len(queries), batch)], ex)
+            stages["encode_s"] = time.perf_counter() - t0
+            remote = RayRetriever(ray, retriever, config, context, batch)
+            # One "batch" of retrieve_all is a wave: one query batch per replica, answered in parallel.
+            retrieved = run_local(config, remote, chunks, queries, context.documents, progress,
+                                  batch_size=batch * ex.num_workers)
+            stages.update(retrieval_stages(retrieved))
+            if log and encoded:
+                log(f"ray: encoded {encoded} texts on {ex.num_workers} worker(s) in {stages['encode_s']:.1f}s")
+        finally:
+            if remote is not None:
+                remote.close()
+            if started:
+                ray.shutdown()
+        return Executed(retrieved, self._record(remote.placement), stages)
+
+    def _batch_size(self) -> int:
+        return self.config.executor.batch_size or self.config.batch_size
+
+    def _record(self, placement: str) -> ExecutorRecord:
+        ex = self.config.executor
+        return ExecutorRecord(kind="ray", address=ex.address, workers=ex.num_workers, shards=ex.shards,
+                              gpus_per_worker=float(ex.num_gpus_per_worker), batch_size=self._batch_size(),
+                              placement=placement)

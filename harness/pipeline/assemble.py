@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import __version__
 from ..config.schema import ExperimentConfig
-from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, ExecutorRecord, GoldRecord, LevelCounts, LevelFlags,
+from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, GoldRecord, LevelCounts, LevelFlags,
                            QueryMetrics,
                            QueryResult, Result, Summary, SummaryCounts)
 from ..core.hittable import HitTable
@@ -82,7 +82,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
                           retrieved.hits, retriever_info=info() if callable(info) else None,
                           latency=retrieved.latency, requests=report() if callable(report) else None)
     result = result.model_copy(update={
-        "executor": ExecutorRecord(**executed.record),
+        "executor": executed.record,
         "timings": result.timings.model_copy(update={"stages": {k: float(v) for k, v in executed.stages.items()}})})
     if result.requests is not None and result.requests.failed:
         warn(f"warning: retriever.kind {kind!r}: the request failed for {result.requests.failed} queries (on_error: "
