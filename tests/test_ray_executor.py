@@ -207,6 +207,17 @@ def test_without_ray_validate_names_the_extra_before_any_work(monkeypatch):
     check_before_retrieval(_with(config, kind="local"), source="demo-bm25.yaml")  # local needs no Ray
 
 
+def test_executor_for_picks_the_executor_the_config_names():
+    from harness.executors import executor_for
+    from harness.executors.local import LocalExecutor
+    from harness.executors.ray import RayExecutor
+
+    config = load_config(ROOT / "configs" / "demo-bm25.yaml")
+    assert type(executor_for(config)) is LocalExecutor
+    remote = executor_for(_with(config, kind="ray", num_workers=3))
+    assert type(remote) is RayExecutor and remote.config.executor.num_workers == 3
+
+
 def test_validate_takes_the_executor_option(tmp_path):
     proc = harness("validate", demo_config(tmp_path), "--executor", "ray", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
