@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from clihelp import DEMO, ROOT, Case, demo_config, harness, run_case
+from clihelp import DEMO, ROOT, Case, assert_input_error, demo_config, harness, run_case
 from harness.chunking import chunk_documents
 from harness.config.schema import MAX_RANK, ChunkingConfig, CorpusConfig
 from harness.io.documents import load_corpus
@@ -548,3 +548,41 @@ def test_an_interrupted_dense_encoding_resumes_and_equals_a_cold_run(tmp_path):
     assert np.array_equal(resumed._index.reconstruct_n(0, len(chunks)), cold_vectors)  # bit for bit
     warm, calls = indexed(tmp_path / "resumed")
     assert calls == 0
+
+
+def test_a_grade_too_large_for_an_exponential_gain_is_refused_not_nan(tmp_path):
+    """2^2000 - 1 is infinite: the run's scoring said "internal error" (NaN against NaN in the summary check) and
+    eval printed NaN and Infinity (not JSON). Now a located line, exit 2, before retrieval for run and validate;
+    grade 1000, the largest accepted, gives finite numbers that agree with a reference."""
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 2000\nq1 0 d2 1\nq2 0 d3 1\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 d2 1 2.0 r\nq1 Q0 d1 2 1.0 r\nq2 Q0 d3 1 1.0 r\n")
+    proc = harness("eval", "qrels.txt", "run.trec", "-m", "ndcg(gain=exp)@10", "--format", "json", cwd=tmp_path)
+    assert_input_error(proc, "query 'q1', document 'd1': grade 2000 is too large for ndcg(gain=exp)@10")
+    assert harness("eval", "qrels.txt", "run.trec", "-m", "ndcg@10", cwd=tmp_path).returncode == 0  # linear: fine
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1000\nq1 0 d2 1\nq2 0 d3 1\n")
+    proc = harness("eval", "qrels.txt", "run.trec", "-m", "ndcg(gain=exp)@10", "--per-query", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    dcg = (2.0 ** 1 - 1) / np.log2(2) + (2.0 ** 1000 - 1) / np.log2(3)
+    ideal = (2.0 ** 1000 - 1) / np.log2(2) + (2.0 ** 1 - 1) / np.log2(3)
+    assert json.loads(proc.stdout)["per_query"]["q1"]["ndcg(gain=exp)@10"] == pytest.approx(dcg / ideal, rel=1e-12)
+
+    goldset = tmp_path / "gold.jsonl"
+    lines = (DEMO / "goldset.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["relevant"][0]["grade"] = 2000
+    goldset.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(demo_config(tmp_path).read_text().replace(str(DEMO / "goldset.jsonl"), str(goldset))
+                   + "metrics: ['ndcg(gain=exp)@10']\n")
+    for args in (["validate", cfg], ["run", cfg, "--out", tmp_path / "out", "-q"]):
+        proc = harness(*args, cwd=tmp_path)
+        assert_input_error(proc, f"{goldset}: query '{first['id']}', document '{first['relevant'][0]['doc']}': "
+                                 f"grade 2000 is too large for ndcg(gain=exp)@10")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("setting", ["chunking.size=9223372036854775808", "chunking.overlap=10000000000"])
+def test_a_chunk_size_past_int64_is_a_config_error(tmp_path, setting):
+    """chunking.size of 2^63 was a NumPy IndexError traceback from the chunker."""
+    proc = harness("validate", demo_config(tmp_path), "--set", setting, cwd=tmp_path)
+    assert_input_error(proc, f"{setting.split('=')[0]}: Input should be less than or equal to 1000000000")

@@ -25,10 +25,15 @@ class CorpusConfig(Strict):
     format: Literal["jsonl", "folder", "beir"] = "jsonl"
 
 
+# A chunk of more units than any document has is the whole document; the bound keeps sizes within int64.
+MAX_CHUNK_UNITS = 1_000_000_000
+
+
 class ChunkingConfig(Strict):
     strategy: Literal["none", "tokens", "sentences", "paragraphs"] = "none"
-    size: int = Field(200, ge=1, description="words/tokens per chunk (tokens) or sentences/paragraphs per chunk")
-    overlap: int = Field(0, ge=0)
+    size: int = Field(200, ge=1, le=MAX_CHUNK_UNITS,
+                      description="words/tokens per chunk (tokens) or sentences/paragraphs per chunk")
+    overlap: int = Field(0, ge=0, le=MAX_CHUNK_UNITS)
     unit: Literal["words", "tokenizer"] = "words"
     tokenizer: Path | None = None
     include_title: bool = True

@@ -22,7 +22,7 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..core.errors import MetricError
-from .spec import MetricSpec, parse_metrics
+from .spec import MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
 from ..core.runtable import ColumnarRun, Qrels
 from ..core.spilled import SpilledRows
@@ -173,6 +173,7 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
     if trec_compat:
         query_policy = "zero"
     specs = parse_metrics(metrics)
+    check_gains(specs, qrels)
     values = SpilledRows(qrels.n_queries, len(specs)) if spill else np.zeros((qrels.n_queries, len(specs)))
     in_run, scored = np.zeros(qrels.n_queries, dtype=bool), np.zeros(qrels.n_queries, dtype=bool)
     dropped = 0
@@ -188,6 +189,18 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
                        query_policy=query_policy, gold_errors=gold_errors,
                        conventions=conventions(order=order, query_policy=query_policy, trec_compat=trec_compat),
                        unjudged_run_queries=unjudged_run_queries(), dropped_duplicates=dropped)
+
+
+def check_gains(specs: list[MetricSpec], qrels: Qrels, doc_name: Callable[[object], str] = str) -> None:
+    """A judgment whose grade an exponential gain cannot score is an error naming it (``doc_name`` reads a doc id
+    of ``qrels``: ``harness eval``'s are codes)."""
+    if not len(qrels.grades):
+        return
+    top = int(np.argmax(qrels.grades))
+    problem = exp_gain_problem(specs, int(qrels.grades[top]))
+    if problem:
+        query = qrels.query_ids[int(np.searchsorted(qrels.offsets, top, side="right")) - 1]
+        raise MetricError(f"query {str(query)!r}, document {doc_name(qrels.doc_ids[top])!r}: {problem}")
 
 
 def _and_absent(parts: Iterable[tuple], qrels: Qrels, scored: np.ndarray) -> Iterator[tuple]:

@@ -73,6 +73,20 @@ WINDOW = "window"
 _TREC_NAME = re.compile(r"^(?P<family>P|recall|ndcg_cut|map_cut|success)_(?P<k>\d+)$", re.IGNORECASE)
 
 
+# 2^grade - 1 is infinite in float64 from grade 1024, and a query's DCG over 2^20 ranks from grade ~1004: above
+# this, an exponential gain would be NaN or infinity, so such grades are refused.
+MAX_EXP_GRADE = 1000
+
+
+def exp_gain_problem(specs, top_grade: int) -> str | None:
+    """Why the highest grade of the judgments cannot be scored by these metrics (None when it can)."""
+    exp = [spec.name for spec in specs if spec.gain == "exp"]
+    if not exp or top_grade <= MAX_EXP_GRADE:
+        return None
+    return (f"grade {top_grade} is too large for {exp[0]} (2^grade - 1 overflows a float): use grades up to "
+            f"{MAX_EXP_GRADE} with gain=exp, or gain=linear")
+
+
 @dataclass(frozen=True, order=True)
 class MetricSpec:
     family: str

@@ -20,7 +20,7 @@ from ..core.types import Chunk, Document, GoldSet
 from ..gold.load import iter_goldset, read_goldset
 from ..gold.resolve import GoldProblem, resolve_goldset
 from ..io.documents import load_corpus
-from ..metrics.spec import WINDOW_METRICS, parse_metrics
+from ..metrics.spec import WINDOW_METRICS, exp_gain_problem, parse_metrics
 from ..retrievers import REGISTRY, BuildContext, parse_retriever_config
 from ..text import TokenCounter
 from .window import check_token_budget
@@ -278,6 +278,12 @@ def check_runnable(prepared: Prepared) -> bool:
     if not prepared.gold.queries:
         where = f" (split {config.goldset.split!r})" if config.goldset.format == "beir" else ""
         raise GoldSetError(f"{config.goldset.path}: the golden set has no queries{where}; nothing to evaluate")
+    specs = parse_metrics(config.metrics)
+    exp = any(spec.gain == "exp" for spec in specs)  # (a pass over every judgment only when it matters)
+    top = max(prepared.gold.judgments, key=lambda j: j.relevance, default=None) if exp else None
+    problem = None if top is None else exp_gain_problem(specs, top.relevance)
+    if problem:
+        raise GoldSetError(f"{config.goldset.path}: query {top.query_id!r}, document {top.doc_id!r}: {problem}")
     if not _uses_external(config.retriever):
         check_token_budget(config.cutoff, prepared.chunks)
     return True

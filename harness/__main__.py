@@ -1,0 +1,5 @@
+"""``python -m harness``: the ``harness`` console script, for an environment whose scripts folder is not on PATH."""
+
+from .entry import main
+
+main()
