@@ -223,3 +223,26 @@ def test_a_results_json_given_where_another_file_belongs_is_said_once(tmp_path):
         proc = harness(*args)
         assert_input_error(proc, f"{named}: ", fragment)
         assert len(proc.stderr.strip().splitlines()) <= 3, (args, proc.stderr)  # (a config's: heading + the file's)
+
+
+def test_a_docno_that_is_a_document_and_another_documents_chunk_is_refused(tmp_path):
+    """Doc "a#0-23" beside doc "a" cut at 23: run.chunks.trec read back as an external run placed 'a#0-23' as the
+    document, silently (nDCG 1.0 became 0.75). Now each such line is named, whatever unplaceable says."""
+    (tmp_path / "corpus.jsonl").write_text(
+        '{"id": "a", "text": "Rotate the key monthly. Bananas are yellow."}\n'
+        '{"id": "a#0-23", "text": "Elephants are large grey animals."}\n'
+        '{"id": "b", "text": "Nothing to see here at all."}\n')
+    (tmp_path / "gold.jsonl").write_text('{"id": "q1", "query": "rotate key monthly", "relevant": [{"doc": "a"}]}\n')
+    base = ("corpus: {path: corpus.jsonl}\nchunking: {strategy: sentences, size: 1}\ngoldset: {path: gold.jsonl}\n"
+            "cutoff: {k: 2}\n")
+    (tmp_path / "c.yaml").write_text("name: c\n" + base + "retriever: {kind: bm25}\n")
+    assert harness("run", "c.yaml", "-q", cwd=tmp_path).returncode == 0
+    run_file = tmp_path / "reports" / "c" / "run.chunks.trec"
+    line = next(i for i, text in enumerate(run_file.read_text().splitlines(), 1) if " a#0-23 " in text)
+    for unplaceable in ("fail", "skip"):
+        (tmp_path / "e.yaml").write_text(f"name: e\n{base}retriever: {{kind: external, path: {run_file}}}\n"
+                                         f"retriever_hits: {{unplaceable: {unplaceable}}}\n")
+        for args in (["validate", "e.yaml"], ["run", "e.yaml", "-q"]):
+            assert_input_error(harness(*args, cwd=tmp_path), f"{run_file}:{line}: query 'q1': 'a#0-23' is a document "
+                               "and also the chunk [0, 23) of document 'a'")
+    assert not (tmp_path / "reports" / "e").exists()

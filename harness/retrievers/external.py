@@ -128,10 +128,14 @@ class ExternalRetriever:
         documents = self.documents or _documents_from(chunks)
         placer = HitPlacer(chunks, documents)
         self.resolved: dict[str, list[Hit]] = {}
-        problems = []
+        problems, ambiguous = [], []
         for qid, rows in self.raw.items():
             hits = []
             for row in rows:
+                two = _two_meanings(row, documents, placer)
+                if two:
+                    ambiguous.append(f"{row['where']}: query {qid!r}: {two}")
+                    continue
                 hit = _hit(row, documents, placer)
                 placed = placer.chunk(hit)
                 if isinstance(placed, Chunk):
@@ -140,6 +144,10 @@ class ExternalRetriever:
                     problems.append(f"{row['where']}: query {qid!r}: {placed[1]}")
                 hits.append(hit)
             self.resolved[qid] = hits
+        if ambiguous:  # whatever retriever_hits.unplaceable says: either reading would be a guess
+            raise RunFileError(f"{self.config.path}: {len(ambiguous)} line(s) name an id that is both a document and "
+                               f"a chunk of another document: rename the document, or name hits in a JSONL run "
+                               f"(doc_id or chunk_id)", shown_lines(ambiguous))
         self.loosely_placed = list(placer.loose)
         self.unplaced = problems  # (with skip: what the run will drop, each with its line)
         if problems and self.unplaceable == "fail":
@@ -181,6 +189,19 @@ def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit
             # a JSONL hit's doc_id says it is a document, and stays one
             chunk_id, doc_id = doc_id, ""
     return Hit(str(chunk_id) if chunk_id else "", doc_id, row["score"], 0, span[0], span[1], text)
+
+
+def _two_meanings(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> str | None:
+    """Why a TREC line's docno means two things: a document's id and the id of a chunk of another document (doc
+    "a#0-23" beside doc "a" cut at 23: a run.chunks.trec read back as either would change the numbers)."""
+    if "chunk_id" in row:  # a JSONL hit says which of the two it names
+        return None
+    name = row.get("doc_id") or ""
+    doc, chunk = documents.get(name), placer.by_id.get(name)
+    if doc is None or chunk is None or (chunk.doc_id == name and (chunk.start, chunk.end) == (0, len(doc.text))):
+        return None
+    return (f"{name!r} is a document and also the chunk [{chunk.start}, {chunk.end}) of document "
+            f"{chunk.doc_id!r}")
 
 
 def _longer(path: Path, lines: int) -> bool:
