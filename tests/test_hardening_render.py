@@ -194,6 +194,15 @@ CASES = [
          (f"{F}: queries.0.tags.topic: expected a string, got 5",)),
     Case("explain-negative-k", edited("explain", _set("queries.0.effective_k", -1)),
          (f"{F}: queries.0.effective_k: must be at least 0, got -1",)),
+    # A second walk (2026-12-05): an edited verdict kind showed in explain and the rows, the old one in the counts
+    # and the gate; an edited rank showed as written.
+    Case("explain-verdict-kind-edited", edited("explain", _set("queries.0.verdict.kind", "missing_document")),
+         (f"{F}: summary.verdicts.counts.missing_document: says ", "queries have that verdict "
+          "(queries.N.verdict.kind; edited by hand?)", f"{F}: summary.verdicts.counts.ok: says ")),
+    Case("explain-rank-edited", edited("explain", _set("queries.2.hits.1.rank", 10**30)),
+         (f"{F}: queries.2.hits.1.rank: says {10**30}, but it is hit 2 of the list",)),
+    Case("explain-rank-repeated", edited("explain", _set("queries.0.hits.1.rank", 1)),
+         (f"{F}: queries.0.hits.1.rank: says 1, but it is hit 2 of the list",)),
     # The walk found gate trusting a hand-edited summary mean while compare read the per-query values.
     Case("gate-summary-mean-edited", edited("gate", _set("summary.doc.ndcg@10", 0.99)),
          (f"{F}: summary.doc.ndcg@10: says 0.99, but the mean of the",)),

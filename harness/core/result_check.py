@@ -145,6 +145,7 @@ class ConsistencyScan:
         self.count = 0
         self.name_problems: dict[str, list[str]] = {level: [] for level in self.names}
         self.missing_hits: tuple[int, int] = (-1, 0)  # (the first query without hits, how many)
+        self.rank_problems: list[str] = []
 
     def add(self, q: Any) -> None:
         i = self.count
@@ -161,6 +162,11 @@ class ConsistencyScan:
         if q.hits is None:
             first, n = self.missing_hits
             self.missing_hits = (i if n == 0 else first, n + 1)
+        else:
+            bad = next((j for j, hit in enumerate(q.hits) if hit.rank != j + 1), None)
+            if bad is not None:  # (explain and the reports show ranks as written)
+                self.rank_problems.append(f"queries.{i}.hits.{bad}.rank: says {q.hits[bad].rank}, but it is hit "
+                                          f"{bad + 1} of the list (ranks are 1, 2, ... in order)")
         self.builder.add(q)
 
     def problems(self, result: Any) -> list[str]:
@@ -187,7 +193,21 @@ class ConsistencyScan:
                                 f"counted at {level} level (queries.N.counted.{level})")
             sums = {name: columns.counted_sum(level, name) for name in self.names[level]}
             problems += _mean_problems(result, level, self.names[level], sums)
-        return problems + _hits_problems(result, self.missing_hits)
+        return (problems + _verdict_problems(result, columns) + self.rank_problems
+                + _hits_problems(result, self.missing_hits))
+
+
+def _verdict_problems(result: Any, columns: QueryColumns) -> list[str]:
+    """The summary's count of each verdict kind is the number of queries whose verdict is that kind (a verdict
+    edited by hand showed one kind in explain and the page's rows, another in the gate and the counts)."""
+    verdicts = result.summary.verdicts
+    found = dict(zip(columns.kind_names, np.bincount(columns.kinds, minlength=len(columns.kind_names)).tolist()))
+    problems = [f"summary.verdicts.counts.{kind}: says {said}, but {found.get(kind, 0)} queries have that verdict "
+                f"(queries.N.verdict.kind; edited by hand?)"
+                for kind, said in verdicts.counts.model_dump().items() if said != found.get(kind, 0)]
+    if verdicts.total != len(columns.kinds):
+        problems.append(f"summary.verdicts.total: says {verdicts.total}, but 'queries' has {len(columns.kinds)}")
+    return problems
 
 
 def _hits_problems(result: Any, missing: tuple[int, int]) -> list[str]:
