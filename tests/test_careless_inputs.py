@@ -246,3 +246,20 @@ def test_a_docno_that_is_a_document_and_another_documents_chunk_is_refused(tmp_p
             assert_input_error(harness(*args, cwd=tmp_path), f"{run_file}:{line}: query 'q1': 'a#0-23' is a document "
                                "and also the chunk [0, 23) of document 'a'")
     assert not (tmp_path / "reports" / "e").exists()
+
+
+def test_a_config_given_for_a_results_json_says_so_and_a_bom_is_read_past(tmp_path):
+    """The walk of 2026-12-05: a config where a results.json belongs was "not valid JSON ... a truncated or
+    hand-edited results.json?"; a results.json an editor saved with a byte-order mark was refused."""
+    results = _run(tmp_path, "r")
+    rules = ROOT / "configs" / "gates.yaml"
+    config = ROOT / "configs" / "demo-bm25.yaml"
+    (tmp_path / "config.json").write_bytes(config.read_bytes())  # the content says it, whatever the name
+    for given in (config, tmp_path / "config.json"):
+        for args in (["gate", given, "--rules", rules], ["report", given, "-o", tmp_path / "x.html"],
+                     ["compare", results, given]):
+            assert_input_error(harness(*args, cwd=tmp_path), f"{given}: a YAML file (a config?), not a results.json")
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + results.read_bytes())
+    plain, bom = (harness("gate", path, "--rules", rules, cwd=tmp_path)
+                  for path in (results, tmp_path / "bom.json"))
+    assert bom.returncode == plain.returncode == 0 and bom.stdout == plain.stdout, bom.stderr

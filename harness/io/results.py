@@ -5,6 +5,7 @@ anything else as one document, then the hits not kept in it attached from the Pa
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ def _whole(path: Path) -> Result:
     if surrogate:
         raise InputError(f"{path}:{surrogate[0]}: {surrogate[1]}")
     del raw
+    text = text.removeprefix("\ufeff")  # a byte-order mark an editor added on saving, as every text input reads it
     result = _parsed(text)
     if result is None:  # not valid as it is: read again the slow way, which locates every problem
         result = Result.from_dict(_json(text, path), str(path))
@@ -77,10 +79,17 @@ def _parsed(text: str) -> "Result | None":
     return None if consistency_problems(model) else model
 
 
+# A YAML mapping's first key (after comments and blank lines): `name: demo-bm25`, never the start of JSON.
+_YAML_KEY = re.compile(r"(?:\s*#[^\n]*\n|\s*\n)*[A-Za-z_][\w.-]*:(?:\s|$)")
+
+
 def _json(text: str, path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        if path.suffix.lower() in (".yaml", ".yml") or _YAML_KEY.match(text):
+            raise InputError(f"{path}: a YAML file (a config?), not a results.json: give the results.json a run "
+                             f"wrote (reports/<name>/results.json, or the run's folder)") from None
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno}): a truncated or "
                          f"hand-edited results.json?") from None
     except RecursionError:
