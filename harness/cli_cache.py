@@ -32,8 +32,28 @@ def _is_cache_file(root: Path, path: Path) -> bool:
             and bool(_SHARD.match(path.name)))
 
 
-def _not_cache_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_symlink() or not p.is_dir() and not _is_cache_file(root, p))
+def _not_cache_files(root: Path, enough: int = 6) -> list[Path]:
+    """The first ``enough`` files (or links) under ``root`` the cache did not write: the walk stops there (``/``
+    given by mistake was a walk of the whole disk before the refusal)."""
+    found = []
+    for path in root.rglob("*"):
+        if path.is_symlink() or not path.is_dir() and not _is_cache_file(root, path):
+            found.append(path)
+            if len(found) == enough:
+                break
+    return sorted(found)
+
+
+def _refuse_foreign(source: str, cache_dir: Path, done: str) -> None:
+    """A folder holding anything the cache did not write (a --cache-dir typo pointing at a project or home folder)
+    is no cache: said, whatever the action."""
+    foreign = _not_cache_files(cache_dir) if cache_dir.is_dir() else []
+    if foreign:
+        from .core.errors import InputError
+
+        shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
+        raise InputError(f"{source} {cache_dir}: not a harness cache (it holds {shown}"
+                         f"{' and more' if len(foreign) > 5 else ''}){done}")
 
 
 def cache_command(action: CacheAction = typer.Argument(..., metavar="ACTION", help="info or clear"),
@@ -58,20 +78,16 @@ def cache_command(action: CacheAction = typer.Argument(..., metavar="ACTION", he
                                  f"not a cache folder")
             break
     if action == CacheAction.info:
+        _refuse_foreign(source, cache_dir, "")
         info = ArrayCache(cache_dir).info() if cache_dir.exists() else {}
         if not info:
             print(f"{cache_dir}: empty")
         for kind, stats in info.items():
             print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{megabytes(stats['mb'])}")
         return
-    # Refuse a folder that holds anything the cache did not write (a --cache-dir typo pointing at a project or
-    # home folder), and remove only what the cache wrote: its files and the folders they leave empty, never the
-    # folder itself nor a folder of yours, empty or not.
-    foreign = _not_cache_files(cache_dir) if cache_dir.is_dir() else []
-    if foreign:
-        shown = ", ".join(str(p.relative_to(cache_dir)) for p in foreign[:5])
-        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        raise InputError(f"{source} {cache_dir}: not a harness cache (it holds {shown}{more}); nothing was deleted")
+    # Remove only what the cache wrote: its files and the folders they leave empty, never the folder itself nor a
+    # folder of yours, empty or not.
+    _refuse_foreign(source, cache_dir, "; nothing was deleted")
     entries = [p for p in cache_dir.rglob("*") if p.is_file() and not p.is_symlink()] if cache_dir.is_dir() else []
     if not entries:
         print(f"{cache_dir}: no cache entries there; nothing to clear")

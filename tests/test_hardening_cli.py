@@ -389,6 +389,8 @@ OTHER_ERRORS = [
     Case("cache-clear-refuses-foreign-file-in-kind", lambda tmp: ["cache", "clear", "--cache-dir",
                                                                   cache_like(tmp, "embeddings/model.bin")],
          expect=("not a harness cache (it holds embeddings/model.bin)",), keep=("c",)),
+    Case("cache-info-refuses-a-foreign-folder", lambda tmp: ["cache", "info", "--cache-dir", cache_like(tmp, "src/x.py")],
+         expect=("--cache-dir {tmp}/c: not a harness cache (it holds src/x.py)",), keep=("c",)),
     Case("cache-dir-is-a-file", lambda tmp: ["cache", "clear", "--cache-dir", a_file(tmp)],
          expect=("--cache-dir {tmp}/c: is a file, not a cache folder",), check=lambda tmp, p: (tmp / "c").is_file()),
     Case("cache-info-dir-is-a-file", lambda tmp: ["cache", "info", "--cache-dir", a_file(tmp)],
@@ -403,6 +405,23 @@ OTHER_ERRORS = [
 @pytest.mark.parametrize("case", OTHER_ERRORS, ids=lambda c: c.id)
 def test_other_command_problems(case, tmp_path):
     run_case(case, tmp_path)
+
+
+def test_cache_clear_of_a_big_foreign_folder_stops_at_the_first_files(tmp_path, monkeypatch):
+    """`cache clear --cache-dir /` walked the whole disk (486k files, 11 s) before refusing: now the first six."""
+    import harness.cli_cache as cli_cache
+
+    root = tmp_path / "project"
+    for i in range(40):
+        (root / f"d{i:02}").mkdir(parents=True)
+        (root / f"d{i:02}" / "notes.txt").write_text("mine")
+    seen = []
+    walk = Path.rglob
+    monkeypatch.setattr(Path, "rglob", lambda self, pattern: (seen.append(p) or p for p in walk(self, pattern)))
+    assert len(cli_cache._not_cache_files(root)) == 6 and len(seen) < 80  # of 40 folders and 40 files
+    proc = run_harness("cache", "clear", "--cache-dir", root, cwd=tmp_path)
+    assert_input_error(proc, f"--cache-dir {root}: not a harness cache (it holds d", " and more); nothing was deleted")
+    assert sum(1 for _ in root.rglob("notes.txt")) == 40
 
 
 def test_cache_clear_removes_a_real_cache(tmp_path):
