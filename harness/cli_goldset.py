@@ -67,9 +67,12 @@ def _before(against: Optional[Path]):
 
     if against is None:
         return None
-    if against.suffix == ".json":  # a run's results.json: the fingerprints of the documents it judged
-        from .io.results import load_result
+    from .core.outmarker import MARKER
+    from .io.results import load_result, results_path
 
+    if against.is_dir() and (against / MARKER).is_file() and results_path(against) != against:
+        against = results_path(against)  # a run's output folder: its results.json, as every results reader takes it
+    if against.suffix == ".json":  # a run's results.json: the fingerprints of the documents it judged
         return Before(fingerprints=load_result(against).goldset.judged_documents)
     if not against.exists():
         raise InputError(f"--against {against}: not found (an old corpus, or a results.json)")

@@ -105,10 +105,10 @@ def test_against_a_results_json_uses_the_run_fingerprints(files, tmp_path):
     assert status["valid_quote"] == "stale"  # guide-billing changed: the quote is still there, its context unknown
     assert status["moved"] == "stale"  # a span in a changed document, its old text unknown
     assert status["rechunked"] == "orphaned" and status["doc_gone"] == "orphaned"
-    proc = harness("goldset", "check", gold, "--corpus", new, "--against", tmp_path / "run" / "results.json",
-                   "--format", "json")
-    assert proc.returncode == 1
-    assert {lab["query_id"]: lab["status"] for lab in json.loads(proc.stdout)["labels"]} == status
+    for against in (tmp_path / "run" / "results.json", tmp_path / "run"):  # the run's folder stands for it
+        proc = harness("goldset", "check", gold, "--corpus", new, "--against", against, "--format", "json")
+        assert proc.returncode == 1, proc.stderr  # (the folder was read as an old corpus of HTML and TREC files)
+        assert {lab["query_id"]: lab["status"] for lab in json.loads(proc.stdout)["labels"]} == status
 
 
 def _bad(tmp, text="{not json\n"):
