@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 NOTE = ("`*` significant after correction (p < 0.05). The 95% CI is a bootstrap percentile interval of the mean "
         "difference for that row alone: it is NOT corrected for the multiple comparisons, and it is not the "
-        "significance test, so it can disagree with the corrected p. MDE: the smallest true difference this golden set "
-        "detects with 80% power; a smaller |delta| that is not significant may be too few queries, not no effect.")
+        "significance test, so it can disagree with the corrected p. MDE: the smallest true difference the paired test "
+        "detects with 80% power at the spread of these two runs' per-query differences (0 when they never differ; "
+        "`goldset stats --results` estimates it from one run before there are two); a smaller |delta| that is not "
+        "significant may be too few queries, not no effect.")
 SLICE_NOTE = "Per-slice deltas (no tests; slices are small):"
 HEADERS = ("run", "metric", "n", "baseline", "run mean", "delta", "95% CI (uncorrected)", "p (corrected)", "W/T/L",
            "MDE")

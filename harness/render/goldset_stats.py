@@ -21,6 +21,7 @@ def stats_lines(stats: dict) -> list[str]:
             lines.append(f"power: too few counted queries in {power['run']} ({power['queries']})")
         else:
             lines.append(f"minimum detectable effect ({power['metric']}, {power['queries']} queries, 80% power, "
-                         f"alpha 0.05, paired): {power['mde']:.4f} (per-query sd {power['sd']:.4f}, mean "
-                         f"{power['mean']:.4f}, run {power['run']})")
+                         f"alpha 0.05, paired): {power['mde']:.4f}, estimated from one run's spread (per-query sd "
+                         f"{power['sd']:.4f}, mean {power['mean']:.4f}, run {power['run']}); compare's MDE uses "
+                         f"two runs' differences")
     return lines
