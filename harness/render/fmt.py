@@ -46,13 +46,18 @@ def means_sentence(result: Result, level: str) -> str:
     parts = []
     if c.excluded_goldset_error:
         parts.append(f"{c.excluded_goldset_error} with a golden-set error excluded "
-                     f"({', '.join(c.excluded_goldset_error_query_ids[:10])})")
+                     f"({_some(c.excluded_goldset_error_query_ids, c.excluded_goldset_error)})")
     if c.no_relevant_queries:
         what = "counted as 0" if c.evaluated_queries + c.excluded_goldset_error == c.judged_queries else "excluded"
         parts.append(f"{c.no_relevant_queries} with no relevant {'document' if level == 'doc' else 'chunk'} {what} "
-                     f"({', '.join(c.no_relevant_query_ids[:10])})")
+                     f"({_some(c.no_relevant_query_ids, c.no_relevant_queries)})")
     return (f"{level} level: means over {c.evaluated_queries} of {c.judged_queries} queries"
             + (f"; {'; '.join(parts)}" if parts else "") + ".")
+
+
+def _some(ids: list[str], total: int, shown: int = 10) -> str:
+    """The first ``shown`` of ``total`` ids, and how many more there are."""
+    return ", ".join(ids[:shown]) + (f" and {total - shown:,} more" if total > shown else "")
 
 
 def at_k_sentence(result: Result) -> str:
