@@ -509,8 +509,8 @@ def test_the_means_sentence_says_how_many_ids_it_does_not_list():
 
     ids = [f"q{i:02}" for i in range(1, 46)]
     counts = SimpleNamespace(excluded_goldset_error=45, excluded_goldset_error_query_ids=ids, no_relevant_queries=3,
-                             no_relevant_query_ids=["a", "b", "c"], evaluated_queries=2, judged_queries=50)
+                             no_relevant_query_ids=["a", "b", "c"], evaluated_queries=5, judged_queries=50)
     result = SimpleNamespace(summary=SimpleNamespace(level_counts=lambda level: counts))
     assert means_sentence(result, "doc") == (
-        "doc level: means over 2 of 50 queries; 45 with a golden-set error excluded (q01, q02, q03, q04, q05, q06, "
+        "doc level: means over 5 of 50 queries; 45 with a golden-set error excluded (q01, q02, q03, q04, q05, q06, "
         "q07, q08, q09, q10 and 35 more); 3 with no relevant document counted as 0 (a, b, c).")
