@@ -193,3 +193,20 @@ def test_comparison_cells_sort_by_their_numbers_in_the_page():
     assert [row[at["delta"]] for row in cells] == [("0.012", "+0.0120 *"), ("-0.05", "-0.0500"), ("", "n/a")]
     assert [row[at["95% CI (uncorrected)"]][0] for row in cells] == ["0.004", "-0.09", ""]
     assert cells[0][at["baseline"]][0] == "" and cells[2][at["baseline"]] == ("", "n/a")  # a number: its own text
+
+
+def test_without_a_correction_nothing_says_corrected():
+    """`--correction none` showed "p (corrected)", "none correction" and "significant after correction"."""
+    from harness.render.compare_html import html_tables
+    from harness.render.compare_view import to_markdown
+
+    a = fake("a", [0.5, 0.2, 1.0, 0.0], ["ok"] * 4)
+    b = fake("b", [0.7, 0.2, 0.9, 0.4], ["ok"] * 4)
+    for correction, said in (("none", ("| p |", "(randomization test, no correction)", "significant (p < 0.05, not "
+                                       "corrected)")),
+                             ("holm", ("| p (corrected) |", "(randomization test, holm correction)",
+                                       "significant after correction"))):
+        c = compare_runs([a, b], ["ndcg@10"], correction=correction)
+        markdown = to_markdown(c)
+        assert all(text in markdown for text in said), markdown
+        assert ("corrected" in html_tables(c).split("<th>p")[1][:12]) == (correction != "none")

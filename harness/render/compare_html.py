@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ..core import querycolumns
-from .compare_view import HEADERS, SLICE_NOTE, cells, note, slice_table, title, transition_lines
+from .compare_view import HEADERS, SLICE_NOTE, cells, headers, note, slice_table, title, transition_lines
 from .fmt import e
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def _cell(r: ComparisonRow, header: str, shown: str) -> str:
 
 def html_tables(c: Comparison) -> str:
     """The comparison and per-slice tables for report.html (sortable: class "sortable")."""
-    head_html = "".join(f"<th>{e(h)}</th>" for h in HEADERS)
+    head_html = "".join(f"<th>{e(h)}</th>" for h in headers(c))
     rows_html = "".join("<tr>" + "".join(_cell(r, h, x) for h, x in zip(HEADERS, cells(r))) + "</tr>"
                         for r in c.rows)
     warn_html = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in c.warnings)

@@ -21,6 +21,19 @@ NOTE = ("`*` significant after correction (p < 0.05). The 95% CI is a bootstrap 
 SLICE_NOTE = "Per-slice deltas (no tests; slices are small):"
 HEADERS = ("run", "metric", "n", "baseline", "run mean", "delta", "95% CI (uncorrected)", "p (corrected)", "W/T/L",
            "MDE")
+P_COLUMN = HEADERS.index("p (corrected)")
+
+
+def headers(c: Comparison) -> tuple[str, ...]:
+    """``HEADERS``, with the p column named "p" when no correction was asked for (``--correction none``)."""
+    if c.correction != "none":
+        return HEADERS
+    return HEADERS[:P_COLUMN] + ("p",) + HEADERS[P_COLUMN + 1:]
+
+
+def _tested(c: Comparison) -> str:
+    """"(wilcoxon test, holm correction)", or "(..., no correction)"."""
+    return f"({c.test} test, {'no' if c.correction == 'none' else c.correction} correction)"
 
 
 def _f(value, spec: str = ".4f") -> str:
@@ -66,7 +79,9 @@ def disagreements(c: Comparison) -> list[str]:
 
 def note(c: Comparison) -> str:
     """The note under a comparison table: ``NOTE`` and, where a row's CI and significance disagree, why."""
-    return " ".join([NOTE, *disagreements(c)])
+    first = NOTE if c.correction != "none" else NOTE.replace("`*` significant after correction (p < 0.05)",
+                                                             "`*` significant (p < 0.05, not corrected)")
+    return " ".join([first, *disagreements(c)])
 
 
 def slice_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -80,7 +95,7 @@ def slice_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
 
 
 def title(c: Comparison) -> str:
-    return f"against {c.baseline} ({c.test} test, {c.correction} correction)"
+    return f"against {c.baseline} {_tested(c)}"
 
 
 def transition_lines(c: Comparison) -> list[tuple[str, str, list[str]]]:
@@ -88,10 +103,10 @@ def transition_lines(c: Comparison) -> list[tuple[str, str, list[str]]]:
 
 
 def to_markdown(c: Comparison) -> str:
-    out = [f"## Comparison against `{c.baseline}` ({c.test} test, {c.correction} correction)", ""]
+    out = [f"## Comparison against `{c.baseline}` {_tested(c)}", ""]
     for w in c.warnings:  # a blank line after each: a table right after a quote is read as part of the quote
         out += [f"> warning: {' '.join(str(w).splitlines())}", ""]
-    out += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    out += ["| " + " | ".join(headers(c)) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(cells(r)) + " |" for r in c.rows]
     out += ["", note(c)]
     heads, rows = slice_table(c)
@@ -167,7 +182,7 @@ def print_table(c: Comparison) -> None:
     for r in c.rows:
         style = "bold green" if r.significant and r.delta > 0 else ("bold red" if r.significant else "")
         styles.append({5: style} if style else None)
-    _print_fitting(console, title(c), list(HEADERS), [cells(r) for r in c.rows], 2, styles)
+    _print_fitting(console, title(c), list(headers(c)), [cells(r) for r in c.rows], 2, styles)
     heads, rows = slice_table(c)
     if rows:
         _print_fitting(console, SLICE_NOTE, heads, rows, 1)
