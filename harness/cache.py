@@ -53,7 +53,7 @@ def check_cache_folder(root: Path) -> None:
         if not path.is_dir():
             what = "it is a file" if path == root else f"{path} is a file"
             raise InputError(f"{root}: cannot be used as the cache folder: {what}, not a folder; "
-                             f"move it away or run from another folder")
+                             f"give a folder (--cache-dir or {CACHE_ENV}), or move the file away")
         if not os.access(path, os.W_OK | os.X_OK):
             raise InputError(f"{root}: cannot be used as the cache folder: {path} is not writable")
         return
