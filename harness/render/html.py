@@ -9,6 +9,8 @@ Charts are ``plots``'; comparison tables are ``compare_view``'s (one renderer fo
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING
 
 from .drilldown import Texts, drilldown, snippet
@@ -34,6 +36,8 @@ th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;c
 tr.gap td{color:#667;text-align:center;font-size:12px}tr.m-evidence td{background:#ecfdf3}tr.m-right_document td{background:#fffaeb}
 .headline{margin:4px 0}.sbs{display:flex;gap:12px}.sbs .col{flex:1;min-width:0}
 table{display:block;max-width:100%;overflow-x:auto}.plots svg{max-width:100%}td{overflow-wrap:break-word}
+table{background:linear-gradient(90deg,#fff 30%,#fff0) 0 0/40px 100% no-repeat local,linear-gradient(270deg,#fff 30%,#fff0) 100% 0/40px 100% no-repeat local,radial-gradient(farthest-side at 0 50%,#0003,#0000) 0 0/12px 100% no-repeat scroll,radial-gradient(farthest-side at 100% 50%,#0003,#0000) 100% 0/12px 100% no-repeat scroll}
+.plot{max-width:100%;overflow-x:auto}
 tr.detail>td>*{position:sticky;left:0;max-width:calc(100vw - 48px)}
 @media (max-width:600px){body{margin:12px}.sbs{flex-direction:column}}
 """
@@ -83,10 +87,25 @@ document.querySelectorAll('tr.q').forEach(function(row){
 applyFilters();
 """
 
+# A chart is shrunk to the page's width down to this share of its own, then scrolls sideways: on a phone, a chart
+# of many bars (verdicts by topic) scaled to 390 px had labels too small to read.
+SMALLEST_SCALE = 0.75
+_SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([0-9.]+)pt"')
+
+
+def _svg_at_least(svg: str) -> str:
+    """The chart's SVG with its smallest width (``SMALLEST_SCALE`` of its own), in a box that scrolls beyond it."""
+    found = _SVG_WIDTH.match(svg)
+    if found:
+        smallest = float(found.group(1)) * 4 / 3 * SMALLEST_SCALE  # pt to CSS px
+        svg = svg.replace("<svg ", f'<svg style="min-width:{smallest:.0f}px" ', 1)
+    return f'<div class="plot">{svg}</div>'
+
+
 def _svgs(charts) -> str:
     if charts is None:
         return '<p class="muted">Plots need matplotlib: pip install &#x27;rag-harness[report]&#x27;.</p>'
-    svgs_html = "".join(c.svg() for c in charts)
+    svgs_html = "".join(_svg_at_least(c.svg()) for c in charts)
     return f'<div class="plots">{svgs_html}</div>'
 
 

@@ -213,7 +213,7 @@ def run_charts(results: Sequence[Result]) -> list[Chart] | None:
     ax.set_ylim(0, 1.02)
     ax.set_title("recall@k (chunk) and nDCG@k (doc)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     out.append(Chart("plot_recall_ndcg", "recall@k and nDCG@k", fig))
     fig, ax = plt.subplots(figsize=(4.8, 3.2))
     for r, c in zip(results, cs):
@@ -257,13 +257,13 @@ def verdict_mix(plt, result: Result, named: bool = False) -> list[Chart]:
             if any(counts):
                 ax.bar(range(len(values)), counts, bottom=bottom, color=color, label=kind)
                 bottom = [b + c for b, c in zip(bottom, counts)]
-        ax.set_xticks(range(len(values)), [label(v) for v in values], rotation=45, ha="right", fontsize=7)
+        ax.set_xticks(range(len(values)), [label(v) for v in values], rotation=45, ha="right", fontsize=8)
         ax.set_title(f"verdicts by {label(tag)}" + (f": {label(result.name)}" if named else ""))
         ax.set_ylabel("queries")
         ax.yaxis.get_major_locator().set_params(integer=True)  # counts: no 2.5 queries
         # below the axes and their tick labels: inside, it covered the tallest bars (on the right, it made a
         # wide chart wider still, tiny on a phone)
-        fig.legend(fontsize=7, loc="outside lower center", ncol=3, frameon=False)
+        fig.legend(fontsize=8, loc="outside lower center", ncol=3, frameon=False)
         out.append(Chart("plot_verdicts_by_" + "".join(ch if ch.isalnum() else "_" for ch in tag), tag, fig))
     return out
 
@@ -286,7 +286,7 @@ def sweep_charts(board: dict) -> list[Chart] | None:
         else:
             cats = sorted({str(x) for x, _ in points})
             ax.scatter([cats.index(str(x)) for x, _ in points], [y for _, y in points])
-            ax.set_xticks(range(len(cats)), [label(c) for c in cats], rotation=30, ha="right", fontsize=7)
+            ax.set_xticks(range(len(cats)), [label(c) for c in cats], rotation=30, ha="right", fontsize=8)
         ax.set_xlabel(label(p))
         ax.set_ylabel(label(board["metric"]))
         ax.set_title(f"{label(board['metric'])} by {label(p)}")
