@@ -95,11 +95,12 @@ _SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([0-9.]+)pt"')
 
 def _svg_at_least(svg: str) -> str:
     """The chart's SVG with its smallest width (``SMALLEST_SCALE`` of its own), in a box that scrolls beyond it."""
-    found = _SVG_WIDTH.match(svg)
+    svg_html = svg  # matplotlib's SVG of the run's numbers and names (its texts escaped by matplotlib)
+    found = _SVG_WIDTH.match(svg_html)
     if found:
-        smallest = float(found.group(1)) * 4 / 3 * SMALLEST_SCALE  # pt to CSS px
-        svg = svg.replace("<svg ", f'<svg style="min-width:{smallest:.0f}px" ', 1)
-    return f'<div class="plot">{svg}</div>'
+        smallest = str(round(float(found.group(1)) * 4 / 3 * SMALLEST_SCALE))  # pt to CSS px
+        svg_html = svg_html.replace("<svg ", f'<svg style="min-width:{e(smallest)}px" ', 1)
+    return f'<div class="plot">{svg_html}</div>'
 
 
 def _svgs(charts) -> str:
