@@ -14,13 +14,16 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pydantic
 import pytest
 
-from clihelp import Case, assert_input_error, demo_config, harness, run_case
+from clihelp import DEMO, Case, assert_input_error, demo_config, harness, run_case
 from harness.core.errors import ConfigError, RetrieverError
 from harness.core.types import Chunk, Document, Hit, Query, RankedList, Run, best_hits
 from harness.retrievers import REGISTRY, BuildContext, HitPlacer, build_retriever, check_output, rank_hits
 from harness.retrievers.ranking import id_order, top_k
+
+import harness as harness_api
 
 PLUGIN = '''
 from typing import Literal
@@ -398,3 +401,46 @@ def test_retrievers_do_not_import_the_config():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent, check=True).stdout
     assert out.strip() == "[]"
+
+
+class MeddlerConfig(pydantic.BaseModel):
+    mode: str  # reverse, pop or tags
+
+
+class Meddler:
+    """BM25's lists, after changing what it was given: the batch's order or length, or a query's tags."""
+
+    def __init__(self, config, context):
+        self.mode, self.inner = config.mode, build_retriever({"kind": "bm25"}, context)
+
+    def index(self, chunks):
+        self.inner.index(chunks)
+
+    def retrieve(self, queries, k):
+        lists = self.inner.retrieve(queries, k)
+        if self.mode == "tags":
+            queries[0].tags["topic"] = "changed"
+        else:
+            getattr(queries, self.mode)()
+        return lists
+
+
+def test_a_retriever_cannot_change_the_queries_it_is_given():
+    """The walk of 2026-12-05: a retriever that reversed the batch it was given had its lists checked against the
+    reversed batch (q01 showed q46's hits and verdict; the counts changed, the means did not), one that emptied it
+    crashed with an IndexError, and one that changed a query's tags changed the golden set's slices."""
+    import warnings
+
+    harness_api.register_retriever("meddler", MeddlerConfig, Meddler)
+    base = {"name": "m", "corpus": {"path": str(DEMO / "corpus.jsonl")}, "goldset": {"path": str(DEMO / "goldset.jsonl")},
+            "chunking": {"strategy": "sentences", "size": 2}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the demo golden set's two flagged queries
+        honest = harness_api.run({**base, "retriever": {"kind": "bm25"}})
+        for mode in ("reverse", "pop"):
+            with pytest.raises(harness_api.HarnessError, match=rf"retriever.kind 'meddler' .* failed in retrieve: "
+                                                           rf"AttributeError: 'tuple' object has no attribute '{mode}'"):
+                harness_api.run({**base, "retriever": {"kind": "meddler", "mode": mode}})
+        tagged = harness_api.run({**base, "retriever": {"kind": "meddler", "mode": "tags"}})
+    assert [q.tags for q in tagged.queries] == [q.tags for q in honest.queries]
+    assert tagged.summary == honest.summary
