@@ -125,6 +125,7 @@ def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "
     from .io.inputs import as_qrels, as_run
     from .metrics.engine import evaluate as evaluate_table
     from .metrics.spec import DEFAULT_METRICS
+    from .render.evaluation import coverage_warnings
 
     names = list(DEFAULT_METRICS) if metrics is None else _metric_names(metrics)
     if not isinstance(trec_compat, bool):
@@ -133,6 +134,8 @@ def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "
     if judged.n_queries == 0:  # as `harness eval`: every mean would be None, and a broken input would pass
         raise InputError("qrels: no judgments; nothing to evaluate against")
     table = evaluate_table(judged, ranked, names, query_policy=query_policy, order=order, trec_compat=trec_compat)
+    for message in coverage_warnings(table.counts):  # as `harness eval` says them: renamed ids score 0 quietly
+        warnings.warn(message, stacklevel=2)
     return replace(table, judgments=_judgments_fingerprint(judged))
 
 

@@ -611,3 +611,16 @@ def test_fusion_scaling_rounds_nothing():
 
     scores = np.array([3.3e120, 1.7e120, 2.9e119, -4.1e118])
     assert normalise(scores, "minmax").tolist() == _normalised(scores, "minmax").tolist()
+
+
+def test_evaluate_warns_as_eval_does_when_judged_queries_are_absent():
+    """A run whose query ids were renamed scored 0 everywhere with no word (the CLI's eval said it on stderr)."""
+    import warnings
+
+    with pytest.warns(UserWarning, match="the run and the qrels have no query in common"):
+        assert harness.evaluate({"q1": {"d1": 1}}, {"Q1": {"d1": 1.0}}, ["rr"]).mean()["rr"] == 0.0
+    with pytest.warns(UserWarning, match="1 of 2 judged queries is absent from the run and scores 0: q2"):
+        harness.evaluate({"q1": {"d1": 1}, "q2": {"d1": 1}}, {"q1": {"d1": 1.0}}, ["rr"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a run that answers every judged query: nothing to say
+        harness.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}, "q9": {"d1": 1.0}}, ["rr"])
