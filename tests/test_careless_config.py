@@ -196,7 +196,7 @@ def test_a_model_folder_with_a_sentencepiece_tokenizer_passes(tmp_path):
                                                         "chunking.overlap: has no effect with strategy none"]),
     (["chunking.unit=tokenizer", "chunking.tokenizer=tokenizer.json"],
      ["chunking.unit: has no effect with strategy sentences", "chunking.tokenizer: has no effect with strategy"]),
-    (["cutoff.tokenizer=words"], ["cutoff.tokenizer: has no effect with k"]),
+    (["cutoff.tokenizer=tokenizer.json"], ["cutoff.tokenizer: has no effect with k"]),
 ])
 def test_a_setting_nothing_reads_is_a_warning_in_validate_and_run(tmp_path, settings, said):
     """A user who sets overlap for strategy none, or a tokenizer for a k cutoff, expects it to act: it is named."""
@@ -285,3 +285,18 @@ def test_a_runs_own_chunk_level_trec_file_imports_as_an_external_run(tmp_path):
     assert again.returncode == 0, again.stderr
     a, b = (json.loads((tmp_path / x / "results.json").read_text())["summary"] for x in "ab")
     assert a["chunk"] == b["chunk"] and a["doc"] == b["doc"]
+
+
+def test_a_config_written_out_whole_and_run_again_says_nothing_unused():
+    """`harness.run(config.resolved())` (the README's pattern) warned of chunking.unit, chunking.tokenizer and
+    cutoff.tokenizer: the dump writes every default, which read as settings the user chose."""
+    import warnings
+
+    import harness as harness_api
+
+    config = harness_api.load_config(ROOT / "configs" / "demo-bm25.yaml")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = harness_api.run(config.resolved())
+    assert [str(w.message) for w in caught if "has no effect" in str(w.message)] == []
+    assert again.config_hash == harness_api.run(config).config_hash

@@ -48,7 +48,7 @@ class ChunkingConfig(Strict):
 
     def unused(self) -> list[str]:
         """The settings given that this strategy does not read (a user who set them expects them to act)."""
-        given = self.model_fields_set
+        given = self.settings_given()
         if self.strategy == "none":
             ignored = [f for f in ("size", "overlap", "unit", "tokenizer") if f in given]
         elif self.strategy != "tokens":
@@ -98,7 +98,7 @@ class CutoffConfig(Strict):
     def unused(self) -> list[str]:
         """``tokenizer`` counts a token budget's tokens: with ``k`` it is read by nothing."""
         return ["cutoff.tokenizer: has no effect with k (it counts a token_budget)"] \
-            if self.k is not None and "tokenizer" in self.model_fields_set else []
+            if self.k is not None and "tokenizer" in self.settings_given() else []
 
 
 class EvaluationConfig(Strict):

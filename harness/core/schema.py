@@ -17,6 +17,13 @@ class Strict(BaseModel):
     # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan).
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    def settings_given(self) -> set[str]:
+        """The fields the input set to something other than their default: a config written out whole
+        (``resolved()``, ``model_dump()``) and given back sets every field, but only these say what the user chose."""
+        fields = type(self).model_fields
+        return {name for name in self.model_fields_set
+                if getattr(self, name) != fields[name].get_default(call_default_factory=True)}
+
     @field_validator("*", mode="before")
     @classmethod
     def _no_booleans_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
