@@ -1,4 +1,5 @@
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -210,3 +211,15 @@ def test_without_a_correction_nothing_says_corrected():
         markdown = to_markdown(c)
         assert all(text in markdown for text in said), markdown
         assert ("corrected" in html_tables(c).split("<th>p")[1][:12]) == (correction != "none")
+
+
+def test_a_delta_is_the_difference_of_the_means_it_is_shown_with():
+    """The mean of the paired differences is the difference of the means only up to rounding: delta was
+    0.0016121730680606265 beside means whose difference is 0.0016121730680606072 (the gate showed the first)."""
+    rng = np.random.default_rng(7)
+    values_a, values_b = rng.random(997).tolist(), rng.random(997).tolist()
+    a = fake("a", values_a, ["ok"] * 997)
+    b = fake("b", values_b, ["ok"] * 997)
+    row = compare_runs([a, b], ["ndcg@10"]).rows[0]
+    assert row.delta == row.mean - row.baseline_mean
+    assert row.mean == math.fsum(values_b) / 997 and row.baseline_mean == math.fsum(values_a) / 997

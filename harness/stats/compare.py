@@ -233,7 +233,11 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
                    "slices": {}}
             if len(d):  # no query counted in both runs: nothing to compare (n/a), not a delta of 0 and p 1
                 lo, hi, _ = bootstrap_ci(d)
-                row.update({"baseline_mean": mean_of(xa), "mean": mean_of(xb), "delta": mean_of(d),
+                # delta is the two shown means' difference (the mean of the differences can differ in the last
+                # digit: each difference was rounded), so "run mean - baseline" is delta as printed, and a gate
+                # regression rule reads the same number
+                baseline_mean, mean = mean_of(xa), mean_of(xb)
+                row.update({"baseline_mean": baseline_mean, "mean": mean, "delta": mean - baseline_mean,
                             "ci95": (lo, hi), "p": p_value(test, xa, xb), "wins": int((d > 0).sum()),
                             "ties": int((d == 0).sum()), "losses": int((d < 0).sum()), "mde": mde(d),
                             "slices": _slices(base, pos, d)})
