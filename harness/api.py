@@ -344,7 +344,7 @@ def _rules(rules: Any, result: "Result", base: "Result | None") -> list:
         if not path.is_file() and isinstance(rules, str) and any(op in rules for op in ("<", ">", "regression")):
             raise InputError(f"rules: {rules!r} is not a file; to give one rule, pass a list: [{rules!r}]")
         return check_rules(path, result, base)
-    if isinstance(rules, Mapping) or not isinstance(rules, Sequence) or not rules:
+    if isinstance(rules, (Mapping, bytes, bytearray)) or not isinstance(rules, Sequence) or not rules:
         raise InputError(f"rules: expected a rules YAML path or a non-empty list of rules (strings like "
                          f"'doc.ndcg@10 >= 0.8' or mappings); got {_describe(rules)}")
     parsed, problems = [], []

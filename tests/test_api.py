@@ -624,3 +624,18 @@ def test_evaluate_warns_as_eval_does_when_judged_queries_are_absent():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a run that answers every judged query: nothing to say
         harness.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}, "q9": {"d1": 1.0}}, ["rr"])
+
+
+def test_a_query_id_given_as_a_number_or_rules_as_bytes(demo):
+    """`result.query(1)` was None on SciFact, whose query "1" exists (evaluate reads 1 as "1"); `query(None)` was
+    None too; `gate(result, b"...")` read the bytes as 18 numbers, an error each."""
+    result = demo["result"]
+    numbered = result.model_copy(update={"queries": [q.model_copy(update={"id": q.id[1:].lstrip("0")})
+                                                     for q in result.queries]})
+    assert numbered.query(1).id == "1" and numbered.query("1").id == "1" and numbered.query(1000) is None
+    for bad in (None, 1.0, True, ["q01"]):
+        with pytest.raises(InputError, match="query id: expected text"):
+            result.query(bad)
+    with pytest.raises(InputError, match=r"^rules: expected a rules YAML path or a non-empty list") as caught:
+        harness.gate(result, b"doc.ndcg@10 >= 0.8")
+    assert not caught.value.problems

@@ -307,6 +307,13 @@ class Result(StoredHits, Record):
         return f"{self.config_hash}@{self.created_at}"
 
     def query(self, query_id: str) -> QueryResult | None:
+        """The query of that id, None when the run has none. A whole number is read as its decimal text, as
+        ``evaluate`` reads ids (SciFact's ``1``); anything else that is not text is an error, not None."""
+        if isinstance(query_id, int) and not isinstance(query_id, bool):
+            query_id = str(query_id)
+        if not isinstance(query_id, str):
+            raise InputError(f"query id: expected text (or a whole number), got {type(query_id).__name__} "
+                             f"{query_id!r}"[:200])
         if isinstance(self.queries, QueryStore):  # found by its bytes, not by decoding every record
             i = self.queries.index_of(query_id)
             return None if i is None else self.queries[i]
