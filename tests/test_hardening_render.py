@@ -199,6 +199,8 @@ CASES = [
     Case("explain-verdict-kind-edited", edited("explain", _set("queries.0.verdict.kind", "missing_document")),
          (f"{F}: summary.verdicts.counts.missing_document: says ", "queries have that verdict "
           "(queries.N.verdict.kind; edited by hand?)", f"{F}: summary.verdicts.counts.ok: says ")),
+    Case("explain-nan-in-a-query-not-counted", edited("explain", _set("queries.43.metrics.doc.ndcg@10", float("nan"))),
+         (f"{F}: queries.43.metrics.doc.ndcg@10: Input should be a finite number, got nan",)),
     Case("explain-rank-edited", edited("explain", _set("queries.2.hits.1.rank", 10**30)),
          (f"{F}: queries.2.hits.1.rank: says {10**30}, but it is hit 2 of the list",)),
     Case("explain-rank-repeated", edited("explain", _set("queries.0.hits.1.rank", 1)),

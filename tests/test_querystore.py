@@ -98,8 +98,10 @@ def test_store_records_round_trip_and_the_spool_leaves_no_file(tmp_path, monkeyp
                 effective_k=3, gold=[{"doc_id": "d", "grade": 2, "evidence": [[0, 4]], "evidence_text": ["ab\"c"]}],
                 verdict={"kind": "wrong_chunk", "reason": "r", "detail": {"above": [{"rank": 1}], "x": None},
                          "flags": ["partial"]})
+    # (a metric is never NaN, a verdict's detail may hold one: the spool keeps it as JSON's NaN)
     records = [QueryResult.model_validate({**base, "id": f"q,{i}\"", "metrics": {
-        "doc": {"ap": 1 / (i + 3), "odd": float("nan") if i == 2 else 0.1 * i}, "chunk": {"ap": 1e-300 * i}}})
+        "doc": {"ap": 1 / (i + 3), "odd": 0.1 * i}, "chunk": {"ap": 1e-300 * i}},
+        "verdict": {**base["verdict"], "detail": {**base["verdict"]["detail"], "share": float("nan") if i == 2 else i}}})
         for i in range(2_500)]  # more than one read batch
     store = QueryStore(QueryResult).extend(records)
     assert os.listdir(tmp_path) == []  # the spool is an unlinked temp file: nothing to leave behind

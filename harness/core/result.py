@@ -72,9 +72,14 @@ class Verdict(Record):
 VerdictRecord = Verdict  # the name this model had while it only validated loaded files
 
 
+# A metric's value: never NaN or infinite (the engine makes neither; a query not counted is checked by nothing
+# else, since only counted values enter the means the summary check recomputes).
+MetricValue = Annotated[float, Field(allow_inf_nan=False)]
+
+
 class QueryMetrics(Record):
-    doc: dict[str, float]
-    chunk: dict[str, float]
+    doc: dict[str, MetricValue]
+    chunk: dict[str, MetricValue]
 
 
 class LevelCounts(Record):
@@ -184,14 +189,14 @@ class VerdictSummary(Record):
     by_slice: dict[str, dict[str, KindCounts]]  # tag -> value -> counts
     by_where: WhereCounts
     # kind -> "level.metric" -> mean over the kind's queries counted at that level (absent when none is)
-    metric_means: dict[Kind, dict[str, float]]
+    metric_means: dict[Kind, dict[str, MetricValue]]
     wrong_chunk_possible: bool
     advice: list[str]
 
 
 class Summary(Record):
-    doc: dict[str, float | None]  # a mean is null when no query enters it
-    chunk: dict[str, float | None]
+    doc: dict[str, MetricValue | None]  # a mean is null when no query enters it
+    chunk: dict[str, MetricValue | None]
     counts: SummaryCounts
     verdicts: VerdictSummary
 
