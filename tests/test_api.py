@@ -639,3 +639,34 @@ def test_a_query_id_given_as_a_number_or_rules_as_bytes(demo):
     with pytest.raises(InputError, match=r"^rules: expected a rules YAML path or a non-empty list") as caught:
         harness.gate(result, b"doc.ndcg@10 >= 0.8")
     assert not caught.value.problems
+
+
+def test_a_run_or_qrels_built_from_arrays_is_checked_before_it_is_scored():
+    """The public constructors took any arrays: a NaN score or a code past the vocabulary scored silently, float
+    grades were read, lists or offsets past the rows were a raw TypeError or IndexError; `==` raised ValueError."""
+    import numpy as np
+
+    ids = lambda *xs: np.array(list(xs), dtype=object)  # noqa: E731
+    qrels = {"q1": {"d1": 1}}
+    run = lambda codes, scores: harness.Run(ids("q1"), np.array([0, 1]), ids("d1"), np.array(codes),  # noqa: E731
+                                            np.array(scores))
+    cases = [
+        (lambda: harness.evaluate(qrels, run([0], [np.nan]), "rr"), "run.scores: a NaN or infinite score"),
+        (lambda: harness.evaluate(qrels, run([7], [1.0]), "rr"), "run.doc_codes: a code outside the vocabulary"),
+        (lambda: harness.evaluate(harness.Qrels(ids("q1"), np.array([0, 1]), ids("d1"), np.array([1.5])), {"q1": {"d1": 1.0}},
+                                  "rr"), "qrels.grades: expected a one-dimensional NumPy array of whole numbers"),
+        (lambda: harness.evaluate(harness.Qrels(["q1"], [0, 1], ["d1"], [1]), {"q1": {"d1": 1.0}}, "rr"),
+         "qrels.query_ids: expected a one-dimensional NumPy array of ids"),
+        (lambda: harness.evaluate(harness.Qrels(ids("q1"), np.array([0, 5]), ids("d1"), np.array([1])),
+                                  {"q1": {"d1": 1.0}}, "rr"), "qrels.offsets: expected to rise from 0 to the 1 rows"),
+        (lambda: harness.evaluate(qrels, harness.Run(ids("q1", "q1"), np.array([0, 1, 1]), ids("d1"), np.array([0]),
+                                                     np.array([1.0])), "rr"), "run.query_ids: an id is given twice"),
+    ]
+    for make, fragment in cases:
+        with pytest.raises(InputError) as caught:
+            make()
+        assert any(fragment in line for line in caught.value.problems), caught.value.problems
+    assert harness.evaluate(qrels, run([0], [1.0]), "rr").mean()["rr"] == 1.0  # a sound one is scored
+    same, other = harness.Run.from_dict({"q1": {"d1": 1.0}}), harness.Run.from_dict({"q1": {"d1": 2.0}})
+    assert same == harness.Run.from_dict({"q1": {"d1": 1.0}}) and same != other and same != "run"
+    assert harness.Qrels.from_dict(qrels) == harness.Qrels.from_dict(qrels)

@@ -39,6 +39,52 @@ def _gathered(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nda
     return np.repeat(offsets[rows] - starts[:-1], lengths) + np.arange(int(starts[-1])), starts
 
 
+def _described(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    return type(value).__name__
+
+
+def _ids_problems(ids, where: str, unique: bool) -> list[str]:
+    if not isinstance(ids, np.ndarray) or ids.ndim != 1:
+        return [f"{where}: expected a one-dimensional NumPy array of ids (dtype object), got {_described(ids)}"]
+    if not all(isinstance(i, str) for i in ids.tolist()):
+        bad = next(i for i in ids.tolist() if not isinstance(i, str))
+        return [f"{where}: ids are text, got {type(bad).__name__} {bad!r}"[:200]]
+    if unique and len(set(ids.tolist())) != len(ids):
+        return [f"{where}: an id is given twice"]
+    return []
+
+
+def _offsets_problems(columns, name: str, rows_field: str) -> list[str]:
+    """The query ids and the offsets that cut ``rows_field`` into each query's rows (query i owns
+    ``offsets[i]:offsets[i+1]``)."""
+    out = _ids_problems(columns.query_ids, f"{name}.query_ids", unique=True)
+    offsets, rows = columns.offsets, getattr(columns, rows_field)
+    if not isinstance(offsets, np.ndarray) or offsets.ndim != 1 or offsets.dtype.kind not in "iu":
+        return out + [f"{name}.offsets: expected a one-dimensional NumPy array of whole numbers, got "
+                      f"{_described(offsets)}"]
+    n_rows = len(rows) if isinstance(rows, np.ndarray) else None
+    if isinstance(columns.query_ids, np.ndarray) and len(offsets) != len(columns.query_ids) + 1:
+        out.append(f"{name}.offsets: {len(offsets)} offsets for {len(columns.query_ids)} queries (one more than "
+                   f"the queries: query i owns rows offsets[i]:offsets[i+1])")
+    elif len(offsets) and (offsets[0] != 0 or (np.diff(offsets) < 0).any()
+                           or n_rows is not None and offsets[-1] != n_rows):
+        out.append(f"{name}.offsets: expected to rise from 0 to the {n_rows} rows of {rows_field}")
+    return out
+
+
+def _same_columns(a, b) -> bool:
+    """Two runs (or two sets of judgments) with the same fields, array by array."""
+    if type(a) is not type(b):
+        return NotImplemented
+    for field in a.__dataclass_fields__:
+        x, y = getattr(a, field), getattr(b, field)
+        if (x is None) != (y is None) or x is not None and not (np.shape(x) == np.shape(y) and np.array_equal(x, y)):
+            return False
+    return True
+
+
 def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
     return np.array(sorted(set(ids)), dtype=object)
 
@@ -64,7 +110,7 @@ def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
     return np.fromiter((wanted[v] for v in ids), dtype=np.int64, count=len(ids))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ColumnarRun:
     """Hits of many queries: query ``i`` owns rows ``offsets[i]:offsets[i+1]``."""
 
@@ -79,6 +125,35 @@ class ColumnarRun:
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
+
+    def __eq__(self, other: object) -> bool:  # (the dataclass's would compare arrays: "truth value ... ambiguous")
+        return _same_columns(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  (equal by content, and its arrays can change)
+
+    def problems(self, name: str) -> list[str]:
+        """What breaks this run's invariants, each naming ``name``'s field: a run built by hand from arrays (the
+        readers and ``from_dict``/``from_lists`` make only sound ones) is checked before it is scored."""
+        out = _offsets_problems(self, name, "doc_codes")
+        out += _ids_problems(self.doc_vocab, f"{name}.doc_vocab", unique=True)
+        for field, kinds in (("doc_codes", "iu"), ("scores", "fi"), ("ranks", "iu")):
+            values = getattr(self, field)
+            if values is None and field == "ranks":
+                continue
+            if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype.kind not in kinds:
+                out.append(f"{name}.{field}: expected a one-dimensional NumPy array of "
+                           f"{'whole numbers' if kinds == 'iu' else 'numbers'}, got {_described(values)}")
+            elif len(values) != len(self.doc_codes if field != "doc_codes" else values):
+                out.append(f"{name}.{field}: {len(values)} values for {len(self.doc_codes)} hits")
+        if not out:
+            vocab = len(self.doc_vocab)
+            if len(self.doc_codes) and (self.doc_codes.min() < 0 or self.doc_codes.max() >= vocab):
+                out.append(f"{name}.doc_codes: a code outside the vocabulary of {vocab} documents")
+            if not np.isfinite(self.scores).all():
+                out.append(f"{name}.scores: a NaN or infinite score (scores are finite numbers)")
+            if self.doc_order is not None and not np.array_equal(np.sort(self.doc_order), np.arange(vocab)):
+                out.append(f"{name}.doc_order: not an order of the {vocab} vocabulary entries")
+        return out
 
     @classmethod
     def empty(cls) -> "ColumnarRun":
@@ -153,7 +228,7 @@ class ColumnarRun:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Qrels:
     """Graded judgments; query ``i`` owns rows ``offsets[i]:offsets[i+1]``. Every query listed is judged."""
 
@@ -169,6 +244,25 @@ class Qrels:
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
+
+    def __eq__(self, other: object) -> bool:
+        return _same_columns(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def problems(self, name: str) -> list[str]:
+        """What breaks these judgments' invariants (``ColumnarRun.problems``'s, for judgments built by hand)."""
+        out = _offsets_problems(self, name, "doc_ids")
+        out += _ids_problems(self.doc_ids, f"{name}.doc_ids", unique=False)
+        grades = self.grades
+        if not isinstance(grades, np.ndarray) or grades.ndim != 1 or grades.dtype.kind not in "iu":
+            out.append(f"{name}.grades: expected a one-dimensional NumPy array of whole numbers, got "
+                       f"{_described(grades)}")
+        elif isinstance(self.doc_ids, np.ndarray) and len(grades) != len(self.doc_ids):
+            out.append(f"{name}.grades: {len(grades)} grades for {len(self.doc_ids)} judgments")
+        if (self.doc_vocab is None) != (self.doc_codes is None):
+            out.append(f"{name}: doc_vocab and doc_codes come together (or neither)")
+        return out
 
     def select(self, rows: np.ndarray) -> "Qrels":
         """The queries at ``rows``, in that order (the vocabulary and codes shared)."""

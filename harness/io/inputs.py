@@ -171,7 +171,7 @@ def _path(value: Any) -> Path | None:
 def as_qrels(value: Any, name: str = "qrels") -> Qrels:
     """``value`` as judgments, or an InputError naming ``name`` and the forms accepted."""
     if isinstance(value, Qrels):
-        return value
+        return _sound(value, name)
     if isinstance(value, Mapping):
         return Qrels.from_checked_dict(checked_grades(value, name))
     if is_dataframe(value):
@@ -187,7 +187,7 @@ def as_run(value: Any, name: str = "run", ranks: bool = False) -> ColumnarRun:
     """``value`` as a columnar run, or an InputError naming ``name`` and the forms accepted. ``ranks``: a
     DataFrame's ``rank`` column is read (``order="rank"``); otherwise it is left alone, as any other column."""
     if isinstance(value, ColumnarRun):
-        return value
+        return _sound(value, name)
     if isinstance(value, Mapping):
         return ColumnarRun.from_checked_dict(checked_scores(value, name))
     if is_dataframe(value):
@@ -199,6 +199,14 @@ def as_run(value: Any, name: str = "run", ranks: bool = False) -> ColumnarRun:
         return read_run(path)
     hint = " (the run comes second: evaluate(qrels, run, metrics))" if isinstance(value, Qrels) else ""
     raise InputError(f"{name}: expected {RUN_FORMS}; got {_kind(value)}{hint}")
+
+
+def _sound(columns, name: str):
+    """A Qrels or Run given as it is: built by hand from arrays, it is checked as a reader's would be sound."""
+    problems = columns.problems(name)
+    if problems:
+        raise InputError(f"{name}: a {type(columns).__name__} whose arrays do not fit together", problems[:MAX_SHOWN])
+    return columns
 
 
 def finite_number(value: Any) -> bool:
