@@ -46,17 +46,19 @@ class ChunkingConfig(Strict):
             raise ValueError("unit 'tokenizer' needs tokenizer: <path to a tokenizer.json>")
         return self
 
+    def idle_fields(self) -> list[str]:
+        """The fields this strategy does not read, whatever their values."""
+        if self.strategy == "none":
+            return ["size", "overlap", "unit", "tokenizer"]
+        if self.strategy != "tokens":
+            return ["unit", "tokenizer"]
+        return ["tokenizer"] if self.unit == "words" else []
+
     def unused(self) -> list[str]:
         """The settings given that this strategy does not read (a user who set them expects them to act)."""
         given = self.settings_given()
-        if self.strategy == "none":
-            ignored = [f for f in ("size", "overlap", "unit", "tokenizer") if f in given]
-        elif self.strategy != "tokens":
-            ignored = [f for f in ("unit", "tokenizer") if f in given]
-        else:
-            ignored = ["tokenizer"] if "tokenizer" in given and self.unit == "words" else []
         why = f"strategy {self.strategy}" if self.strategy != "tokens" else "unit words"
-        return [f"chunking.{f}: has no effect with {why}" for f in ignored]
+        return [f"chunking.{f}: has no effect with {why}" for f in self.idle_fields() if f in given]
 
 
 class GoldColumns(Strict):
@@ -95,10 +97,13 @@ class CutoffConfig(Strict):
     def describe(self) -> str:
         return f"k={self.k}" if self.k else f"token_budget={self.token_budget} ({self.tokenizer})"
 
-    def unused(self) -> list[str]:
+    def idle_fields(self) -> list[str]:
         """``tokenizer`` counts a token budget's tokens: with ``k`` it is read by nothing."""
+        return ["tokenizer"] if self.k is not None else []
+
+    def unused(self) -> list[str]:
         return ["cutoff.tokenizer: has no effect with k (it counts a token_budget)"] \
-            if self.k is not None and "tokenizer" in self.settings_given() else []
+            if "tokenizer" in self.idle_fields() and "tokenizer" in self.settings_given() else []
 
 
 class EvaluationConfig(Strict):

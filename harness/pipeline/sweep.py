@@ -112,11 +112,8 @@ def _drop_idle_defaults(data: dict, config) -> None:
     best.yaml warned that each has no effect. Defaults only, so the config and its hash are the same."""
     for section in ("chunking", "cutoff"):
         part = getattr(config, section)
-        model = type(part)
-        every = model.model_validate(part.model_dump())  # every field given, as best.yaml writes them
-        for problem in every.unused():
-            key = problem.split(":", 1)[0].split(".", 1)[1]
-            if data.get(section, {}).get(key) == model.model_fields[key].default:
+        for key in part.idle_fields():
+            if data.get(section, {}).get(key) == type(part).model_fields[key].default:
                 data[section].pop(key)
 
 
