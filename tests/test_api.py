@@ -670,3 +670,26 @@ def test_a_run_or_qrels_built_from_arrays_is_checked_before_it_is_scored():
     same, other = harness.Run.from_dict({"q1": {"d1": 1.0}}), harness.Run.from_dict({"q1": {"d1": 2.0}})
     assert same == harness.Run.from_dict({"q1": {"d1": 1.0}}) and same != other and same != "run"
     assert harness.Qrels.from_dict(qrels) == harness.Qrels.from_dict(qrels)
+
+
+def test_a_run_whose_vocabulary_is_not_in_sorted_order_is_refused():
+    """Ties are broken by the vocabulary's sorted order: a hand-built run with ['d2', 'd1', 'd0'] and no doc_order
+    scored rr 0.333 where the sorted one scores 1.0 (three tied hits). doc_codes=None was a raw TypeError."""
+    import numpy as np
+
+    ids = lambda *xs: np.array(list(xs), dtype=object)  # noqa: E731
+    qrels = {"q1": {"d2": 1}}
+    tied = dict(query_ids=ids("q1"), offsets=np.array([0, 3]), doc_codes=np.array([0, 1, 2]), scores=np.ones(3))
+    assert harness.evaluate(qrels, harness.Run(doc_vocab=ids("d0", "d1", "d2"), **tied), "rr").mean()["rr"] == 1.0
+    with pytest.raises(InputError) as caught:
+        harness.evaluate(qrels, harness.Run(doc_vocab=ids("d2", "d1", "d0"), **tied), "rr")
+    assert caught.value.problems == ["run.doc_vocab: not sorted (sort it, or give doc_order: each entry's sorted "
+                                     "position)"]
+    given = harness.Run(doc_vocab=ids("d2", "d1", "d0"), doc_order=np.array([2, 1, 0]),
+                        **dict(tied, doc_codes=np.array([2, 1, 0])))
+    assert harness.evaluate(qrels, given, "rr").mean()["rr"] == 1.0  # the same run, its order given
+    with pytest.raises(InputError, match="do not fit together") as caught:
+        harness.evaluate(qrels, harness.Run(doc_vocab=ids("d0", "d1", "d2"), **dict(tied, doc_codes=None)), "rr")
+    assert caught.value.problems[0].startswith("run.doc_codes: expected a one-dimensional NumPy array")
+    numbered = harness.Run.from_dict({"1": {"d": 1.0}})
+    assert harness.evaluate({"1": {"d": 1}}, numbered, "rr").mean()["rr"] == 1.0

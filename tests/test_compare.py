@@ -210,6 +210,8 @@ def test_without_a_correction_nothing_says_corrected():
         c = compare_runs([a, b], ["ndcg@10"], correction=correction)
         markdown = to_markdown(c)
         assert all(text in markdown for text in said), markdown
+        claims = ("p (corrected)", "corrected p", "after correction")
+        assert any(claim in markdown for claim in claims) == (correction != "none"), markdown
         assert ("corrected" in html_tables(c).split("<th>p")[1][:12]) == (correction != "none")
 
 

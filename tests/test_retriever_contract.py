@@ -429,9 +429,24 @@ def test_a_retriever_cannot_change_the_queries_it_is_given():
     """The walk of 2026-12-05: a retriever that reversed the batch it was given had its lists checked against the
     reversed batch (q01 showed q46's hits and verdict; the counts changed, the means did not), one that emptied it
     crashed with an IndexError, and one that changed a query's tags changed the golden set's slices."""
+    harness_api.register_retriever("meddler", MeddlerConfig, Meddler)
+    try:
+        _meddle()
+    finally:
+        from harness.retrievers import base
+
+        base.REGISTRY.pop("meddler", None)  # (registered kinds live for the process)
+    # a query without tags too: its empty dict is the golden set's own when the set was built by hand
+    from harness.executors.retrieval import _handed
+
+    mine = (Query("q1", "a"), Query("q2", "b", {"t": "x"}))
+    handed = _handed(mine)
+    assert type(handed) is tuple and handed == mine and all(h.tags is not q.tags for h, q in zip(handed, mine))
+
+
+def _meddle():
     import warnings
 
-    harness_api.register_retriever("meddler", MeddlerConfig, Meddler)
     base = {"name": "m", "corpus": {"path": str(DEMO / "corpus.jsonl")}, "goldset": {"path": str(DEMO / "goldset.jsonl")},
             "chunking": {"strategy": "sentences", "size": 2}}
     with warnings.catch_warnings():

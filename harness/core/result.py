@@ -12,6 +12,7 @@ is refused with one located line per problem instead of reaching a renderer. The
 
 from __future__ import annotations
 
+import numbers
 from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, ValidationError
@@ -314,8 +315,8 @@ class Result(StoredHits, Record):
     def query(self, query_id: str) -> QueryResult | None:
         """The query of that id, None when the run has none. A whole number is read as its decimal text, as
         ``evaluate`` reads ids (SciFact's ``1``); anything else that is not text is an error, not None."""
-        if isinstance(query_id, int) and not isinstance(query_id, bool):
-            query_id = str(query_id)
+        if isinstance(query_id, numbers.Integral) and not isinstance(query_id, bool):  # (NumPy's integers too)
+            query_id = str(int(query_id))
         if not isinstance(query_id, str):
             raise InputError(f"query id: expected text (or a whole number), got {type(query_id).__name__} "
                              f"{query_id!r}"[:200])

@@ -143,7 +143,7 @@ class ColumnarRun:
             if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype.kind not in kinds:
                 out.append(f"{name}.{field}: expected a one-dimensional NumPy array of "
                            f"{'whole numbers' if kinds == 'iu' else 'numbers'}, got {_described(values)}")
-            elif len(values) != len(self.doc_codes if field != "doc_codes" else values):
+            elif field != "doc_codes" and isinstance(self.doc_codes, np.ndarray) and len(values) != len(self.doc_codes):
                 out.append(f"{name}.{field}: {len(values)} values for {len(self.doc_codes)} hits")
         if not out:
             vocab = len(self.doc_vocab)
@@ -151,9 +151,25 @@ class ColumnarRun:
                 out.append(f"{name}.doc_codes: a code outside the vocabulary of {vocab} documents")
             if not np.isfinite(self.scores).all():
                 out.append(f"{name}.scores: a NaN or infinite score (scores are finite numbers)")
-            if self.doc_order is not None and not np.array_equal(np.sort(self.doc_order), np.arange(vocab)):
-                out.append(f"{name}.doc_order: not an order of the {vocab} vocabulary entries")
+            out += self._order_problems(name)
         return out
+
+    def _order_problems(self, name: str) -> list[str]:
+        """Ties are broken by the vocabulary's sorted order: ``doc_vocab`` is sorted, or ``doc_order`` says where
+        each entry sorts (an unsorted vocabulary read as sorted ranked tied documents wrongly)."""
+        vocab = self.doc_vocab
+        if self.doc_order is None:
+            if len(vocab) > 1 and not (vocab[:-1] < vocab[1:]).all():
+                return [f"{name}.doc_vocab: not sorted (sort it, or give doc_order: each entry's sorted position)"]
+            return []
+        order = self.doc_order
+        if (not isinstance(order, np.ndarray) or order.dtype.kind not in "iu"
+                or not np.array_equal(np.sort(order), np.arange(len(vocab)))):
+            return [f"{name}.doc_order: not an order of the {len(vocab)} vocabulary entries"]
+        in_order = vocab[np.argsort(order)]
+        if len(vocab) > 1 and not (in_order[:-1] < in_order[1:]).all():
+            return [f"{name}.doc_order: does not put the vocabulary in sorted order"]
+        return []
 
     @classmethod
     def empty(cls) -> "ColumnarRun":

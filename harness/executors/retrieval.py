@@ -134,7 +134,7 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
 def _handed(batch: Sequence[Query]) -> tuple[Query, ...]:
     """What a retriever is given of a batch: a tuple (it cannot reorder or empty the list the run checks its
     answers against) of queries whose tags are its own copies (a tag it changes is not the golden set's)."""
-    return tuple(Query(q.query_id, q.text, dict(q.tags)) if q.tags else q for q in batch)
+    return tuple(Query(q.query_id, q.text, dict(q.tags)) for q in batch)
 
 
 def _indexed(retriever: Retriever):

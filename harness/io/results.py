@@ -80,7 +80,8 @@ def _parsed(text: str) -> "Result | None":
 
 
 # A YAML mapping's first key (after comments and blank lines): `name: demo-bm25`, never the start of JSON.
-_YAML_KEY = re.compile(r"(?:\s*#[^\n]*\n|\s*\n)*[A-Za-z_][\w.-]*:(?:\s|$)")
+# (each line matches one way only: nested repeats over blank lines backtracked 2^n ways on a non-match)
+_YAML_KEY = re.compile(r"(?:[ \t]*(?:#[^\r\n]*)?\r?\n)*[ \t]*[A-Za-z_][\w.-]*:(?:\s|$)")
 
 
 def _json(text: str, path: Path) -> Any:

@@ -67,20 +67,27 @@ def disagreements(c: Comparison) -> list[str]:
                        f"p ({r.p_corrected:.4f}) is not: the {c.correction} correction for multiple comparisons makes "
                        "the difference.")
         elif excludes:
+            if c.correction == "none":
+                out.append(f"{name}: the CI excludes 0 but p ({r.p:.4f}) is above 0.05: the bootstrap CI and the "
+                           f"{c.test} test disagree, as they can when few queries differ ({wtl}).")
+                continue
             same = "the same as the corrected p" if r.p == r.p_corrected else f"corrected {r.p_corrected:.4f}"
             out.append(f"{name}: the CI excludes 0 but even the uncorrected p ({r.p:.4f}, {same}) is above 0.05: "
                        f"the bootstrap CI and the {c.test} test disagree, as they can when few queries differ ({wtl}); "
                        "the correction is not the cause.")
         else:
-            out.append(f"{name}: significant (corrected p {r.p_corrected:.4f}) though the CI includes 0: the "
-                       f"bootstrap CI and the {c.test} test disagree ({wtl}).")
+            p_shown = f"p {r.p:.4f}" if c.correction == "none" else f"corrected p {r.p_corrected:.4f}"
+            out.append(f"{name}: significant ({p_shown}) though the CI includes 0: the bootstrap CI and the "
+                       f"{c.test} test disagree ({wtl}).")
     return out
 
 
 def note(c: Comparison) -> str:
     """The note under a comparison table: ``NOTE`` and, where a row's CI and significance disagree, why."""
-    first = NOTE if c.correction != "none" else NOTE.replace("`*` significant after correction (p < 0.05)",
-                                                             "`*` significant (p < 0.05, not corrected)")
+    first = NOTE if c.correction != "none" else (
+        NOTE.replace("`*` significant after correction (p < 0.05)", "`*` significant (p < 0.05, not corrected)")
+        .replace("it is NOT corrected for the multiple comparisons, and it", "it")
+        .replace("disagree with the corrected p", "disagree with p"))
     return " ".join([first, *disagreements(c)])
 
 
