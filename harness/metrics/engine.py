@@ -160,20 +160,22 @@ def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec]
 def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str | MetricSpec], *,
                    unjudged_run_queries: Callable[[], int] = lambda: 0, query_policy: str = "exclude",
                    order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
-                   window: Window | None = None, spill: bool = False) -> MetricTable:
+                   window: Window | None = None, spill: bool = False,
+                   doc_name: Callable[[object], str] = str) -> MetricTable:
     """The table of a run given in parts, each ``(rows, judged, run, present)``: judged queries (their rows in
     ``qrels``, a query in one part at most), their judgments (``qrels.select(rows)``, its doc codes in ``run``'s
     vocabulary), run rows, each judged query's row in ``run`` (-1: absent). A part is scored as the whole run would
     be (kernels work row by row); judged queries no part names score as absent; ``unjudged_run_queries`` is asked
     once every part is read; the table is built once, under one rule. ``spill``: the values go to a temporary file
     as each part is scored (``core.spilled.SpilledRows``), read back a block at a time: a large run's table holds a
-    few bytes a query in memory (its counts and flags), not 8 a metric."""
+    few bytes a query in memory (its counts and flags), not 8 a metric. ``doc_name`` reads a doc id of ``qrels``
+    for an error that names one (``harness eval``'s are codes)."""
     if query_policy not in QUERY_POLICIES:
         raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
     if trec_compat:
         query_policy = "zero"
     specs = parse_metrics(metrics)
-    check_gains(specs, qrels)
+    _check_gains(specs, qrels, doc_name)
     values = SpilledRows(qrels.n_queries, len(specs)) if spill else np.zeros((qrels.n_queries, len(specs)))
     in_run, scored = np.zeros(qrels.n_queries, dtype=bool), np.zeros(qrels.n_queries, dtype=bool)
     dropped = 0
@@ -191,9 +193,8 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
                        unjudged_run_queries=unjudged_run_queries(), dropped_duplicates=dropped)
 
 
-def check_gains(specs: list[MetricSpec], qrels: Qrels, doc_name: Callable[[object], str] = str) -> None:
-    """A judgment whose grade an exponential gain cannot score is an error naming it (``doc_name`` reads a doc id
-    of ``qrels``: ``harness eval``'s are codes)."""
+def _check_gains(specs: list[MetricSpec], qrels: Qrels, doc_name: Callable[[object], str]) -> None:
+    """A judgment whose grade an exponential gain cannot score is an error naming it."""
     if not len(qrels.grades):
         return
     top = int(np.argmax(qrels.grades))

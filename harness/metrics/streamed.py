@@ -21,7 +21,7 @@ from ..io.arrow_text import Declined, arrow
 from ..io.run_stream import LongIds
 from . import engine
 from .engine import evaluate_parts
-from .spec import MetricSpec, parse_metrics
+from .spec import MetricSpec
 from .table import MetricTable
 
 
@@ -93,9 +93,6 @@ def _evaluate(qrels: Qrels, query_ids, vocab, batches: Iterable, packed: bool, m
     """``qrels``' doc ids are codes into ``vocab`` (the judged docs' keys when ``packed``, else their strings);
     ``query_ids`` are its query ids as arrow strings; ``batches`` the run's (``run_batches.query_batches``)."""
     rows_of = _QueryRows(query_ids)
-    metrics = parse_metrics(metrics)
-    engine.check_gains(metrics, qrels, lambda code: (
-        packed_ids.unpack(vocab[[code]]) if packed else vocab.take([code]))[0].as_py())
 
     def parts() -> Iterator[tuple]:
         seen = np.zeros(qrels.n_queries, dtype=bool)
@@ -113,8 +110,11 @@ def _evaluate(qrels: Qrels, query_ids, vocab, batches: Iterable, packed: bool, m
                               batch.scores, batch.ranks, coded.doc_order)
             yield rows, replace(judged, doc_vocab=coded.vocab, doc_codes=coded.judged_codes), run, present
 
+    def doc_name(code) -> str:
+        return (packed_ids.unpack(vocab[[code]]) if packed else vocab.take([code]))[0].as_py()
+
     return evaluate_parts(qrels, parts(), metrics, unjudged_run_queries=rows_of.unjudged,
-                          spill=qrels.n_queries > engine.SPILL_VALUES_ABOVE, **options)
+                          spill=qrels.n_queries > engine.SPILL_VALUES_ABOVE, doc_name=doc_name, **options)
 
 
 class _QueryRows:
