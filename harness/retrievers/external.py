@@ -132,11 +132,10 @@ class ExternalRetriever:
         for qid, rows in self.raw.items():
             hits = []
             for row in rows:
-                two = _two_meanings(row, documents, placer)
-                if two:
-                    ambiguous.append(f"{row['where']}: query {qid!r}: {two}")
-                    continue
                 hit = _hit(row, documents, placer)
+                if isinstance(hit, str):
+                    ambiguous.append(f"{row['where']}: query {qid!r}: {hit}")
+                    continue
                 placed = placer.chunk(hit)
                 if isinstance(placed, Chunk):
                     hit = Hit(placed.chunk_id, placed.doc_id, hit.score, 0, placed.start, placed.end)
@@ -171,9 +170,10 @@ class ExternalRetriever:
         return out
 
 
-def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit:
+def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit | str:
     """A row of the run as a hit: as given (chunk id, span, text), or an id alone as the whole document it names,
-    else as the chunk it names (a chunk-level TREC run)."""
+    else as the chunk it names (a chunk-level TREC run). A TREC docno that is a document and also the chunk of
+    another document (doc "a#0-23" beside doc "a" cut at 23) is why it cannot be read: either reading is a guess."""
     chunk_id = row.get("chunk_id")
     start, end = row.get("start"), row.get("end")
     # Given values go to placement as they are: a span that is not two offsets is reported there, never ignored.
@@ -182,26 +182,18 @@ def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit
     doc_id = row.get("doc_id") or ""
     doc = documents.get(doc_id)
     if not chunk_id and span == (-1, -1) and text is None:
+        # a TREC line's docno may name one of the run's chunks (harness's own run.chunks.trec); a JSONL hit's
+        # doc_id says it is a document, and stays one
+        chunk = placer.by_id.get(doc_id) if "chunk_id" not in row else None
+        if doc is not None and chunk is not None and (chunk.doc_id, chunk.start, chunk.end) != (doc_id, 0,
+                                                                                                  len(doc.text)):
+            return (f"{doc_id!r} is a document and also the chunk [{chunk.start}, {chunk.end}) of document "
+                    f"{chunk.doc_id!r}")
         if doc is not None:
             span = (0, len(doc.text))  # a TREC line names a document: its whole text is the retrieved span
-        elif "chunk_id" not in row and doc_id in placer.by_id:
-            # a TREC line's docno that is no document but one of the run's chunks (harness's own run.chunks.trec);
-            # a JSONL hit's doc_id says it is a document, and stays one
+        elif chunk is not None:
             chunk_id, doc_id = doc_id, ""
     return Hit(str(chunk_id) if chunk_id else "", doc_id, row["score"], 0, span[0], span[1], text)
-
-
-def _two_meanings(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> str | None:
-    """Why a TREC line's docno means two things: a document's id and the id of a chunk of another document (doc
-    "a#0-23" beside doc "a" cut at 23: a run.chunks.trec read back as either would change the numbers)."""
-    if "chunk_id" in row:  # a JSONL hit says which of the two it names
-        return None
-    name = row.get("doc_id") or ""
-    doc, chunk = documents.get(name), placer.by_id.get(name)
-    if doc is None or chunk is None or (chunk.doc_id == name and (chunk.start, chunk.end) == (0, len(doc.text))):
-        return None
-    return (f"{name!r} is a document and also the chunk [{chunk.start}, {chunk.end}) of document "
-            f"{chunk.doc_id!r}")
 
 
 def _longer(path: Path, lines: int) -> bool:
