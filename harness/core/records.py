@@ -13,6 +13,9 @@ from .errors import InputError
 from .types import best_hits
 
 Count = Annotated[int, Field(ge=0)]
+# A metric's value: never NaN or infinite (the engine makes neither; a query not counted is checked by nothing
+# else, since only counted values enter the means the summary check recomputes).
+MetricValue = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class Record(BaseModel):

@@ -21,7 +21,7 @@ from .errors import InputError
 from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs of compare and gate live beside)
 from .querycolumns import Cache as ColumnsCache
 from .querystore import QueryStore, Spooled
-from .records import ChunkRecord, Count, HitRecord, Record, StoredHits  # noqa: F401  (hit storage lives beside)
+from .records import ChunkRecord, Count, HitRecord, MetricValue, Record, StoredHits  # noqa: F401  (hit storage beside)
 from .run_records import (ExecutorRecord, HitProblemRecord, HitProblemsRecord, LatencyRecord,  # noqa: F401
                           RequestLogRecord, RequestsRecord, Timings)
 from .result_check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
@@ -71,11 +71,6 @@ class Verdict(Record):
 
 
 VerdictRecord = Verdict  # the name this model had while it only validated loaded files
-
-
-# A metric's value: never NaN or infinite (the engine makes neither; a query not counted is checked by nothing
-# else, since only counted values enter the means the summary check recomputes).
-MetricValue = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class QueryMetrics(Record):
