@@ -48,10 +48,11 @@ def _described(value) -> str:
 def _ids_problems(ids, where: str, unique: bool) -> list[str]:
     if not isinstance(ids, np.ndarray) or ids.ndim != 1:
         return [f"{where}: expected a one-dimensional NumPy array of ids (dtype object), got {_described(ids)}"]
-    if not all(isinstance(i, str) for i in ids.tolist()):
-        bad = next(i for i in ids.tolist() if not isinstance(i, str))
-        return [f"{where}: ids are text, got {type(bad).__name__} {bad!r}"[:200]]
-    if unique and len(set(ids.tolist())) != len(ids):
+    values = ids.tolist()
+    bad = next((j for j, i in enumerate(values) if not isinstance(i, str)), None)  # (by place: None may be one)
+    if bad is not None:
+        return [f"{where}: ids are text, got {type(values[bad]).__name__} {values[bad]!r}"[:200]]
+    if unique and len(set(values)) != len(values):
         return [f"{where}: an id is given twice"]
     return []
 
