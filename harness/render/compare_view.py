@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..core.outcomes import Comparison, ComparisonRow
 
-NOTE = ("`*` significant after correction (p < 0.05). The 95% CI is a bootstrap percentile interval of the mean "
-        "difference for that row alone: it is NOT corrected for the multiple comparisons, and it is not the "
-        "significance test, so it can disagree with the corrected p. MDE: the smallest true difference the paired test "
-        "detects with 80% power at the spread of these two runs' per-query differences (0 when they never differ; "
-        "`goldset stats --results` estimates it from one run before there are two); a smaller |delta| that is not "
-        "significant may be too few queries, not no effect.")
+MDE_NOTE = ("MDE: the smallest true difference the paired test detects with 80% power at the spread of these two "
+            "runs' per-query differences (0 when they never differ; `goldset stats --results` estimates it from one "
+            "run before there are two); a smaller |delta| that is not significant may be too few queries, not no "
+            "effect.")
 SLICE_NOTE = "Per-slice deltas (no tests; slices are small):"
 HEADERS = ("run", "metric", "n", "baseline", "run mean", "delta", "95% CI (uncorrected)", "p (corrected)", "W/T/L",
            "MDE")
@@ -83,12 +81,16 @@ def disagreements(c: Comparison) -> list[str]:
 
 
 def note(c: Comparison) -> str:
-    """The note under a comparison table: ``NOTE`` and, where a row's CI and significance disagree, why."""
-    first = NOTE if c.correction != "none" else (
-        NOTE.replace("`*` significant after correction (p < 0.05)", "`*` significant (p < 0.05, not corrected)")
-        .replace("it is NOT corrected for the multiple comparisons, and it", "it")
-        .replace("disagree with the corrected p", "disagree with p"))
-    return " ".join([first, *disagreements(c)])
+    """The note under a comparison table: what the star, the CI and the MDE mean, and, where a row's CI and
+    significance disagree, why."""
+    if c.correction == "none":
+        head = ("`*` significant (p < 0.05, not corrected). The 95% CI is a bootstrap percentile interval of the mean "
+                "difference for that row alone: it is not the significance test, so it can disagree with p.")
+    else:
+        head = ("`*` significant after correction (p < 0.05). The 95% CI is a bootstrap percentile interval of the "
+                "mean difference for that row alone: it is NOT corrected for the multiple comparisons, and it is not "
+                "the significance test, so it can disagree with the corrected p.")
+    return " ".join([head, MDE_NOTE, *disagreements(c)])
 
 
 def slice_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
