@@ -93,9 +93,9 @@ SMALLEST_SCALE = 0.75
 _SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([0-9.]+)pt"')
 
 
-def _svg_at_least(svg: str) -> str:
-    """The chart's SVG with its smallest width (``SMALLEST_SCALE`` of its own), in a box that scrolls beyond it."""
-    svg_html = svg  # matplotlib's SVG of the run's numbers and names (its texts escaped by matplotlib)
+def _svg_at_least(svg_html: str) -> str:
+    """The chart's SVG (matplotlib's: its texts escaped there) with its smallest width (``SMALLEST_SCALE`` of its
+    own), in a box that scrolls beyond it."""
     found = _SVG_WIDTH.match(svg_html)
     if found:
         smallest = str(round(float(found.group(1)) * 4 / 3 * SMALLEST_SCALE))  # pt to CSS px
