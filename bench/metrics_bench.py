@@ -115,7 +115,7 @@ def main() -> None:
                   f"{t_he:.2f} s, pytrec_eval script {t_sc:.2f} s, ratio {t_sc / t_he:.1f}x")
             # The commands a user runs, each in a fresh interpreter (imports and output included); median of 3.
             measures = [arg for m in OURS for arg in ("-m", m)]
-            cli = [sys.executable, "-m", "harness.cli", "eval", str(qrels_path), str(run_path), *measures,
+            cli = [sys.executable, "-m", "harness.cli.main", "eval", str(qrels_path), str(run_path), *measures,
                    "--format", "tsv"]
             script = [sys.executable, __file__, "--script", str(qrels_path), str(run_path)]
             t_cli = median_time(lambda: subprocess.run(cli, check=True, stdout=subprocess.DEVNULL))

@@ -126,7 +126,7 @@ def bench_run(n_chunks: int, n_queries: int, args, work: Path) -> dict:
         make_corpus(folder, n_chunks, n_queries, args.words)
     made = time.perf_counter() - t0
     config, out = write_config(folder, args.depth), folder / "out"
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(config), "--out", str(out)]
+    cmd = [sys.executable, "-m", "harness.cli.main", "run", str(config), "--out", str(out)]
     if args.executor == "ray":
         cmd += ["--executor", "ray"]
     with (folder / "stderr.txt").open("w") as log:  # a file, not a pipe: nothing blocks on a full pipe
@@ -190,7 +190,7 @@ def bench_eval(n_queries: int, depth: int, work: Path) -> None:
         with qrels_path.open("w") as fh:
             fh.writelines(f"{q} 0 {d} {g}\n" for q, ds in qrels.to_dict().items() for d, g in ds.items())
     measures = [arg for m in OURS for arg in ("-m", m)]
-    ours = measured([sys.executable, "-m", "harness.cli", "eval", str(qrels_path), str(run_path), *measures,
+    ours = measured([sys.executable, "-m", "harness.cli.main", "eval", str(qrels_path), str(run_path), *measures,
                      "--format", "tsv"], stdout=subprocess.DEVNULL)
     theirs = measured([sys.executable, str(ROOT / "bench" / "metrics_bench.py"), "--script", str(qrels_path),
                        str(run_path)], stdout=subprocess.DEVNULL)
@@ -210,7 +210,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="folder for the data and outputs (kept; reused when present)")
     args = ap.parse_args()
     if args.executor == "ray" and not args.eval:
-        helped = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--help"], cwd=ROOT,
+        helped = subprocess.run([sys.executable, "-m", "harness.cli.main", "run", "--help"], cwd=ROOT,
                                 capture_output=True, text=True).stdout
         if "--executor" not in helped:
             sys.exit("bench/scale.py --executor ray: `harness run` has no --executor option yet (TODO: the Ray "

@@ -24,7 +24,7 @@ _LAZY = {
     "Qrels": ("harness.core.runtable", "Qrels"),
     "Run": ("harness.core.runtable", "ColumnarRun"),  # the columnar run; ColumnarRun is its older name
     "ColumnarRun": ("harness.core.runtable", "ColumnarRun"),
-    "Result": ("harness.core.result", "Result"),  # the results.json schema; what run() returns
+    "Result": ("harness.result.model", "Result"),  # the results.json schema; what run() returns
     "MetricTable": ("harness.metrics.engine", "MetricTable"),
     "MetricSpec": ("harness.metrics.spec", "MetricSpec"),
     "parse_metric": ("harness.metrics.spec", "parse_metric"),
@@ -32,7 +32,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .api import Comparison, GateOutcome, compare, evaluate, fuse, gate, load_config, run
-    from .core.result import Result
+    from .result.model import Result
     from .core.runtable import ColumnarRun, Qrels
     from .core.runtable import ColumnarRun as Run
     from .metrics.engine import MetricTable

@@ -6,7 +6,7 @@ Nothing heavy is imported here at module level: ``import harness`` stays light, 
 calls. A wrong argument is a HarnessError naming the argument and what was expected, never an AttributeError or
 KeyError from deep inside.
 
-``run`` returns the typed ``Result`` (core/result), ``compare`` the typed ``Comparison`` and ``gate`` the typed
+``run`` returns the typed ``Result`` (result/model), ``compare`` the typed ``Comparison`` and ``gate`` the typed
 ``GateOutcome`` (core/outcomes), each with its Markdown (and JUnit) rendering as methods for notebooks.
 """
 
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from .core import outcomes
+from .result import outcomes
 from .core.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # for readers and type checkers only; nothing here is imported at run time
     from .config.schema import ExperimentConfig
-    from .core.result import Result
+    from .result.model import Result
     from .core.runtable import ColumnarRun, Qrels
     from .metrics.engine import MetricTable
 
@@ -83,7 +83,7 @@ def run(config: Any, *, out: str | os.PathLike | None = None, force: bool = Fals
         warnings.warn(warning, stacklevel=2)
     if out is None:
         return run_experiment(cfg, progress=progress, log=quiet, warn=warn, prepared=checked.prepared)
-    from .core.outdir import open_output
+    from .io.outdir import open_output
     from .render.outputs import write_outputs
 
     # Opened before the run, as the CLI does: a folder harness may not write is refused before the work.
@@ -155,7 +155,7 @@ def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] |
     """Fuse runs into one: ``rrf`` (sum of ``weight / (k + rank)``, k = 60 unless given), ``minmax`` or ``zscore``
     (sum of ``weight * normalised score`` per query). The same arithmetic as the ``hybrid`` retriever; ranks are
     each run's evaluation order (score descending, ties by doc id descending, a repeated doc at its best rank)."""
-    from .core.fusion import METHODS, fuse_runs
+    from .retrievers.fusion import METHODS, fuse_runs
     from .io.inputs import as_run, finite_number
 
     if isinstance(runs, Mapping) or not isinstance(runs, Sequence) or isinstance(runs, str) or len(runs) < 2:
@@ -192,8 +192,8 @@ def _describe(value: Any) -> str:
 
 def _as_result(value: Any, name: str) -> "Result":
     """A Result as it is; a results.json path loaded, a parsed results.json validated (every problem located)."""
-    from .core.result import Result
-    from .io.results import load_result
+    from .result.model import Result
+    from .result.read import load_result
 
     if isinstance(value, Result):
         return value
@@ -234,8 +234,16 @@ def _tables_as_results(named: list[tuple[str | None, Any]]) -> list["Result"]:
     ('doc'), each query's values and its table's inclusion rule as the ``counted`` flag. Built without validation
     (``model_construct``): they are never written, and the rest of a results.json (corpus, verdicts...) does not
     exist for a table."""
-    from .core.result import (CutoffRecord, GoldsetRecord, LevelFlags, QueryMetrics, QueryResult, Result, Summary,
-                              Verdict)
+    from .result.model import (
+        CutoffRecord,
+        GoldsetRecord,
+        LevelFlags,
+        QueryMetrics,
+        QueryResult,
+        Result,
+        Summary,
+        Verdict,
+    )
 
     base_name, base = named[0]
     base_ids = sorted(base.query_ids)

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .core.files import write_bytes
+from .io.files import write_bytes
 from .core.errors import InputError
 
 

@@ -27,7 +27,7 @@ def harness(*args, cwd: Path | str = ROOT, env: dict | None = None, timeout: flo
 
     In this interpreter by default (cli.main's own code path: run_app's error boundary, exit codes, the same
     streams), since a fresh interpreter costs 0.5-1 s of imports per call and the suite makes hundreds.
-    ``fresh=True`` (or ``HARNESS_TEST_SUBPROCESS=1`` for every call) runs ``python -m harness.cli`` in a new
+    ``fresh=True`` (or ``HARNESS_TEST_SUBPROCESS=1`` for every call) runs ``python -m harness.cli.main`` in a new
     interpreter instead: for what only a process shows (signals, import-time environment, the interpreter's exit)."""
     # PYTHONPATH set by the test (plugins installed in a temp folder) only takes effect in a new interpreter.
     moved = os.environ.get("PYTHONPATH") != _PYTHONPATH_AT_START
@@ -41,7 +41,7 @@ def harness_process(*args, cwd: Path | str = ROOT, env: dict | None = None, time
     """``harness ARGS`` in a fresh interpreter (the package of this checkout), text output captured."""
     full_env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, env=full_env, timeout=timeout, input=input)
 
 
@@ -65,12 +65,12 @@ def _text(stream: io.TextIOWrapper) -> str:
 
 
 def harness_inprocess(*args, cwd: Path | str = ROOT, input: str | None = None) -> subprocess.CompletedProcess:
-    """``python -m harness.cli ARGS`` without the new interpreter: cli.main minus the SIGTERM handler (a process
+    """``python -m harness.cli.main ARGS`` without the new interpreter: cli.main minus the SIGTERM handler (a process
     setting), in ``cwd``, with its own stdin/stdout/stderr and plain Python's warning filters; the environment,
     cwd and streams are restored after. An exception the CLI lets through prints a traceback and exits 1, as the
     interpreter does."""
-    from harness.cli import app
-    from harness.cli_boundary import run_app
+    from harness.cli.main.main import app
+    from harness.cli.main.boundary import run_app
 
     argv = ["harness", *map(str, args)]
     saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, os.getcwd(), dict(os.environ))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from harness.core.result import KINDS, Result
+from harness.result.model import KINDS, Result
 
 
 def _fingerprint(ids: list[str]) -> str:

@@ -81,7 +81,7 @@ def test_import_harness_loads_nothing_heavy():
 
 
 def test_public_names():
-    from harness.core.result import Result
+    from harness.result.model import Result
     from harness.core.runtable import ColumnarRun, Qrels
     from harness.metrics.engine import MetricTable
 
@@ -607,7 +607,7 @@ def test_run_from_lists_finds_ranks_by_the_id_as_read():
 def test_fusion_scaling_rounds_nothing():
     """Scores above 1e100 are scaled by a power of two: min-max of a list that did not overflow is bit for bit the
     unscaled arithmetic."""
-    from harness.core.fusion import _normalised, normalise
+    from harness.retrievers.fusion import _normalised, normalise
 
     scores = np.array([3.3e120, 1.7e120, 2.9e119, -4.1e118])
     assert normalise(scores, "minmax").tolist() == _normalised(scores, "minmax").tolist()

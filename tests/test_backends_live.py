@@ -589,7 +589,7 @@ def test_a_signal_stops_a_run_at_once_while_requests_hang(service, tmp_path, sig
     service.delay_s = 30.0  # every request hangs (the client's timeout is longer)
     cfg = demo_config(tmp_path, retriever=f"{{kind: http, url: '{service.url}/s', timeout_s: 120, concurrency: 4}}")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(cfg), "--out", str(tmp_path / "out"),
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "run", str(cfg), "--out", str(tmp_path / "out"),
                              "-q"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:

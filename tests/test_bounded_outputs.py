@@ -23,7 +23,7 @@ DEMO = ROOT / "goldsets" / "demo"
 # ---- the selection rule ----------------------------------------------------------------------------------------
 
 def test_selection_keeps_all_small_runs_and_the_worst_of_each_kind_of_large_ones():
-    from harness.core.selection import FAILING, SAMPLE, kept, select
+    from harness.result.selection import FAILING, SAMPLE, kept, select
 
     rows = [(f"q{i}", "ok", 1.0) for i in range(10)]
     assert select(rows, cap=10) == list(range(10)) and kept(rows) is None
@@ -42,7 +42,7 @@ def _select_by_tuples(rows, cap):
     """The selection as it was written before it took columns: a sort of Python tuples (issue 14's reference)."""
     import hashlib
 
-    from harness.core.selection import FAILING, SAMPLE
+    from harness.result.selection import FAILING, SAMPLE
 
     if len(rows) <= cap:
         return list(range(len(rows)))
@@ -62,7 +62,7 @@ def _select_by_tuples(rows, cap):
 def test_the_selection_by_columns_picks_what_the_tuples_did(seed):
     """Rows as columns (what a run and the HTML pass) and as tuples pick the same queries as the reference, with
     many ties in rr@window, ids that sort unlike their positions, kinds missing, and caps below the sample."""
-    from harness.core.selection import FAILING, Rows, select
+    from harness.result.selection import FAILING, Rows, select
 
     rng = random.Random(seed)
     kinds = ["ok", "no_gold"] + list(FAILING) * rng.randint(0, 2)
@@ -239,7 +239,7 @@ def large(tmp_path_factory):
     from harness.pipeline.assemble import run_experiment
     from harness.render.outputs import write_outputs
 
-    from harness.core.positions import Positions
+    from harness.hits.positions import Positions
 
     tmp = tmp_path_factory.mktemp("large")
     find = Positions.find
@@ -265,7 +265,7 @@ ID_DICTS: list[int] = []  # the sizes of the id dicts ``Positions`` made while t
 def test_a_large_run_finds_its_queries_by_position_and_keeps_one_string_per_id(large):
     """~50 bytes a query each: a dict of every id (the kept queries' verdicts read out of order made one) and a
     second string of each id (results.json's columns kept the ids decoded from the spooled records)."""
-    from harness.core import querycolumns
+    from harness.result import querycolumns
 
     result, _ = large
     assert ID_DICTS == []
@@ -276,7 +276,7 @@ def test_a_large_run_finds_its_queries_by_position_and_keeps_one_string_per_id(l
 def test_large_run_keeps_a_bounded_set_and_every_hit_in_parquet(large):
     import pyarrow.parquet as pq
 
-    from harness.core.selection import SHOWN_QUERIES, rows_of, select
+    from harness.result.selection import SHOWN_QUERIES, rows_of, select
 
     result, out = large
     assert result.hits_kept == "selected" and result.chunks_file == "chunks.parquet"
@@ -313,8 +313,8 @@ def test_large_run_files_are_bounded(large):
 
 def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
     from harness.core.errors import InputError
-    from harness.core.result import Result
-    from harness.io.results import load_result
+    from harness.result.model import Result
+    from harness.result.read import load_result
     from harness.pipeline.explain import saved_texts
     from harness.render.explain import explain_result
     from harness.render.html import render

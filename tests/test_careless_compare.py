@@ -64,7 +64,7 @@ def test_goldset_force_does_not_replace_a_pipe(tmp_path):
 def test_atomic_open_is_the_last_line_of_defence(tmp_path):
     """Whatever a writer checked before: the atomic write itself never renames over a link or a pipe."""
     from harness.core.errors import InputError
-    from harness.core.files import write_text
+    from harness.io.files import write_text
 
     fifo, target, link = tmp_path / "p", tmp_path / "t", tmp_path / "l"
     os.mkfifo(fifo)
@@ -84,7 +84,7 @@ def test_bad_input_exits_2_when_stderr_is_closed(runs, tmp_path):
     would read as "a rule failed"."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for _ in range(3):
-        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "eval", str(tmp_path / "missing.qrels"),
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "eval", str(tmp_path / "missing.qrels"),
                                  str(runs["a"])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         proc.stderr.close()  # before the interpreter has even imported harness
         assert proc.wait(timeout=120) == 2
@@ -125,7 +125,7 @@ def test_only_colliding_names_change_and_the_baseline_is_found(runs):
     data = _compare_json(runs["a"], runs["a"], runs["b"], "--baseline", "t#3", "-m", "ndcg@10")
     # a and b are both named "t" by demo_config: every run's name collides here, so all three are numbered
     assert (data["runs"], data["baseline"]) == (["t#1", "t#2", "t#3"], "t#3")
-    from harness.core.outcomes import distinct_names
+    from harness.result.outcomes import distinct_names
 
     class R:
         def __init__(self, name):
@@ -282,7 +282,7 @@ def test_api_compare_refuses_tables_of_other_judgments():
 def test_api_levels_metrics_and_flags_are_checked(runs):
     import harness as api
     from harness.core.errors import InputError
-    from harness.io.results import load_result
+    from harness.result.read import load_result
 
     result = load_result(runs["a"])
     assert len(result.counted("doc")) == result.summary.counts.doc.evaluated_queries

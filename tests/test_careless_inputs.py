@@ -28,7 +28,7 @@ def _run(tmp, name, monkeypatch=None, selected=False, **config):
     """``harness run`` on the demo; ``selected``: laid out as a run over KEEP_ALL_HITS_UP_TO queries is (results.json
     keeps a selection's hits, the rest are in hits.parquet)."""
     if selected:
-        from harness.core import selection
+        from harness.result import selection
 
         monkeypatch.setattr(selection, "KEEP_ALL_HITS_UP_TO", 10)
         monkeypatch.setattr(selection.select, "__defaults__", (12,))  # its cap (SHOWN_QUERIES), bound at import
@@ -148,7 +148,7 @@ def test_a_cache_dir_given_must_be_a_folder_whatever_the_retriever(tmp_path):
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"]])
 def test_help_into_a_closed_pipe_exits_quietly(args):
     """``harness --help | head -1``: rich meets the closed pipe while click prints the help, before any command."""
-    proc = subprocess.run(f"{sys.executable} -m harness.cli {' '.join(args)} | head -c 10; exit ${{PIPESTATUS[0]}}",
+    proc = subprocess.run(f"{sys.executable} -m harness.cli.main {' '.join(args)} | head -c 10; exit ${{PIPESTATUS[0]}}",
                           shell=True, executable="/bin/bash", cwd=ROOT, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "80"})
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -26,7 +26,7 @@ def model():
 
 
 def test_a_models_tokenizer_json_counts_real_tokens(model, tmp_path):
-    from harness.text import TokenCounter
+    from harness.text.analysis.analysis import TokenCounter
 
     counter = TokenCounter(f"{model}/tokenizer.json")
     text = "word " * 300
@@ -89,7 +89,7 @@ def test_a_model_folder_without_a_tokenizer_or_not_a_cross_encoder_is_refused(mo
 
 
 def test_explain_refuses_another_runs_parquet_files(tmp_path, monkeypatch):
-    from harness.core import selection
+    from harness.result import selection
 
     monkeypatch.setattr(selection, "KEEP_ALL_HITS_UP_TO", 10)  # laid out as a large run: hits in the Parquet file
     monkeypatch.setattr(selection.select, "__defaults__", (12,))

@@ -12,7 +12,7 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 
 def harness(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", *args], cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

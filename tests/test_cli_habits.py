@@ -163,7 +163,7 @@ class _Log(io.StringIO):
 
 
 def test_progress_in_a_log_says_rate_and_time_left():
-    from harness.progress import progress, status_line
+    from harness.core.progress import progress, status_line
 
     assert status_line("encoding chunks", 1024, 5183, 40.0) == \
         "encoding chunks: 1,024/5,183 (19%), 25.6/s, about 2m42s left"
@@ -252,7 +252,7 @@ def test_sweep_metric_may_be_a_window_metric(tmp_path):
 def test_flags_read_as_flags_and_every_command_has_an_example():
     import typer.main
 
-    from harness.cli import app
+    from harness.cli.main.main import app
 
     root = typer.main.get_command(app)
     for name in [None, *root.commands]:

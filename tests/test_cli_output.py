@@ -281,7 +281,7 @@ def closed_pipe(args, cwd) -> subprocess.CompletedProcess:
     os.close(read)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     try:
-        return subprocess.run([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=cwd, stdout=write,
+        return subprocess.run([sys.executable, "-m", "harness.cli.main", *map(str, args)], cwd=cwd, stdout=write,
                               stderr=subprocess.PIPE, text=True, env=env, timeout=300)
     finally:
         os.close(write)

@@ -6,7 +6,7 @@ import pytest
 
 from harness.config.schema import CorpusConfig
 from harness.core.errors import CorpusError
-from harness.core.jsonl import jsonl_rows, numbered_lines, parse_line
+from harness.io.jsonl import jsonl_rows, numbered_lines, parse_line
 from harness.io.documents import load_corpus
 
 

@@ -21,8 +21,8 @@ import pytest
 from clihelp import DEMO, harness
 from conftest import ROOT
 from harness.config.schema import parse_config
-from harness.core.result import LEVELS, Result
-from harness.io.results import load_result
+from harness.result.model import LEVELS, Result
+from harness.result.read import load_result
 from harness.pipeline.assemble import run_experiment
 from harness.pipeline.sweep import build_leaderboard
 from harness.render.outputs import per_query_csv, write_run_files

@@ -15,7 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from clihelp import ROOT
-from harness.cli import app
+from harness.cli.main.main import app
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 GROUP = typer.main.get_command(app)
@@ -119,7 +119,7 @@ def test_help_has_an_example_and_shows_every_choice(name):
     ("gate", ("verdict",))])
 def test_help_lists_registry_choices(name, expected):
     """Read from the registries when help is shown: a kind registered later shows up by itself."""
-    from harness.diagnostics import FLAGS, KINDS
+    from harness.diagnostics.verdicts.verdicts import FLAGS, KINDS
     from harness.retrievers import kinds
 
     output = CliRunner().invoke(app, [name, "--help"], env=WIDE, prog_name="harness").output
@@ -131,7 +131,7 @@ def test_help_lists_registry_choices(name, expected):
 
 
 def test_shared_options_have_one_help_text():
-    """-m/--metric, --format and -o/--out are defined once (harness/cli_options.py): the same words everywhere."""
+    """-m/--metric, --format and -o/--out are defined once (harness/cli/options.py): the same words everywhere."""
     helps: dict[str, set[str]] = {}
     for name in COMMANDS:
         for p in options(BY_NAME[name]):

@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.core.errors import InputError
-from harness.core.hitjudge import BATCH_QUERIES
-from harness.core.hittable import HitTableBuilder
+from harness.hits.judge import BATCH_QUERIES
+from harness.hits.table import HitTableBuilder
 from harness.core.types import Chunk, Hit
-from harness.io import hitsfile, hitsindex
-from harness.io.hitsfile import ParquetHits, RunHits, write_hits
-from harness.io.hitsindex import INDEX_KEY
+from harness.hits import parquet as hitsfile, parquet_index as hitsindex
+from harness.hits.parquet import ParquetHits, RunHits, write_hits
+from harness.hits.parquet_index import INDEX_KEY
 from harness.retrievers.ranking import rank_hits
 
 N_QUERIES = 3_500
@@ -181,7 +181,7 @@ def test_a_spooled_result_finds_the_position_by_its_records(tmp_path, spy):
     """A large run's records are a QueryStore (as load_result gives): the position comes from ``index_of``."""
     from pydantic import BaseModel
 
-    from harness.core.querystore import QueryStore
+    from harness.result.querystore import QueryStore
 
     class Rec(BaseModel):  # a record starts with its id, as a QueryResult's does
         id: str
@@ -230,7 +230,7 @@ def test_the_index_is_small(tmp_path):
 def test_chunk_texts_read_a_row_group_at_a_time_equal_the_filter(tmp_path, monkeypatch):
     """``ParquetHits.texts`` (explain's window snippets) reads chunks.parquet's ids a group at a time and the texts
     of the groups holding a wanted id: the same dict as the filter, ids absent from the file left out."""
-    from harness.io.hitsfile import write_chunks
+    from harness.hits.parquet import write_chunks
 
     monkeypatch.setattr(hitsfile, "BATCH_CHUNKS", 7)
     rng = random.Random(5)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.core.goldcolumns import GoldColumnsBuilder, JudgmentColumn, QueryColumn
+from harness.gold.columns import GoldColumnsBuilder, JudgmentColumn, QueryColumn
 from harness.core.types import Chunk, Document, GoldSet, Judgment, Query, Span
 from harness.gold.load import RawEvidence, RawJudgment, RawQuery
 from harness.gold.resolve import chunk_qrels, doc_qrels, resolve_goldset

@@ -13,9 +13,9 @@ from clihelp import ROOT, Case, harness, run_case
 from harness.config.schema import GoldsetConfig
 from harness.gold.load import read_goldset
 from harness.gold.resolve import resolve_goldset
-from harness.goldset.build import build_goldset, read_answers, tally
-from harness.goldset.locate import locate, normalise
-from harness.goldset.sources import read_corpus
+from harness.gold.build import build_goldset, read_answers, tally
+from harness.gold.locate import locate, normalise
+from harness.gold.sources import read_corpus
 
 DOCS = {
     "a": "Orbit Drive runs on Windows 10 or later.\nThe installer needs 400 MB of free disk space.",

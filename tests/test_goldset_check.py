@@ -10,8 +10,8 @@ import pytest
 
 import goldsetdata as g
 from clihelp import Case, harness, run_case
-from harness.goldset.check import STATUSES, Before, check_goldset
-from harness.goldset.sources import read_corpus, read_gold
+from harness.gold.check import STATUSES, Before, check_goldset
+from harness.gold.sources import read_corpus, read_gold
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_counts_match_the_labels(checked):
 
 def test_new_spans_point_at_the_same_text(files, checked):
     """A re-anchored span reads, in the new corpus, what the old span read in the old one (up to normalisation)."""
-    from harness.goldset.locate import normalise
+    from harness.gold.locate import normalise
 
     _, old, new = files
     old_docs, new_docs = read_corpus(old), read_corpus(new)

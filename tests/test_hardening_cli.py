@@ -409,7 +409,7 @@ def test_other_command_problems(case, tmp_path):
 
 def test_cache_clear_of_a_big_foreign_folder_stops_at_the_first_files(tmp_path, monkeypatch):
     """`cache clear --cache-dir /` walked the whole disk (486k files, 11 s) before refusing: now the first six."""
-    import harness.cli_cache as cli_cache
+    import harness.cli.cache as cli_cache
 
     root = tmp_path / "project"
     for i in range(40):

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from clihelp import DEMO, ROOT, Case, demo_config, harness, run_case
 from harness.config.schema import MAX_RANK, ExperimentConfig, load_config
 from harness.core.errors import ConfigError, HarnessError, InputError
-from harness.core.safeyaml import MAX_ALIAS_NODES, parse_yaml
+from harness.io.safeyaml import MAX_ALIAS_NODES, parse_yaml
 
 BOMB = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
 BOMB = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + BOMB  # 9^10 values from ~600 bytes

@@ -1,6 +1,6 @@
 """Output folders never lose a user's data, and an interrupted run leaves nothing behind.
 
-Rules under test (README, "What a run writes"; harness/core/outdir.py): harness replaces only files it wrote (listed in
+Rules under test (README, "What a run writes"; harness/io/outdir.py): harness replaces only files it wrote (listed in
 the folder's .harness-output marker), refuses any other non-empty folder unless --force, never overwrites or
 deletes a file it did not write (not even with --force), never writes outside the output folder, allows one run
 per folder at a time, and on SIGINT/SIGTERM exits 130/143 with nothing half-written left behind."""
@@ -259,7 +259,7 @@ def start_slow_sweep(tmp: Path, out: str) -> subprocess.Popen:
     cfg = sweep_config(tmp, [1, 2, 3], [0.6, 0.9, 1.2, 1.5], name="slow.yaml")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     # A shell that ignores SIGINT for background jobs passes that on; a user's terminal does not.
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(cfg), "--out", out, "-q"], cwd=tmp,
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "run", str(cfg), "--out", out, "-q"], cwd=tmp,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
@@ -316,7 +316,7 @@ def test_killed_run_leftovers_are_removed_by_the_next_run(tmp_path: Path) -> Non
 # --- the pieces, as a library user meets them ------------------------------------------------------------------------
 
 def test_library_import_leaves_signal_handling_alone() -> None:
-    code = ("import signal, harness, harness.cli, harness.core.outdir, harness.render.outputs, harness.pipeline.sweep; "
+    code = ("import signal, harness, harness.cli.main, harness.io.outdir, harness.render.outputs, harness.pipeline.sweep; "
             "print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.stdout.strip() == "True", proc.stderr
@@ -338,7 +338,7 @@ def test_deferred_holds_ctrl_c_until_the_block_is_done() -> None:
 
 
 def test_open_output_removes_the_folder_it_created_when_the_run_fails(tmp_path: Path) -> None:
-    from harness.core.outdir import open_output
+    from harness.io.outdir import open_output
 
     with pytest.raises(RuntimeError):
         with open_output(tmp_path / "a" / "b", run="t") as folder:
@@ -350,7 +350,7 @@ def test_open_output_removes_the_folder_it_created_when_the_run_fails(tmp_path: 
 
 def test_write_outputs_into_a_foreign_folder_is_refused_as_a_library_call(tmp_path: Path) -> None:
     from harness.core.errors import InputError
-    from harness.core.outdir import open_output
+    from harness.io.outdir import open_output
 
     (tmp_path / "mine.txt").write_text("x")
     with pytest.raises(InputError, match=r"not empty \(mine.txt\) and not written by harness"):
@@ -367,7 +367,7 @@ def test_a_signal_a_library_swallowed_still_stops_the_publish(tmp_path: Path, si
 import os, signal, sys
 from pathlib import Path
 from harness.core.interrupt import install
-from harness.core.outdir import open_output
+from harness.io.outdir import open_output
 install()
 with open_output(Path({str(tmp_path / "d")!r}), run="t") as folder:
     with folder.publish() as stage:

@@ -1,4 +1,4 @@
-"""results.json is read through one strict schema (harness/core/result.py), and every report escapes what it prints.
+"""results.json is read through one strict schema (harness/result/model.py), and every report escapes what it prints.
 
 Table rows: hostile, hand-made and truncated results.json given to report, compare, explain and gate exit 2 with
 the file and the field path named, never a traceback, and nothing is written. Then: every results.json the demo
@@ -235,8 +235,8 @@ DEMOS = sorted(p.name for p in (ROOT / "configs").glob("demo-*.yaml"))
 
 @pytest.mark.parametrize("config", DEMOS)
 def test_every_demo_results_json_validates_and_round_trips(config, tmp_path):
-    from harness.core.result import Result
-    from harness.io.results import load_result
+    from harness.result.model import Result
+    from harness.result.read import load_result
 
     proc = harness("run", ROOT / "configs" / config, "--out", tmp_path / "out", "-q")
     assert proc.returncode == 0, proc.stderr
@@ -255,8 +255,8 @@ def test_every_demo_results_json_validates_and_round_trips(config, tmp_path):
 
 
 def test_schema_literals_follow_the_diagnostics():
-    from harness.diagnostics import FLAGS, KINDS
-    from harness.core.result import FlagCounts, Kind, KindCounts, KindShares
+    from harness.diagnostics.verdicts.verdicts import FLAGS, KINDS
+    from harness.result.model import FlagCounts, Kind, KindCounts, KindShares
 
     assert typing.get_args(Kind) == KINDS
     assert tuple(KindCounts.model_fields) == KINDS and tuple(KindShares.model_fields) == KINDS
@@ -267,7 +267,7 @@ def test_writer_refuses_a_result_the_schema_rejects(demo_run):
     import warnings
 
     from harness.core.errors import HarnessError, InputError
-    from harness.io.results import load_result
+    from harness.result.read import load_result
 
     result = load_result(demo_run).with_memory(run=object(), chunk_text={"c": "t"})  # in-memory parts: not written
     assert json.loads(result.to_json()) == json.loads(demo_run.read_text())
@@ -283,7 +283,7 @@ def test_writer_refuses_a_result_the_schema_rejects(demo_run):
 
 
 def test_ints_pass_as_floats_but_nothing_is_coerced(demo_run):
-    from harness.core.result import schema_problems
+    from harness.result.model import schema_problems
 
     data = json.loads(demo_run.read_text())
     data["queries"][0]["hits"][0]["score"] = 7  # a whole score is still a number
@@ -424,7 +424,7 @@ def poison(data: dict) -> tuple[dict, dict[str, str]]:
     from pydantic import BaseModel, JsonValue
 
     from harness.pipeline.assemble import fingerprint
-    from harness.core.result import Result
+    from harness.result.model import Result
 
     made: dict[str, str] = {}
 
@@ -476,7 +476,7 @@ def poison(data: dict) -> tuple[dict, dict[str, str]]:
 
 
 def test_poisoned_result_is_valid_and_reaches_every_string(demo_run):
-    from harness.core.result import schema_problems
+    from harness.result.model import schema_problems
 
     data = json.loads(demo_run.read_text())
     bad, made = poison(data)

@@ -10,9 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from harness.core.hittable import HitTableBuilder
+from harness.hits.table import HitTableBuilder
 from harness.core.types import Chunk, Hit, RankedList, Run
-from harness.io.hitsfile import RunHits
+from harness.hits.parquet import RunHits
 from harness.retrievers.ranking import rank_hits
 
 
@@ -104,7 +104,7 @@ def test_empty_run_and_no_judgments():
 def test_a_saved_runs_relevance_and_doc_gains_read_back(tmp_path, monkeypatch, read_rows):
     """hits.parquet read back (``ParquetHits``, what report and compare use on a loaded results.json), a batch of
     whole queries at a time: with 7-row reads every query of more than a few hits is cut across reads."""
-    from harness.io import hitsfile
+    from harness.hits import parquet as hitsfile
 
     monkeypatch.setattr(hitsfile, "READ_ROWS", read_rows)
     objects, columns = _run(6, n_queries=400)

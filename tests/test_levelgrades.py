@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.core.fingerprint import fingerprint, fingerprint_of_items
-from harness.core.levelgrades import LevelGrades, as_qrels, grades_at
+from harness.hits.levelgrades import LevelGrades, as_qrels, grades_at
 from harness.core.runtable import Qrels
 from harness.core.types import Chunk, GoldSet, Judgment, Query, Span
 from harness.gold.resolve import GoldProblem, chunk_qrels, doc_qrels
@@ -110,8 +110,8 @@ def test_a_run_judged_by_columns_equals_one_judged_by_dicts():
     """Verdicts, levels and hit records of the demo with the pipeline's columns and with plain dicts."""
     from conftest import ROOT
     from harness.config.schema import load_config
-    from harness.diagnostics import diagnose
-    from harness.io.hitsfile import RunHits
+    from harness.diagnostics.verdicts.verdicts import diagnose
+    from harness.hits.parquet import RunHits
     from harness.metrics.spec import parse_metrics
     from harness.pipeline.assemble import prepare
     from harness.executors.retrieval import retrieve_all

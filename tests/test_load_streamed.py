@@ -67,14 +67,14 @@ def runs(tmp_path_factory):
 
 
 def _whole(path: Path):
-    from harness.core.result import Result
+    from harness.result.model import Result
 
     return Result.from_dict(json.loads(path.read_text()), str(path))
 
 
 def test_a_large_results_json_streams_into_a_store_equal_to_the_whole_document(runs):
-    from harness.core.querystore import QueryStore
-    from harness.io.results import load_result
+    from harness.result.querystore import QueryStore
+    from harness.result.read import load_result
 
     result, path = runs[0]
     assert isinstance(result.queries, QueryStore) and result.hits_kept == "selected"
@@ -93,7 +93,7 @@ def test_a_large_results_json_streams_into_a_store_equal_to_the_whole_document(r
         assert streamed.query(qid) == whole.query(qid) is not None
     assert streamed.query("q6000") is None
     # the columns read while loading are those read from the records in memory
-    from harness.core import querycolumns
+    from harness.result import querycolumns
 
     loaded, fresh = querycolumns.of(streamed), querycolumns.of(whole)
     assert loaded.source is streamed.queries and loaded.ids == fresh.ids
@@ -110,7 +110,7 @@ def test_a_large_results_json_streams_into_a_store_equal_to_the_whole_document(r
 
 
 def test_a_small_run_still_loads_as_a_list(tmp_path):
-    from harness.io.results import load_result
+    from harness.result.read import load_result
 
     proc = harness("run", _demo(tmp_path), "--out", tmp_path / "out", "-q")
     assert proc.returncode == 0, proc.stderr
@@ -157,7 +157,7 @@ def test_bad_record_lines_are_all_reported_located(runs, tmp_path):
 
 
 def test_a_file_not_in_the_streamed_layout_is_read_whole_and_located(runs, tmp_path):
-    from harness.io.results import load_result
+    from harness.result.read import load_result
 
     _, path = runs[0]
     text = path.read_text()
@@ -182,7 +182,7 @@ def _rules(tmp: Path, rules: list) -> Path:
 
 
 def test_compare_and_gate_on_spooled_results_equal_the_records_in_memory(runs, tmp_path):
-    from harness.io.results import load_result
+    from harness.result.read import load_result
     from harness.stats.compare import compare_runs
     from harness.stats.gates import evaluate_gates, load_rules
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from clihelp import DEMO, assert_input_error, harness
-from harness.core.jsonl import lone_surrogate, parse_line
+from harness.io.jsonl import lone_surrogate, parse_line
 
 
 @pytest.mark.parametrize("text, found", [
@@ -75,7 +75,7 @@ def test_a_corpus_document_with_half_a_pair_is_refused(tmp_path):
 @pytest.mark.parametrize("layout", ["whole", "record per line"])
 def test_a_results_json_with_half_a_pair_is_refused_by_report(tmp_path, monkeypatch, layout):
     """A small run's indented results.json is read whole, a large run's a record at a time: both name the line."""
-    from harness.core import selection
+    from harness.result import selection
 
     if layout != "whole":  # the writer's one-record-a-line layout, as above KEEP_ALL_HITS_UP_TO queries
         monkeypatch.setattr(selection, "KEEP_ALL_HITS_UP_TO", 10)

@@ -3,8 +3,8 @@
 import random
 import unicodedata
 
-from harness.core.normalize import LooseText, find_loose, normalise
-from harness.goldset.locate import locate
+from harness.text.analysis.normalize import LooseText, find_loose, normalise
+from harness.gold.locate import locate
 
 
 def _reference(text: str) -> tuple[str, list[int]]:

@@ -1,5 +1,5 @@
 """Publishing a run's outputs is all or nothing, and a file harness wrote that someone changed since is not silently
-replaced (README, "What a run writes"; harness/core/outdir.py, harness/core/outmarker.py).
+replaced (README, "What a run writes"; harness/io/outdir.py, harness/io/outmarker.py).
 
 A rename that fails is simulated by patching os.replace (a test cannot rely on chattr +i): the previous outputs stay
 byte for byte, the error is one line naming the file and the reason, exit 2, and no staging or backup is left."""
@@ -79,7 +79,7 @@ def publish(folder: Path, files: dict[str, str], run: str = "t", force: bool = F
             monkeypatch=None) -> None:
     """``files`` staged and published as a run's outputs; ``replace`` (with ``monkeypatch``): what ``os.replace``
     does once they are staged, while they are published."""
-    from harness.core.outdir import open_output
+    from harness.io.outdir import open_output
 
     with open_output(folder, run=run, force=force) as out:
         with out.publish() as stage:
@@ -207,7 +207,7 @@ def test_sigterm_while_publishing_leaves_one_complete_set(tmp_path: Path, fail: 
 import errno, os, signal
 from pathlib import Path
 from harness.core.interrupt import install
-from harness.core.outdir import open_output
+from harness.io.outdir import open_output
 install()
 folder = Path({str(folder)!r})
 real, calls = os.replace, []
@@ -293,7 +293,7 @@ def test_a_marker_without_sizes_and_times_still_works(tmp_path: Path) -> None:
 
 
 def test_malformed_entries_count_as_unknown() -> None:
-    from harness.core.outmarker import _stamps
+    from harness.io.outmarker import _stamps
 
     files = frozenset({"a", "b", "c", "d"})
     raw = {"a": {"size": 3, "mtime_ns": 5}, "b": {"size": "3", "mtime_ns": 5}, "c": [3, 5], "d": {"size": True,
@@ -307,7 +307,7 @@ def _refused_publish(folder: Path, staged: dict[str, str], edits: dict[str, str]
     """A run that stages ``staged`` while ``edits`` are written into its folder, whose publish is refused: (the
     error, the folder's outputs as they were when the run came to publish)."""
     from harness.core.errors import InputError
-    from harness.core.outdir import open_output
+    from harness.io.outdir import open_output
 
     with pytest.raises(InputError) as caught:
         with open_output(folder, run="t") as out:

@@ -12,8 +12,8 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
-from harness.core import querycolumns
-from harness.core.querycolumns import ColumnsBuilder
+from harness.result import querycolumns
+from harness.result.querycolumns import ColumnsBuilder
 
 NAMES = {"doc": ["ndcg@10", "ap", "rr@window"], "chunk": ["recall@window", "rr@window", "hit@window"]}
 
@@ -62,7 +62,7 @@ def test_known_ids_are_kept_as_the_callers_strings():
     others as the record has them."""
     from types import SimpleNamespace
 
-    from harness.core.querycolumns import ColumnsBuilder
+    from harness.result.querycolumns import ColumnsBuilder
 
     def record(qid):
         return SimpleNamespace(id=qid, counted=SimpleNamespace(doc=True, chunk=True), n_relevant=None, gold=(),

@@ -18,7 +18,7 @@ from clihelp import demo_config
 
 def _run(tmp, monkeypatch, *, spool: bool, keep_all: bool):
     from harness.config.schema import load_config
-    from harness.core import querystore, selection
+    from harness.result import querystore, selection
     from harness.pipeline.assemble import run_experiment
 
     monkeypatch.setattr(querystore, "SPOOL_ABOVE", 0 if spool else 10**9)
@@ -39,8 +39,8 @@ def _same_clock(result, like):
 
 @pytest.mark.parametrize("keep_all", [True, False], ids=["all-hits-kept", "selected-hits"])
 def test_a_spooled_result_equals_the_one_in_memory(tmp_path, monkeypatch, keep_all):
-    from harness.core.querystore import QueryStore
-    from harness.io.results import load_result
+    from harness.result.querystore import QueryStore
+    from harness.result.read import load_result
     from harness.render.outputs import per_query_csv, write_outputs
 
     plain = _run(tmp_path, monkeypatch, spool=False, keep_all=keep_all)
@@ -90,8 +90,8 @@ def test_reading_a_spooled_result_by_id_index_slice_and_level(tmp_path, monkeypa
 
 
 def test_store_records_round_trip_and_the_spool_leaves_no_file(tmp_path, monkeypatch):
-    from harness.core.querystore import QueryStore
-    from harness.core.result import QueryResult
+    from harness.result.querystore import QueryStore
+    from harness.result.model import QueryResult
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     base = dict(text="t", tags={"lang": "ε"}, n_relevant={"doc": 1, "chunk": 0}, counted={"doc": True, "chunk": False},
@@ -123,9 +123,9 @@ def test_store_records_round_trip_and_the_spool_leaves_no_file(tmp_path, monkeyp
 def test_a_large_run_spools_its_records_and_only_its_records(tmp_path, monkeypatch):
     """The default threshold: a run over SPOOL_ABOVE queries spools (tests/test_bounded_outputs.py runs 6,000
     queries through every output that way), a smaller one keeps a list."""
-    from harness.core.querystore import SPOOL_ABOVE, QueryStore, stored
-    from harness.core.result import QueryResult
-    from harness.core.selection import KEEP_ALL_HITS_UP_TO
+    from harness.result.querystore import SPOOL_ABOVE, QueryStore, stored
+    from harness.result.model import QueryResult
+    from harness.result.selection import KEEP_ALL_HITS_UP_TO
 
     assert SPOOL_ABOVE == KEEP_ALL_HITS_UP_TO  # a spooled record keeps hits only when it is one the reports show
     assert isinstance(stored(QueryResult, iter([]), SPOOL_ABOVE), list)
@@ -133,8 +133,8 @@ def test_a_large_run_spools_its_records_and_only_its_records(tmp_path, monkeypat
 
 
 def test_spooled_verdicts_read_as_the_dict_they_replace(tmp_path, monkeypatch):
-    from harness.core.querystore import SpooledMapping, stored_mapping
-    from harness.core.result import Verdict
+    from harness.result.querystore import SpooledMapping, stored_mapping
+    from harness.result.model import Verdict
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     items = [(f"q{i}", Verdict(kind=["ok", "wrong_chunk"][i % 2], reason=f"r{i}",

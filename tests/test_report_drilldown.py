@@ -154,7 +154,7 @@ def test_report_md_worst_queries_show_the_evidence(demo):
 
 
 def test_png_plots_beside_the_report_and_curves_match_the_summary(demo):
-    from harness.io.results import load_result
+    from harness.result.read import load_result
     from harness.render.plots import curves, ndcg_curve
 
     folder = demo / "demo-bm25"
@@ -317,7 +317,7 @@ def test_nothing_in_window_cards_name_their_level(demo):
 
 def test_verdict_chart_legends_cover_no_bar(demo):
     """The verdicts-by-tag charts' legend sits below the axes (inside, it covered the tallest bar)."""
-    from harness.io.results import load_result
+    from harness.result.read import load_result
     from harness.render import plots
 
     charts = plots.run_charts([load_result(demo / "demo-bm25/results.json")])
@@ -363,7 +363,7 @@ def test_metric_tables_say_how_at_k_and_at_window_count_documents(demo):
 
 
 def test_every_run_chart_labels_its_axes(demo):
-    from harness.io.results import load_result
+    from harness.result.read import load_result
     from harness.render import plots
 
     charts = plots.run_charts([load_result(demo / "demo-bm25/results.json")])

@@ -212,7 +212,7 @@ def test_cli_eval_reports_a_duplicate_judgment_by_line(tmp_path):
 
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d1 0\n")
     (tmp_path / "run.trec").write_text("q1 Q0 d1 1 2.0 t\n")
-    result = subprocess.run([sys.executable, "-m", "harness.cli", "eval", str(tmp_path / "qrels.txt"),
+    result = subprocess.run([sys.executable, "-m", "harness.cli.main", "eval", str(tmp_path / "qrels.txt"),
                              str(tmp_path / "run.trec")], capture_output=True, text=True)
     assert result.returncode == 2
     assert ":3: duplicate judgment for query 'q1', doc 'd1' (first on line 1)" in result.stderr

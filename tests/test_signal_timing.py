@@ -25,7 +25,7 @@ SIGNALS = [("SIGINT", 130), ("SIGTERM", 143)]
 def _cli(args, before: str = "") -> subprocess.CompletedProcess:
     """``harness ARGS`` through the console script's entry, after ``before`` (a patch that sends the signal)."""
     code = textwrap.dedent(before) + (f"\nimport sys\nsys.argv = ['harness', *{[str(a) for a in args]!r}]\n"
-                                      "from harness.entry import main\nmain()\n")
+                                      "from harness.cli.entry import main\nmain()\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
 
@@ -224,7 +224,7 @@ def test_a_program_that_calls_the_cli_keeps_its_handlers_and_its_exit_status(tmp
     signal a 'late' one and the process's exit status the command's: a pytest session with a failing test exited 0."""
     proc = _python("""
         import os, signal, sys, time
-        from harness.cli import main
+        from harness.cli.main import main
         sys.argv = ["harness", "--version"]
         try:
             main()
@@ -242,7 +242,7 @@ def test_a_program_that_calls_the_cli_keeps_its_handlers_and_its_exit_status(tmp
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout.split("\n")[1:] == ["exit 0", "True True", "ctrl-c raises", ""], proc.stdout + proc.stderr
     tests = tmp_path / "test_calls_main.py"
-    tests.write_text("import sys\nimport pytest\nfrom harness.cli import main\n\n"
+    tests.write_text("import sys\nimport pytest\nfrom harness.cli.main import main\n\n"
                      "def test_version(monkeypatch):\n    monkeypatch.setattr(sys, 'argv', ['harness', '--version'])\n"
                      "    with pytest.raises(SystemExit):\n        main()\n\n"
                      "def test_fails():\n    assert False\n")

@@ -37,7 +37,7 @@ def _python(code: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
 def test_a_full_disk_under_stdout_is_one_line_and_exit_2_not_a_truncated_file(tmp_path):
     qrels, run = _files(tmp_path)
     code = f"import sys; sys.argv = ['harness', 'eval', {str(qrels)!r}, {str(run)!r}, '--per-query']\n" \
-           "from harness.entry import main; main()"
+           "from harness.cli.entry import main; main()"
     with open("/dev/full", "w") as full:
         proc = _python(code, stdout=full)
     assert "Traceback" not in proc.stderr
@@ -68,7 +68,7 @@ def test_sigterm_in_a_command_that_does_not_say_so_itself_is_the_interrupted_lin
             return scored(*args, **kwargs)
         streamed.evaluate_files = terminated
         sys.argv = ["harness", "eval", {str(qrels)!r}, {str(run)!r}]
-        from harness.entry import main
+        from harness.cli.entry import main
         main()
         """)
     assert_no_traceback(proc)
@@ -83,11 +83,11 @@ def test_an_interrupt_while_the_command_line_loads_is_the_interrupted_line(raise
         from harness.core.interrupt import Terminated
         class Interrupting:
             def find_spec(self, name, path, target=None):
-                if name == "harness.cli":
+                if name == "harness.cli.main":
                     raise {raised}
         sys.meta_path.insert(0, Interrupting())
         sys.argv = ["harness", "--version"]
-        from harness.entry import main
+        from harness.cli.entry import main
         main()
         """)
     assert_no_traceback(proc)
@@ -96,7 +96,7 @@ def test_an_interrupt_while_the_command_line_loads_is_the_interrupted_line(raise
 
 def test_the_console_script_is_the_entry_module():
     text = (ROOT / "pyproject.toml").read_text()
-    assert 'harness = "harness.entry:main"' in text
+    assert 'harness = "harness.cli.entry:main"' in text
     assert "numpy" not in _python("import sys, harness; print(sorted(sys.modules))").stdout
 
 
@@ -107,7 +107,7 @@ def test_a_full_disk_under_a_small_output_is_the_same_one_line(tmp_path, args):
     in the interpreter's own exit flush: a traceback and exit 120."""
     qrels, run = _files(tmp_path)
     argv = [str(qrels) if a == "QRELS" else str(run) if a == "RUN" else a for a in args]
-    code = f"import sys; sys.argv = ['harness', *{argv!r}]\nfrom harness.entry import main; main()"
+    code = f"import sys; sys.argv = ['harness', *{argv!r}]\nfrom harness.cli.entry import main; main()"
     with open("/dev/full", "w") as full:
         proc = _python(code, stdout=full)
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
@@ -119,7 +119,7 @@ def test_a_closed_stderr_does_not_stop_a_run(tmp_path):
     exited 0 with no outputs. Progress and warnings to a closed stderr are dropped; the run writes its outputs."""
     out = tmp_path / "out"
     code = (f"import sys; sys.argv = ['harness', 'run', {str(demo_config(tmp_path))!r}, '--out', {str(out)!r}]\n"
-            "from harness.entry import main; main()")
+            "from harness.cli.entry import main; main()")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     proc.stderr.close()  # the reader is gone before the first line

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clihelp import assert_input_error, demo_config, harness
-from harness.core import files
+from harness.io import files
 from harness.core.errors import OutputAppeared
 
 DOCS = {"a": "Orbit Drive runs on Windows 10 or later.", "b": "Passwords must be at least 12 characters long."}
@@ -119,7 +119,7 @@ def test_replace_true_still_replaces(tmp_path):
 # ---- bug 1: commands that refused an existing file at the start -----------------------------------------------------
 
 def test_goldset_build_keeps_a_file_that_appeared_meanwhile(tmp_path, monkeypatch):
-    import harness.goldset.build as build
+    import harness.gold.build as build
 
     out = tmp_path / "gold.jsonl"
     _appear_during(monkeypatch, build, "build_goldset", out)
@@ -129,7 +129,7 @@ def test_goldset_build_keeps_a_file_that_appeared_meanwhile(tmp_path, monkeypatc
 
 
 def test_goldset_build_force_replaces_a_file_that_appeared(tmp_path, monkeypatch):
-    import harness.goldset.build as build
+    import harness.gold.build as build
 
     out = tmp_path / "gold.jsonl"
     _appear_during(monkeypatch, build, "build_goldset", out)
@@ -139,8 +139,8 @@ def test_goldset_build_force_replaces_a_file_that_appeared(tmp_path, monkeypatch
 
 
 def test_goldset_merge_and_check_fix_keep_a_file_that_appeared(tmp_path, monkeypatch):
-    import harness.goldset.merge as merging
-    import harness.goldset.repair as repair
+    import harness.gold.merge as merging
+    import harness.gold.repair as repair
 
     src, corpus = _answers(tmp_path)
     gold = tmp_path / "gold.jsonl"
@@ -204,7 +204,7 @@ def test_gate_keeps_files_that_appeared_meanwhile(run, tmp_path, monkeypatch):
 
 
 def test_pool_keeps_a_file_that_appeared_meanwhile(run, tmp_path, monkeypatch):
-    import harness.goldset.pool as pooling
+    import harness.gold.pool as pooling
 
     out = tmp_path / "sheet.csv"
     _appear_during(monkeypatch, pooling, "pool", out)
@@ -248,7 +248,7 @@ def test_a_full_disk_on_the_second_file_names_it_and_writes_neither(tmp_path, mo
 
 
 def test_an_unresolved_file_that_appeared_meanwhile_stops_both(tmp_path, monkeypatch):
-    import harness.goldset.build as build
+    import harness.gold.build as build
 
     gold, unres = tmp_path / "gold.jsonl", tmp_path / "unres.jsonl"
     _appear_during(monkeypatch, build, "build_goldset", unres)
@@ -362,7 +362,7 @@ def test_gate_writes_its_summary_and_junit_together(run, tmp_path, monkeypatch):
     pair of files as it was)."""
     import errno
 
-    import harness.core.files as files
+    import harness.io.files as files
 
     rules = tmp_path / "rules.yaml"
     rules.write_text('rules:\n  - "doc.ndcg@10 >= 0.0"\n')
@@ -388,7 +388,7 @@ def test_goldset_commands_never_write_over_a_run_output(run, tmp_path):
     next run into the folder would stop: changed since harness wrote it). The same words as gate --summary."""
     import shutil
 
-    from harness.cli_goldset import _out_ok
+    from harness.cli.main.goldset import _out_ok
     from harness.core.errors import InputError
 
     folder = tmp_path / "r"

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from harness.core import hittable
-from harness.core.spilled import SpilledColumn, SpilledRows
+from harness.hits import table as hittable
+from harness.io.spilled import SpilledColumn, SpilledRows
 from test_hittable import _chunks, _lists, _table
 
 
@@ -81,7 +81,7 @@ def test_spilled_table_equals_the_table_in_memory(seed, spill_hits):
 @pytest.mark.parametrize("seed", range(6))
 def test_chunks_in_order_of_first_appearance(seed, batch, monkeypatch):
     """hitjudge.JudgedTable.chunk_indices (which chunks.parquet lists), a batch of queries at a time, spilled or not."""
-    from harness.core import hitjudge
+    from harness.hits import judge as hitjudge
 
     monkeypatch.setattr(hitjudge, "BATCH_QUERIES", batch)
     rng = random.Random(seed)
@@ -114,7 +114,8 @@ def test_a_spilled_run_writes_the_same_outputs(tmp_path, monkeypatch, cutoff, ke
     queries at a time."""
     from clihelp import demo_config
     from harness import api
-    from harness.core import hitjudge, selection
+    from harness.hits import judge as hitjudge
+    from harness.result import selection
     from harness.metrics import engine
 
     monkeypatch.setattr(hitjudge, "BATCH_QUERIES", 7)
@@ -216,7 +217,7 @@ def test_mallocs_mmap_threshold_is_fixed_unless_the_user_set_it():
 
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt is glibc's")
-    code = "from harness.core.heap import return_large_frees as f; print(f())"
+    code = "from harness.cli.heap import return_large_frees as f; print(f())"
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
     run = lambda extra: subprocess.run([sys.executable, "-c", code], env={**env, **extra}, capture_output=True,
                                        text=True, check=True).stdout.strip()
@@ -243,8 +244,8 @@ def test_a_full_disk_is_one_error_naming_the_folder(monkeypatch, tmp_path):
     import tempfile
 
     from harness.core.errors import HarnessError
-    from harness.core.querystore import QueryStore
-    from harness.core.result import QueryMetrics
+    from harness.result.querystore import QueryStore
+    from harness.result.model import QueryMetrics
 
     column = SpilledColumn(np.int32)
     monkeypatch.setattr(column, "_file", _FullDisk())

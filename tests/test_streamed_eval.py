@@ -71,7 +71,7 @@ def assert_same_table(got, want):
 @pytest.mark.parametrize("options", [{}, {"order": "rank"}, {"trec_compat": True}, {"query_policy": "zero"}])
 def test_batches_score_as_the_whole_run(tmp_path, small_blocks, options, spill, monkeypatch):
     """(``spill``: the table's values go to a temp file, as a run of more than SPILL_VALUES_ABOVE queries' do.)"""
-    from harness.core.spilled import SpilledRows
+    from harness.io.spilled import SpilledRows
     from harness.metrics import engine
 
     if spill:

@@ -10,8 +10,8 @@ import random
 import pytest
 
 from harness.core.errors import GoldSetError
-from harness.core.jsonl import numbered_lines
-from harness.core.textfile import read_utf8, utf8_lines
+from harness.io.jsonl import numbered_lines
+from harness.io.textfile import read_utf8, utf8_lines
 
 PIECES = ["a", "é", "\u2028", "{\"x\": 1}", " ", "\t", "\r", "\n", "\n\n", "日本", "\ufeff", "\\u00e9"]
 

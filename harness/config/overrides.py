@@ -24,7 +24,7 @@ def _path(text: str) -> list[str]:
 def apply_overrides(data: Any, overrides: Sequence[str]) -> Any:
     """A copy of ``data`` (the parsed config file) with every override applied in order; every malformed override
     is reported in one ConfigError, each naming the override as typed."""
-    from ..core.safeyaml import parse_yaml
+    from ..io.safeyaml import parse_yaml
 
     if not overrides:
         return data

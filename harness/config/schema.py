@@ -368,8 +368,8 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
     """Read and validate a config file; ``overrides`` (``--set KEY.PATH=VALUE``) are applied before validation, as
     if written in the file (``config.overrides``)."""
-    from ..core.safeyaml import load_yaml
-    from ..core.textfile import require_file
+    from ..io.safeyaml import load_yaml
+    from ..io.textfile import require_file
     from .overrides import apply_overrides
 
     path = Path(path)

@@ -43,7 +43,7 @@ class _Process:
     """What the CLI's handlers know of the signals so far (one per process, made by ``install``)."""
 
     def __init__(self, program: bool) -> None:
-        # This process is the harness command (the console script, python -m harness.cli), not a program of the
+        # This process is the harness command (the console script, python -m harness.cli.main), not a program of the
         # user's that called cli.main(): only then is a late signal held to the exit and the exit status ours.
         self.program = program
         # The first signal a handler raised for. Library code can swallow the exception: a Ctrl-C or SIGTERM that

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..config.schema import ExperimentConfig
-from ..core.run_records import ExecutorRecord
+from ..result.run_records import ExecutorRecord
 from ..core.types import Chunk, Document, Query
 from ..retrievers import BuildContext, Retriever
 from .retrieval import Retrieved, retrieve_all

@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from ..config.schema import ExperimentConfig
 from ..core.errors import ConfigError
-from ..core.run_records import ExecutorRecord
+from ..result.run_records import ExecutorRecord
 from ..core.types import Chunk, Query
 from ..retrievers import BuildContext, Retriever
 from .local import Executed, retrieval_stages, run_local

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 from ..core.errors import RetrieverError, guarded_call
-from ..core.hittable import HitTable, HitTableBuilder
+from ..hits.table import HitTable, HitTableBuilder
 from ..core.types import Chunk, Document, Query
 from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_output
 from ..retrievers.compose import dropped_duplicates
@@ -49,7 +49,7 @@ class Retrieved:
 
 
 def _progress(total: int, label: str, enabled: bool):
-    from ..progress import progress
+    from ..core.progress import progress
 
     return progress(total, label, enabled)
 

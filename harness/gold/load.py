@@ -17,9 +17,9 @@ import yaml
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import grade_problem, id_problem, is_whole, read_id
-from ..core.jsonl import REPEATED_KEY, one_document, parse_line
-from ..core.safeyaml import CheckedLoader, parse_yaml_node
-from ..core.textfile import base_suffix, read_utf8, require_file, utf8_lines
+from ..io.jsonl import REPEATED_KEY, one_document, parse_line
+from ..io.safeyaml import CheckedLoader, parse_yaml_node
+from ..io.textfile import base_suffix, read_utf8, require_file, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 from .trec import qrels_hint, read_beir, read_qrels_file, read_trec  # noqa: F401  (read_qrels_file: eval's)
 

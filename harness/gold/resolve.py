@@ -8,8 +8,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
-from ..core.goldcolumns import GoldColumnsBuilder
-from ..core.levelgrades import LevelGrades
+from .columns import GoldColumnsBuilder
+from ..hits.levelgrades import LevelGrades
 from ..core.types import Chunk, Document, GoldSet, Judgment, Span
 from .load import RawQuery
 

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from ..config.schema import GoldColumns, GoldsetConfig
 from ..core.errors import GoldSetError
-from ..core.textfile import read_utf8, require_file
+from ..io.textfile import read_utf8, require_file
 
 _WHOLE = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
 from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem
-from ..core.jsonl import one_document, parse_line
-from ..core.textfile import read_utf8, require_file, utf8_lines
+from ..io.jsonl import one_document, parse_line
+from ..io.textfile import read_utf8, require_file, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
 
 

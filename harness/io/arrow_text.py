@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.textfile import GZIP_ERRORS, is_gzip, open_binary
+from .textfile import GZIP_ERRORS, is_gzip, open_binary
 from .trec_blocks import numpy_of
 
 # In an id: a control character, or a character Python's str.split() splits on but trec_eval does not (NBSP, U+2028).

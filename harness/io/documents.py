@@ -14,9 +14,9 @@ from typing import Callable
 from ..config.schema import CorpusConfig
 from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
-from ..core.jsonl import one_document, parse_line
-from ..core.outmarker import MARKER, STAGING
-from ..core.textfile import GZIP_ERRORS, open_binary, require_file
+from .jsonl import one_document, parse_line
+from .outmarker import MARKER, STAGING
+from .textfile import GZIP_ERRORS, open_binary, require_file
 from ..core.types import Document
 
 from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract

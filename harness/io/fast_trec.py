@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.ids import GRADE_LIMIT
 from ..core.runtable import ColumnarRun, Qrels, offsets_of
-from ..core.textfile import GZIP_ERRORS, open_binary
+from .textfile import GZIP_ERRORS, open_binary
 from . import packed_ids
 from .arrow_text import (Declined, arrow, arrow_source, check_ids, csv_options, delimiter_of, dictionary_of,
                          filler_type, has_empty, indices_of, sorted_positions)

@@ -148,7 +148,7 @@ def _run_from_frame(frame: Any, name: str, read_ranks: bool = False) -> Columnar
 
 def read_qrels(path: Path) -> Qrels:
     """TREC qrels, BEIR qrels TSV, or a native golden set (its judgments), as ``harness eval`` reads them."""
-    from ..core.textfile import base_suffix
+    from .textfile import base_suffix
     from ..gold.load import native_queries, read_qrels_file
     from . import fast_trec
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..core.errors import RunFileError
 from ..core.ids import is_finite_number
-from ..core.jsonl import one_document, parse_line
-from ..core.textfile import require_file, utf8_lines
+from .jsonl import one_document, parse_line
+from .textfile import require_file, utf8_lines
 
 HIT_FIELDS = ("doc_id", "chunk_id", "start", "end", "text", "score")
 GROUPED_SHAPE = "{'query_id': ..., 'hits': [{'doc_id' or 'chunk_id': ..., 'score': number}, ...]}"

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.files import temp_space
+from .files import temp_space
 from . import packed_ids
 from .arrow_text import arrow, dictionary_of, indices_of
 from .run_batches import Batch, blocks

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.textfile import GZIP_ERRORS
+from .textfile import GZIP_ERRORS
 from . import packed_ids
 from .arrow_text import (Declined, arrow, arrow_source, check_ids, csv_options, delimiter_of, dictionary_of,
                          filler_type, has_empty, indices_of)

@@ -16,10 +16,10 @@ import numpy as np
 
 from . import fast_trec
 from ..core.errors import RunFileError
-from ..core.jsonl import one_document
+from .jsonl import one_document
 from ..core.ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
 from ..core.runtable import ColumnarRun, offsets_of
-from ..core.textfile import base_suffix, read_utf8, require_file
+from .textfile import base_suffix, read_utf8, require_file
 
 RUN_SHAPE = "6 columns (qid Q0 docno rank score tag)"
 _INT = re.compile(r"[+-]?[0-9]+")

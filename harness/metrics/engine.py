@@ -25,7 +25,7 @@ from ..core.errors import MetricError
 from .spec import MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
 from ..core.runtable import ColumnarRun, Qrels
-from ..core.spilled import SpilledRows
+from ..io.spilled import SpilledRows
 from .join import Labels, join, position_in_group
 
 

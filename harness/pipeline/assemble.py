@@ -14,18 +14,29 @@ import numpy as np
 
 from .. import __version__
 from ..config.schema import ExperimentConfig
-from ..core.result import (KINDS, LEVELS, ChunkRecord, Counts, GoldRecord, LevelCounts, LevelFlags,
-                           QueryMetrics,
-                           QueryResult, Result, Summary, SummaryCounts)
-from ..core.hittable import HitTable
-from ..core.levelgrades import grades_at
-from ..core.positions import Positions
-from ..core.querystore import stored
-from ..core.selection import Rows, drill_ranks, drill_target, kept
+from ..result.model import (
+    KINDS,
+    LEVELS,
+    ChunkRecord,
+    Counts,
+    GoldRecord,
+    LevelCounts,
+    LevelFlags,
+    QueryMetrics,
+    QueryResult,
+    Result,
+    Summary,
+    SummaryCounts,
+)
+from ..hits.table import HitTable
+from ..hits.levelgrades import grades_at
+from ..hits.positions import Positions
+from ..result.querystore import stored
+from ..result.selection import Rows, drill_ranks, drill_target, kept
 from ..core.fingerprint import document_fingerprint, fingerprint_of_items
 from ..core.types import RankedList, Run
-from ..diagnostics import diagnose, flags_text, summarize_verdicts
-from ..io.hitsfile import CHUNKS_FILE, HITS_FILE, RunHits
+from ..diagnostics.verdicts import diagnose, flags_text, summarize_verdicts
+from ..hits.parquet import CHUNKS_FILE, HITS_FILE, RunHits
 from ..core.errors import GoldSetError
 from ..metrics.engine import conventions as metric_conventions
 from ..metrics.spec import parse_metrics

@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 from ..config.schema import ExperimentConfig, parse_config
 from ..core.errors import HarnessError, InputError
-from ..core.result import Result
+from ..result.model import Result
 from ..core.types import GoldSet, Judgment, Query, Span
 from ..executors.retrieval import query_coverage, retrieve_all
 from ..retrievers import BuildContext, build_retriever
@@ -32,7 +32,7 @@ class AdHoc:
 
 def _corpus_texts(config: ExperimentConfig) -> tuple[dict[str, str], dict[str, str]]:
     """(chunk texts, document texts) of the corpus the config names, chunked as the run chunked it."""
-    from ..chunking import chunk_documents
+    from ..text.chunking import chunk_documents
     from ..io.documents import load_corpus
 
     docs = load_corpus(config.corpus)

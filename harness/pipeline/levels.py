@@ -8,8 +8,8 @@ from typing import Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..core.hittable import HitTable
-from ..core.levelgrades import LevelGrades, as_qrels
+from ..hits.table import HitTable
+from ..hits.levelgrades import LevelGrades, as_qrels
 from ..core.runtable import ColumnarRun, Qrels, offsets_of
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels

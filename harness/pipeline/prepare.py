@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..chunking import chunk_documents
+from ..text.chunking import chunk_documents
 from ..config.schema import ExperimentConfig
 from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assemble)
 from ..core.fingerprint import fingerprint_of_items
@@ -24,7 +24,7 @@ from ..gold.resolve import GoldProblem, resolve_goldset
 from ..io.documents import load_corpus
 from ..metrics.spec import WINDOW_METRICS, exp_gain_problem, parse_metrics
 from ..retrievers import REGISTRY, BuildContext, parse_retriever_config
-from ..text import TokenCounter
+from ..text.analysis import TokenCounter
 from .window import check_token_budget
 
 

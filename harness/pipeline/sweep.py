@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from ..core.files import write_text
+from ..io.files import write_text
 from ..stats.compare import compare_runs, split_metric
 from ..config.grid import expand  # noqa: F401  (re-exported: sweeps and their callers expand the grid here)
 from ..config.schema import ExperimentConfig, relative_paths
 from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..core.outcomes import Comparison
-    from ..core.outdir import OutputFolder
-    from ..core.result import Result
+    from ..result.outcomes import Comparison
+    from ..io.outdir import OutputFolder
+    from ..result.model import Result
     from ..retrievers import BuildContext
 
 
@@ -29,7 +29,7 @@ def run_sweep(config: ExperimentConfig, out_dir: Path | OutputFolder, *, progres
               force: bool = False, context: "BuildContext | None" = None) -> dict:
     """Every output is staged inside ``out_dir`` and moved into place when all runs are done (see ``outdir``: the
     sweep's folder owns its run subfolders; harness replaces only files it wrote). A Path is opened here."""
-    from ..core.outdir import OutputFolder, open_output
+    from ..io.outdir import OutputFolder, open_output
 
     if not isinstance(out_dir, OutputFolder):
         with open_output(out_dir, run=config.name, force=force) as folder:

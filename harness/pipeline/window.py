@@ -9,9 +9,9 @@ import numpy as np
 
 from ..config.schema import CutoffConfig
 from ..core.errors import ConfigError
-from ..core.hittable import HitTable
+from ..hits.table import HitTable
 from ..core.types import Chunk, RankedList
-from ..text import TokenCounter
+from ..text.analysis import TokenCounter
 
 
 def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: dict[str, str]) -> list[int]:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ..core import querycolumns
+from ..result import querycolumns
 from .compare_view import HEADERS, SLICE_NOTE, cells, headers, note, slice_table, title, transition_lines
 from .fmt import e
 
 if TYPE_CHECKING:
-    from ..core.outcomes import Comparison, ComparisonRow
-    from ..core.result import Result
+    from ..result.outcomes import Comparison, ComparisonRow
+    from ..result.model import Result
     from .drilldown import Texts
 
 

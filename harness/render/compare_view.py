@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..core.outcomes import Comparison, ComparisonRow
+    from ..result.outcomes import Comparison, ComparisonRow
 
 MDE_NOTE = ("MDE: the smallest true difference the paired test detects with 80% power at the spread of these two "
             "runs' per-query differences (0 when they never differ; `goldset stats --results` estimates it from one "

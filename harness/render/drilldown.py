@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from ..core.selection import SHOWN_ABOVE, drill_ranks, drill_target  # noqa: F401  (SHOWN_ABOVE: its old home was here)
+from ..result.selection import SHOWN_ABOVE, drill_ranks, drill_target  # noqa: F401  (SHOWN_ABOVE: its old home was here)
 
 if TYPE_CHECKING:
-    from ..core.result import HitRecord, QueryResult
+    from ..result.model import HitRecord, QueryResult
 
 # Chunk ids are "doc#start-end" (core.types.Chunk.of_span) and a chunk's text is its document's text[start:end]:
 # a span of a document can be read from the chunks that cover it when the whole document is not at hand.

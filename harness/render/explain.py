@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import InputError
 
 if TYPE_CHECKING:
-    from ..core.result import Result
+    from ..result.model import Result
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -23,7 +23,7 @@ def explain_result(result: Result | dict, query_id: str, chunk_text: dict[str, s
     """One query of a result explained, as a JSON-ready dict: its gold evidence (the spans the run judged with,
     from the result), its window with snippets, relevant hits past the window, verdict, metrics and counted flags.
     Texts come from the result (kept in it or beside it) unless ``chunk_text``/``doc_text`` give them."""
-    from ..core.result import as_result
+    from ..result.model import as_result
 
     result = as_result(result)
     q = result.query(query_id)

@@ -6,7 +6,7 @@ import html
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..core.result import Result
+    from ..result.model import Result
 
 
 def e(value) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Sequence
 
-from ..core.outcomes import GateResult
+from ..result.outcomes import GateResult
 
 
 def _cell(text: str) -> str:

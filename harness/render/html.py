@@ -19,8 +19,8 @@ from . import plots as charts_of  # by another name: plots() here is the page's 
 from .plots import curves as _curves  # noqa: F401  (the curves the page plots; tests read them here)
 
 if TYPE_CHECKING:
-    from ..core.outcomes import Comparison
-    from ..core.result import Result
+    from ..result.outcomes import Comparison
+    from ..result.model import Result
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;max-width:1200px}
@@ -211,7 +211,7 @@ def _text_html(text: str | None) -> str:
 def shown_queries(result: Result) -> list:
     """The queries the per-query table shows: all up to ``SHOWN_QUERIES``, else the worst of each failing verdict
     and a fixed sample (``core.selection``), so the page's size does not grow with the run's."""
-    from ..core.selection import select
+    from ..result.selection import select
 
     # (their hits kept in results.json by the writer; read from hits.parquet for a file edited otherwise)
     return [result.with_hits(result.queries[i]) for i in select(_selection_rows(result))]
@@ -222,8 +222,8 @@ def _selection_rows(result: Result):
     spooled)."""
     import numpy as np
 
-    from ..core import querycolumns
-    from ..core.selection import Rows
+    from ..result import querycolumns
+    from ..result.selection import Rows
 
     columns = querycolumns.of(result)
     rr = (np.where(columns.has("chunk", "rr@window"), columns.value("chunk", "rr@window"), 0.0)
@@ -232,7 +232,7 @@ def _selection_rows(result: Result):
 
 
 def _query_rows(result: Result, texts: Texts) -> str:
-    from ..core import querycolumns
+    from ..result import querycolumns
 
     columns = querycolumns.of(result)
     tags = sorted(columns.tags)
@@ -329,7 +329,7 @@ def _p(value) -> str:
 
 
 def _comparison_section(comparison: Comparison, results: list[Result], texts: list[Texts]) -> str:
-    from ..core.outcomes import distinct_names
+    from ..result.outcomes import distinct_names
     from .compare_html import html_tables, side_by_side
 
     results = distinct_names(results)  # the names the comparison gave them
@@ -367,7 +367,7 @@ def render(results: list[Result | dict], chunk_texts: list[dict[str, str] | Text
     leaderboard. A plain dict is validated into a Result first. ``chunk_texts``: per result, chunk texts by id or
     a ``drilldown.Texts``. ``charts``: the run's charts already made (``plots.run_charts``), to share them with
     the PNG files; False makes them here."""
-    from ..core.result import as_result
+    from ..result.model import as_result
 
     results = [as_result(r) for r in results]
     texts = [_texts(t) for t in (chunk_texts or [None] * len(results))]

@@ -12,19 +12,19 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import querycolumns
-from ..core.files import atomic_open, write_bytes, write_text
+from ..result import querycolumns
+from ..io.files import atomic_open, write_bytes, write_text
 from .drilldown import Texts, drilldown, snippet, worst_of
 from .fmt import at_k_sentence, fmt, means_sentence, plural
 
 if TYPE_CHECKING:
-    from ..core.outdir import OutputFolder
-    from ..core.result import Result
+    from ..io.outdir import OutputFolder
+    from ..result.model import Result
 
 
 def to_json(result: Result | dict) -> str:
-    """results.json text, checked against the schema (``harness.core.result``) so nothing unreadable is ever written."""
-    from ..core.result import as_result
+    """results.json text, checked against the schema (``harness.result.model``) so nothing unreadable is ever written."""
+    from ..result.model import as_result
 
     return as_result(result).to_json()
 
@@ -115,7 +115,7 @@ def _drill_md(q, texts: Texts | None) -> list[str]:
 def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None = None) -> str:
     """report.md. Every value from the result goes through ``md`` (text) or ``md_code`` (ids), never raw.
     ``texts``: chunk (and document) texts for the worst queries' drill-downs (a dict is chunk texts by id)."""
-    from ..core.result import as_result
+    from ..result.model import as_result
 
     result = as_result(result)
     texts = texts if isinstance(texts, Texts) else Texts(texts or result.chunk_text)
@@ -193,7 +193,7 @@ def write_outputs(result: Result, out_dir: Path | OutputFolder, *, force: bool =
     """Write every output of a run into ``out_dir`` (see ``outdir``: harness replaces only files it wrote, and the
     files appear when all are written). A Path is opened (locked, checked) here; the CLI passes a folder it opened
     before the run, so a folder that cannot be written is refused before minutes of work."""
-    from ..core.outdir import OutputFolder, open_output
+    from ..io.outdir import OutputFolder, open_output
 
     if not isinstance(out_dir, OutputFolder):
         with open_output(out_dir, run=result.name, force=force) as folder:
@@ -205,7 +205,7 @@ def write_outputs(result: Result, out_dir: Path | OutputFolder, *, force: bool =
 
 def write_run_files(result: Result, folder: Path) -> None:
     """The files of one run, written plainly into ``folder`` (a staging folder: ``write_outputs`` or a sweep)."""
-    from ..io.hitsfile import write_chunks, write_hits
+    from ..hits.parquet import write_chunks, write_hits
 
     run = result.run
     with atomic_open(folder / "results.json") as fh:
@@ -233,6 +233,6 @@ def write_run_files(result: Result, folder: Path) -> None:
 
 def load_results(path: Path) -> Result:
     """A saved results.json, validated by the schema (every problem located)."""
-    from ..io.results import load_result
+    from ..result.read import load_result
 
     return load_result(path)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
-    from ..core.result import Result
+    from ..result.model import Result
 
 KIND_COLORS = {"goldset_error": "#b42318", "no_gold": "#98a2b3", "missing_document": "#f04438",
                "wrong_chunk": "#f79009", "buried_evidence": "#7a5af8", "ok": "#17b26a"}
@@ -34,7 +34,7 @@ def _rows(stream, ids: list[str]):
     """``(row in ids, values)`` of ``stream`` ((query id, values)); row -1 for a query not in ``ids``. By position
     while the stream lists the queries in the order of ``ids`` (a run's hits do), by a dict of every id only when
     it does not: a large run's curves hold no dict a query."""
-    from ..core.positions import Positions
+    from ..hits.positions import Positions
 
     positions, at = Positions(ids), 0
     for qid, values in stream:
@@ -73,7 +73,7 @@ def curves(result: Result):
     run, the result, or hits.parquet when it keeps a bounded set of hits), in blocks of queries."""
     import numpy as np
 
-    from ..core import querycolumns
+    from ..result import querycolumns
 
     columns = querycolumns.of(result)  # not the records: a large run's are spooled
     counted, n_relevant_of = columns.counted["chunk"], columns.n_relevant["chunk"]
@@ -121,7 +121,7 @@ def ndcg_curve(result: Result) -> list[float]:
     read as a stream, in blocks of queries, never held for every query at once."""
     import numpy as np
 
-    from ..core import querycolumns
+    from ..result import querycolumns
 
     columns = querycolumns.of(result)  # not the records: a large run's are spooled
     counted = columns.counted["doc"]
@@ -307,7 +307,7 @@ def write_sweep_plots(folder, board: dict) -> None:
     output folder (core/outdir), so they are files harness wrote and replaces."""
     from pathlib import Path
 
-    from ..core.files import write_bytes
+    from ..io.files import write_bytes
 
     charts = sweep_charts(board)
     try:

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 
 from ..core.errors import RetrieverError
 from ..core.schema import Strict
-from ..text import Analyzer, token_pattern_problem
+from ..text.analysis import Analyzer, token_pattern_problem
 from ..core.types import Chunk, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
 from .bm25_index import BM25Index, bm25_delta

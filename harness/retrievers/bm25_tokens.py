@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..text import SPACE_CODE_POINTS, STOPWORD_LISTS, Analyzer
+from ..text.analysis import SPACE_CODE_POINTS, STOPWORD_LISTS, Analyzer
 
 BATCH_CHUNKS = 20_000  # texts per batch: bounds the memory of the per-code-point arrays
 VECTOR_PATTERNS = (r"\w+", r"\S+")

@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError
 from ..cache import ArrayCache
 from ..core.errors import RetrieverError
 from ..core.schema import MAX_RANK, Strict, format_validation_error
-from ..core.fusion import contributions, normalise  # noqa: F401  (the one copy of the fusion arithmetic)
+from .fusion import contributions, normalise  # noqa: F401  (the one copy of the fusion arithmetic)
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import REGISTRY, BuildContext, RetrieverKind, build_retriever, register, validate_retriever_config
 from .ranking import rank_hits

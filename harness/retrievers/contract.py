@@ -22,9 +22,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..core.errors import RetrieverError
-from ..core.hittable import hits_of
+from ..hits.table import hits_of
 from ..core.types import Chunk, Document, Hit, Query, RankedList
-from ..core.normalize import LooseText, find_loose
+from ..text.normalize import LooseText, find_loose
 from .ranking import rank_hits
 
 MAX_SHOWN = 20  # problems listed in one error or warning; the rest are counted

@@ -152,7 +152,7 @@ def load_sentence_transformer(name: str, max_length: int | None = None):
 
 
 def _progress(total: int, label: str, enabled: bool):
-    from ..progress import progress
+    from ..core.progress import progress
 
     return progress(total, label, enabled)
 

@@ -15,7 +15,7 @@ from ..core.errors import RunFileError
 from ..core.ids import data_lines
 from ..io.jsonl_run import read_jsonl_hits
 from ..io.runfiles import run_line_problem, score_problem
-from ..core.textfile import not_a_file, require_file, utf8_lines
+from ..io.textfile import not_a_file, require_file, utf8_lines
 from ..core.types import Chunk, Document, Hit, Query, RankedList
 from .base import RetrieverKind, register
 from .contract import HitPlacer, shown_lines

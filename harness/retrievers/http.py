@@ -28,7 +28,7 @@ from pydantic import AfterValidator, Field, JsonValue, field_validator, model_va
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
-from ..core.urls import service_url_problem
+from .urls import service_url_problem
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
 from .http_transport import Failed, TimedOut, transport

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk
-from ..core.urls import service_url_problem
+from .urls import service_url_problem
 from .base import RetrieverKind, register
 from .vectorstore import (MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever, marker_problem, need,
                           store_folder_problem)

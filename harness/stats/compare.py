@@ -15,10 +15,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core import querycolumns
+from ..result import querycolumns
 from ..core.errors import InputError
-from ..core.outcomes import Comparison, ComparisonRow, distinct_names
-from ..core.result import Result, as_result
+from ..result.outcomes import Comparison, ComparisonRow, distinct_names
+from ..result.model import Result, as_result
 from ..metrics.spec import parse_metric
 from ..metrics.table import mean_of
 from .choices import CORRECTIONS, TESTS

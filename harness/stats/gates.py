@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from .compare import compare_runs, split_metric
-from ..core import querycolumns
+from ..result import querycolumns
 from ..core.errors import InputError
-from ..core.outcomes import GateOutcome, GateResult, Rule
+from ..result.outcomes import GateOutcome, GateResult, Rule
 from ..metrics.table import mean_of
-from ..core.result import KINDS, Result, as_result
-from ..core.safeyaml import load_yaml
-from ..core.textfile import require_file
+from ..result.model import KINDS, Result, as_result
+from ..io.safeyaml import load_yaml
+from ..io.textfile import require_file
 from ..metrics.spec import parse_metric
 
 # The threshold is any number Python's float() reads (0.8, .8, 8e-1, 0.5e0), nan and inf aside (``_threshold``).

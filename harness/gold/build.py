@@ -1,0 +1,161 @@
+"""``harness goldset build``: a golden set from question/answer pairs or pasted quotes.
+
+Input lines ``{"id", "query", "answers": [text, ...], "doc"?: DOC_ID, "grade"?: N, "tags"?: {...}}``. Each answer
+is located in its document (or, without ``doc``, in the whole corpus): exact, then normalised, then a bounded fuzzy
+match (only inside a named document, or a corpus under FUZZY_CORPUS_CHARS) whose score is recorded. An answer found in
+one place becomes an evidence span ``{"start", "end", "text", "how"[, "score"]}``; one found in several places, or
+nowhere, is listed for a person and never guessed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ..core.errors import GoldSetError
+from ..core.ids import grade_problem, id_problem
+from ..io.jsonl import jsonl_rows, one_document
+from ..io.textfile import read_utf8, require_file
+from ..core.types import Document
+from .load import query_of, tags_of
+from .locate import Match, NormCache, find_all, locate, normalise
+
+FUZZY_CORPUS_CHARS = 2_000_000  # whole-corpus fuzzy search above this size would take minutes: not tried
+
+
+@dataclass
+class AnswerRow:
+    where: str
+    query_id: str
+    query: str
+    answers: list[str]
+    doc: str | None
+    grade: int
+    tags: dict[str, str]
+
+
+@dataclass
+class Located:
+    """One answer's outcome: ``how`` is exact | normalised | fuzzy | ambiguous | missing."""
+
+    where: str
+    query_id: str
+    answer: str
+    how: str
+    places: list[tuple[str, Match]] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"where": self.where, "query_id": self.query_id, "answer": self.answer, "status": self.how,
+                "places": [{"doc_id": d, "start": m.start, "end": m.end, "how": m.how, "score": m.score}
+                           for d, m in self.places[:20]]}
+
+
+def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
+    """Every line checked; all problems raised together, each with ``file:line``."""
+    require_file(path, "answers file", GoldSetError)
+    rows, problems, seen = [], [], {}
+    for lineno, row, bad in jsonl_rows(read_utf8(path, GoldSetError)):
+        where = f"{path}:{lineno}"
+        if bad:
+            problems.append(f"{where}: {bad}")
+            continue
+        if not isinstance(row, dict):
+            problems.append(f"{where}: expected an object with id, query, answers")
+            continue
+        unknown = set(row) - {"id", "query", "answers", "doc", "grade", "tags"}
+        if unknown:
+            problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
+                            f"answers, doc, grade, tags")
+            continue
+        head = query_of(row, where, seen)
+        if isinstance(head, str):
+            problems.append(head)
+            continue
+        (qid, query), answers = head, row.get("answers")
+        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) and a.strip() for a in answers):
+            problems.append(f"{where}: query {qid!r}: 'answers' must be a non-empty list of texts")
+            continue
+        doc = row.get("doc")
+        if doc is not None:
+            bad = id_problem(doc, "document id")
+            if bad or str(doc) not in docs:
+                problems.append(f"{where}: query {qid!r}: {bad or f'document {doc!r} is not in the corpus'}")
+                continue
+        grade = row.get("grade", 1)
+        bad = grade_problem(grade)
+        if bad:
+            problems.append(f"{where}: query {qid!r}: {bad}")
+            continue
+        tags, bad = tags_of(row.get("tags"))
+        if bad:
+            problems.append(f"{where}: query {qid!r}: {bad}")
+            continue
+        rows.append(AnswerRow(where, qid, query, answers, None if doc is None else str(doc), grade, tags))
+    if problems and (whole := one_document(path)):
+        raise GoldSetError(f"{path}: {whole}")
+    if problems:
+        shown = problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
+        raise GoldSetError(f"{path}: {len(problems)} problem(s) in the answers", shown)
+    return rows
+
+
+def locate_answer(answer: str, candidates: list[Document], fuzzy: bool, cache: NormCache | None = None
+                  ) -> tuple[str, list[tuple[str, Match]]]:
+    """(how, places): the first rule (exact, normalised, fuzzy) that finds the answer anywhere in ``candidates``
+    decides; one place is located, several ambiguous."""
+    cache = cache or NormCache()
+    for rule in ("exact", "normalised", "fuzzy"):
+        if rule == "fuzzy" and not fuzzy:
+            break
+        if rule == "exact":  # cheap: no normalising unless no document has the answer as it is
+            places = [(d.doc_id, Match(s, s + len(answer), "exact")) for d in candidates for s in find_all(d.text, answer)]
+        else:
+            norm_answer = normalise(answer)[0]
+            places = [(d.doc_id, m) for d in candidates
+                      if rule == "fuzzy" or norm_answer in cache.of(d.doc_id, d.text)[0]
+                      for m in locate(d.text, answer, fuzzy=rule == "fuzzy", norm=cache.of(d.doc_id, d.text),
+                                      norm_needle=norm_answer)
+                      if m.how == rule]
+        if places:
+            return (rule if len(places) == 1 else "ambiguous"), places
+    return "missing", []
+
+
+def build_goldset(rows: list[AnswerRow], docs: Mapping[str, Document]) -> tuple[list[dict], list[Located]]:
+    """The golden set's rows, and every answer's outcome (in input order)."""
+    everything = list(docs.values())
+    corpus_fuzzy = sum(len(d.text) for d in everything) <= FUZZY_CORPUS_CHARS
+    out, outcomes = [], []
+    cache = NormCache()
+    for row in rows:
+        candidates = [docs[row.doc]] if row.doc else everything
+        evidence: dict[str, list[dict]] = {}
+        for answer in dict.fromkeys(row.answers):  # an answer repeated (SQuAD lists one per annotator) counts once
+            how, places = locate_answer(answer, candidates, bool(row.doc) or corpus_fuzzy, cache)
+            outcomes.append(Located(row.where, row.query_id, answer, how, places))
+            if how in ("exact", "normalised", "fuzzy"):
+                doc_id, m = places[0]
+                span = {"start": m.start, "end": m.end, "text": docs[doc_id].text[m.start:m.end], "how": how}
+                if how == "fuzzy":
+                    span["score"] = m.score
+                spans = evidence.setdefault(doc_id, [])
+                if not any(s.get("start") == m.start and s.get("end") == m.end for s in spans):
+                    spans.append(span)
+            elif row.doc:
+                # The document is known relevant, but where the answer is in it is not: kept as the quote it was
+                # given as, which a run flags (quote not found, or found twice: goldset_error) and `goldset check`
+                # lists. A judgment without evidence would make every chunk of the document relevant: a guess.
+                evidence.setdefault(row.doc, []).append({"quote": answer})
+        relevant = [{"doc": d, "grade": row.grade, **({"evidence": spans} if spans else {})}
+                    for d, spans in evidence.items()]
+        item: dict = {"id": row.query_id, "query": row.query, "relevant": relevant}
+        if row.tags:
+            item["tags"] = row.tags
+        out.append(item)
+    return out, outcomes
+
+
+def tally(outcomes: list[Located]) -> dict[str, int]:
+    counted = Counter(o.how for o in outcomes)
+    return {k: counted.get(k, 0) for k in ("exact", "normalised", "fuzzy", "ambiguous", "missing")}
