@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from harness.text.analysis.chunking import chunk_documents  # noqa: E402
+from harness.text.chunking import chunk_documents  # noqa: E402
 from harness.config.schema import ChunkingConfig, CorpusConfig  # noqa: E402
 from harness.io.documents import load_corpus  # noqa: E402
 from harness.retrievers import BuildContext, build_retriever  # noqa: E402

@@ -56,7 +56,7 @@ def main(argv: list[str]) -> None:
                                (assemble, "diagnose", "diagnose"), (assemble, "build_result", "build_result"),
                                (outputs, "write_outputs", "write_outputs")):
         _around(owner, name, label)
-    from harness.cli.main.main import main as harness_main
+    from harness.cli.main import main as harness_main
 
     try:
         harness_main(argv)
