@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.metrics.engine import evaluate  # noqa: E402
-from harness.core.runtable import ColumnarRun, Qrels, offsets_of  # noqa: E402
+from harness.core.runtable import Run, Qrels, offsets_of  # noqa: E402
 
 OURS = ["ap", "rr@10", "ndcg@10", "precision@10", "recall@100"]
 TREC = {"map": "ap", "recip_rank": "rr@10", "ndcg_cut_10": "ndcg@10", "P_10": "precision@10", "recall_100": "recall@100"}
@@ -32,7 +32,7 @@ def make(n_queries: int, depth: int = 100, n_docs: int = 1_000_000, seed: int = 
     # float32-exact scores: trec_eval compares in single precision, so float64-only differences would tie there
     scores = np.sort(rng.random((n_queries, depth)).astype(np.float32).astype(np.float64), axis=1)[:, ::-1]
     query_ids = np.array([f"q{i}" for i in range(n_queries)], dtype=object)
-    run = ColumnarRun(query_ids, offsets_of(np.full(n_queries, depth)), doc_vocab, codes.ravel().astype(np.int64),
+    run = Run(query_ids, offsets_of(np.full(n_queries, depth)), doc_vocab, codes.ravel().astype(np.int64),
                       scores.ravel().copy())
     n_rel = 5
     # ~3 of 5 relevant are retrieved (random ranks), 2 are elsewhere in the collection

@@ -22,8 +22,8 @@ _LAZY = {
                                                 "load_config", "run")},
     "register_retriever": ("harness.retrievers.base", "register_retriever"),
     "Qrels": ("harness.core.runtable", "Qrels"),
-    "Run": ("harness.core.runtable", "ColumnarRun"),  # the columnar run; ColumnarRun is its older name
-    "ColumnarRun": ("harness.core.runtable", "ColumnarRun"),
+    "Run": ("harness.core.runtable", "Run"),  # the columnar run
+    "ColumnarRun": ("harness.core.runtable", "Run"),  # Run's older name, kept for code that imports it
     "Result": ("harness.result.model", "Result"),  # the results.json schema; what run() returns
     "MetricTable": ("harness.metrics.engine", "MetricTable"),
     "MetricSpec": ("harness.metrics.spec", "MetricSpec"),
@@ -33,8 +33,8 @@ _LAZY = {
 if TYPE_CHECKING:
     from .api import Comparison, GateOutcome, compare, evaluate, fuse, gate, load_config, run
     from .result.model import Result
-    from .core.runtable import ColumnarRun, Qrels
-    from .core.runtable import ColumnarRun as Run
+    from .core.runtable import Run, Qrels
+    from .core.runtable import Run as ColumnarRun
     from .metrics.engine import MetricTable
     from .metrics.spec import MetricSpec, parse_metric
 

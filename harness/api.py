@@ -24,7 +24,7 @@ from .core.errors import ConfigError, InputError
 if TYPE_CHECKING:  # for readers and type checkers only; nothing here is imported at run time
     from .config.schema import ExperimentConfig
     from .result.model import Result
-    from .core.runtable import ColumnarRun, Qrels
+    from .core.runtable import Run, Qrels
     from .metrics.engine import MetricTable
 
 
@@ -122,7 +122,7 @@ def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "
     ``trec_eval -c`` (float32 score ties, every judged query in the means); ``order="rank"`` trusts given ranks."""
     from dataclasses import replace
 
-    from .io.inputs import as_qrels, as_run
+    from .metrics.inputs import as_qrels, as_run
     from .metrics.engine import evaluate as evaluate_table
     from .metrics.spec import DEFAULT_METRICS
     from .render.evaluation import coverage_warnings
@@ -151,12 +151,12 @@ def _judgments_fingerprint(qrels: "Qrels") -> str:
 
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] | None = None,
-         k: float | None = None) -> "ColumnarRun":
+         k: float | None = None) -> "Run":
     """Fuse runs into one: ``rrf`` (sum of ``weight / (k + rank)``, k = 60 unless given), ``minmax`` or ``zscore``
     (sum of ``weight * normalised score`` per query). The same arithmetic as the ``hybrid`` retriever; ranks are
     each run's evaluation order (score descending, ties by doc id descending, a repeated doc at its best rank)."""
     from .retrievers.fusion import METHODS, fuse_runs
-    from .io.inputs import as_run, finite_number
+    from .metrics.inputs import as_run, finite_number
 
     if isinstance(runs, Mapping) or not isinstance(runs, Sequence) or isinstance(runs, str) or len(runs) < 2:
         raise InputError(f"runs: expected a list of two or more runs, got {_describe(runs)}")

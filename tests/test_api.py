@@ -82,10 +82,10 @@ def test_import_harness_loads_nothing_heavy():
 
 def test_public_names():
     from harness.result.model import Result
-    from harness.core.runtable import ColumnarRun, Qrels
+    from harness.core.runtable import Run, Qrels
     from harness.metrics.engine import MetricTable
 
-    assert harness.Run is harness.ColumnarRun is ColumnarRun and harness.Qrels is Qrels
+    assert harness.Run is harness.Run is Run and harness.Qrels is Qrels
     assert harness.Result is Result and harness.MetricTable is MetricTable and harness.HarnessError is HarnessError
     assert set(harness.__all__) <= set(dir(harness))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):

@@ -276,11 +276,11 @@ def test_included_is_the_rule(policy, expect):
 
 def test_eval_counts_keep_their_shape_and_a_pipeline_lists_golden_set_errors():
     """``harness eval`` knows no golden-set errors: its counts are trec_eval's; a pipeline table lists them."""
-    from harness.core.runtable import ColumnarRun, Qrels
+    from harness.core.runtable import Run, Qrels
     from harness.metrics.engine import evaluate
 
     qrels = Qrels.from_dict({"q1": {"a": 1}, "q2": {"b": 1}, "q3": {}})
-    run = ColumnarRun.from_dict({"q1": {"a": 1.0}, "q2": {"a": 1.0}, "q9": {"a": 1.0}})
+    run = Run.from_dict({"q1": {"a": 1.0}, "q2": {"a": 1.0}, "q9": {"a": 1.0}})
     plain = evaluate(qrels, run, ["hit@1"])
     assert "excluded_goldset_error" not in plain.counts and plain.mean() == {"hit@1": 0.5}
     piped = evaluate(qrels, run, ["hit@1"], gold_errors={"q2"})

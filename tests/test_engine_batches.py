@@ -5,7 +5,7 @@ golden-set errors, absent and unjudged queries, duplicates, ties and uneven dept
 import numpy as np
 import pytest
 
-from harness.core.runtable import ColumnarRun, Qrels
+from harness.core.runtable import Run, Qrels
 from harness.metrics import engine
 
 METRICS = ["ap", "ap@5", "rr", "rr@3", "ndcg@10", "ndcg", "ndcg(gain=exp)@5", "precision(rel=2)@5", "ndcg(ideal=retrieved)@6", "dcg@4", "precision@5", "recall@8",
@@ -26,7 +26,7 @@ def _data(seed: int):
     window = engine.Window(cut={q: int(rng.integers(0, 12)) for q in qrels},
                            size={q: int(rng.integers(1, 12)) for q in qrels})
     errors = {f"q{q}" for q in rng.choice(230, 7, replace=False)}
-    return Qrels.from_dict(qrels), ColumnarRun.from_lists(lists), window, errors
+    return Qrels.from_dict(qrels), Run.from_lists(lists), window, errors
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -34,7 +34,7 @@ def _data(seed: int):
 def test_batches_score_as_one_pass(monkeypatch, seed, options):
     qrels, run, window, errors = _data(seed)
     if options.get("order") == "rank":
-        run = ColumnarRun(run.query_ids, run.offsets, run.doc_vocab, run.doc_codes, run.scores,
+        run = Run(run.query_ids, run.offsets, run.doc_vocab, run.doc_codes, run.scores,
                           np.concatenate([np.arange(1, n + 1) for n in run.lengths]).astype(np.int64))
     whole = engine.evaluate(qrels, run, METRICS, gold_errors=errors, window=window, **options)
     monkeypatch.setattr(engine, "BATCH_HITS", 50)  # a few queries a batch at depth 24
@@ -53,7 +53,7 @@ def test_a_run_of_exactly_the_judged_queries_in_their_order(monkeypatch):
     lists = {q: [(run.doc_vocab[c], s) for c, s in zip(run.doc_codes[run.offsets[present[q]]:run.offsets[present[q] + 1]],
                                                          run.scores[run.offsets[present[q]]:run.offsets[present[q] + 1]])]
              if q in present else [] for q in qrels.query_ids.tolist()}
-    aligned = ColumnarRun.from_lists(lists)
+    aligned = Run.from_lists(lists)
     assert aligned.query_ids.tolist() == qrels.query_ids.tolist()
     whole = engine.evaluate(qrels, aligned, METRICS, gold_errors=errors, window=window)
     monkeypatch.setattr(engine, "BATCH_HITS", 50)

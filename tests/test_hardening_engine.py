@@ -227,10 +227,10 @@ def test_a_huge_cutoff_allocates_nothing_of_its_size():
     import tracemalloc
 
     from harness.metrics.engine import evaluate
-    from harness.core.runtable import ColumnarRun, Qrels
+    from harness.core.runtable import Run, Qrels
 
     qrels = Qrels.from_dict({"q1": {"d1": 1, "d9": 2}, "q2": {"d3": 2}})
-    run = ColumnarRun.from_lists({"q1": [("d1", 3.0), ("d5", 2.0)], "q2": [("d3", 1.0)]})
+    run = Run.from_lists({"q1": [("d1", 3.0), ("d5", 2.0)], "q2": [("d3", 1.0)]})
     tracemalloc.start()
     try:
         table = evaluate(qrels, run, [f"ndcg@{HUGE}", f"precision@{HUGE}", f"ap@{HUGE}", f"recall@{HUGE}"])

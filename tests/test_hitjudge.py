@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.hits.table import HitTableBuilder
-from harness.core.types import Chunk, Hit, RankedList, Run
+from harness.core.types import Chunk, Hit, RankedList, RankedRun
 from harness.hits.parquet import RunHits
 from harness.retrievers.ranking import rank_hits
 
@@ -61,8 +61,8 @@ def test_hits_parquet_rows_are_the_records(seed):
 @pytest.mark.parametrize("level", ["doc", "chunk"])
 def test_trec_files_from_columns_match_line_by_line(level):
     objects, columns = _run(3)
-    by_objects = "".join(Run("r", tuple(objects.lists)).trec_lines(level))
-    by_columns = "".join(Run("r", columns.lists).trec_lines(level))
+    by_objects = "".join(RankedRun("r", tuple(objects.lists)).trec_lines(level))
+    by_columns = "".join(RankedRun("r", columns.lists).trec_lines(level))
     assert by_columns == by_objects
     assert by_columns.count("\n") == sum(len({h.doc_id if level == "doc" else h.chunk_id for h in r.hits})
                                          for r in objects.lists)
@@ -97,7 +97,7 @@ def test_empty_run_and_no_judgments():
     store = RunHits(table, {}, {}, [0], {c.chunk_id: c for c in chunks})
     assert [b.num_rows for b in store.batches()] == [0]
     assert [(q, f.tolist()) for q, f in store.relevance()] == [("q", [])]
-    assert "".join(Run("r", table).trec_lines("doc")) == ""
+    assert "".join(RankedRun("r", table).trec_lines("doc")) == ""
 
 
 @pytest.mark.parametrize("read_rows", [65_536, 7])

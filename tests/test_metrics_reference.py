@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from harness.metrics.engine import evaluate
-from harness.core.runtable import ColumnarRun, Qrels
+from harness.core.runtable import Run, Qrels
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -34,7 +34,7 @@ def random_batch(rng, n_queries):
 def compare(qrels, run, reference=None):
     if reference is None:
         reference = pytrec_eval.RelevanceEvaluator(qrels, set(PAIRS)).evaluate(run)
-    ours = evaluate(Qrels.from_dict(qrels), ColumnarRun.from_dict(run), list(PAIRS.values())).per_query()
+    ours = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), list(PAIRS.values())).per_query()
     assert reference, "pytrec_eval evaluated nothing"
     for qid, values in reference.items():
         for trec_name, name in PAIRS.items():
@@ -101,7 +101,7 @@ def table_for(grades, extra_relevant, order=None):
         qrels["q"]["unretrieved_x"] = 1
     ranked = order if order is not None else docs
     run = {"q": [(d, float(len(ranked) - i)) for i, d in enumerate(ranked)]}
-    return evaluate(Qrels.from_dict(qrels), ColumnarRun.from_lists(run), ALL).per_query()["q"]
+    return evaluate(Qrels.from_dict(qrels), Run.from_lists(run), ALL).per_query()["q"]
 
 
 @given(ranked_query())
@@ -155,7 +155,7 @@ def test_repeated_doc_ids_count_once_at_their_best_rank_like_a_deduplicated_run(
             best.setdefault(d, s)
         deduplicated[f"q{q}"] = best
         dropped += len(hits) - len(best)
-    table = evaluate(Qrels.from_dict(qrels), ColumnarRun.from_lists(run), list(PAIRS.values()))
+    table = evaluate(Qrels.from_dict(qrels), Run.from_lists(run), list(PAIRS.values()))
     assert table.counts["dropped_duplicates"] == dropped > 1000
     reference = pytrec_eval.RelevanceEvaluator(qrels, set(PAIRS)).evaluate(deduplicated)
     ours = table.per_query()

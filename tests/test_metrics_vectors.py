@@ -5,11 +5,11 @@ import math
 import pytest
 
 from harness.metrics.engine import evaluate
-from harness.core.runtable import ColumnarRun, Qrels
+from harness.core.runtable import Run, Qrels
 
 
 def ev(qrels, run, metrics, **kw):
-    return evaluate(Qrels.from_dict(qrels), ColumnarRun.from_lists(run), metrics, **kw)
+    return evaluate(Qrels.from_dict(qrels), Run.from_lists(run), metrics, **kw)
 
 
 def desc(docs):
@@ -95,7 +95,7 @@ def test_ties_broken_by_doc_id_descending():
     assert t.mean()["rr"] == 0.5
     # order=rank trusts the given ranks instead
     r = evaluate(Qrels.from_dict({"q": {"a": 1}}),
-                 ColumnarRun.from_lists({"q": [("a", 1.0), ("b", 1.0)]}, ranks={"q": [1, 2]}), ["rr"], order="rank")
+                 Run.from_lists({"q": [("a", 1.0), ("b", 1.0)]}, ranks={"q": [1, 2]}), ["rr"], order="rank")
     assert r.mean()["rr"] == 1.0
 
 

@@ -56,11 +56,11 @@ def test_names_round_trip(spec):
 
 def test_window_metrics_need_a_window():
     """``@window`` is each query's context window: only a pipeline run has one, so plain evaluation refuses it."""
-    from harness.core.runtable import ColumnarRun, Qrels
+    from harness.core.runtable import Run, Qrels
     from harness.metrics.engine import Window, evaluate
 
     qrels = Qrels.from_dict({"q1": {"a": 1, "b": 1}, "q2": {"c": 1}})
-    run = ColumnarRun.from_dict({"q1": {"x": 3.0, "a": 2.0, "b": 1.0}, "q2": {"x": 3.0, "c": 2.0}})
+    run = Run.from_dict({"q1": {"x": 3.0, "a": 2.0, "b": 1.0}, "q2": {"x": 3.0, "c": 2.0}})
     with pytest.raises(MetricError, match="needs each query's context window"):
         evaluate(qrels, run, ["hit@window"])
     # q1's window holds its first 2 hits (x, a), q2's only its first (x); P divides by the window's size

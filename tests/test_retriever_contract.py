@@ -19,7 +19,7 @@ import pytest
 
 from clihelp import DEMO, Case, assert_input_error, demo_config, harness, run_case
 from harness.core.errors import ConfigError, RetrieverError
-from harness.core.types import Chunk, Document, Hit, Query, RankedList, Run, best_hits
+from harness.core.types import Chunk, Document, Hit, Query, RankedList, RankedRun, best_hits
 from harness.retrievers import REGISTRY, BuildContext, HitPlacer, build_retriever, check_output, rank_hits
 from harness.retrievers.ranking import id_order, top_k
 
@@ -382,7 +382,7 @@ def test_build_context_documents_are_read_only():
 def test_best_hit_per_document_is_one_rule_for_run_files_and_dicts():
     hits = (Hit("a#0-1", "a", 3.0, 1), Hit("b#0-1", "b", 2.0, 2), Hit("a#2-3", "a", 1.0, 3))
     assert [h.chunk_id for h in best_hits(hits)] == ["a#0-1", "b#0-1"]
-    run = Run("r", (RankedList("q", hits),))
+    run = RankedRun("r", (RankedList("q", hits),))
     assert run.to_trec() == "q Q0 a 1 3 r\nq Q0 b 2 2 r\n"
     assert run.to_dict() == {"q": {"a": 3.0, "b": 2.0}}
     assert run.to_dict("chunk") == {"q": {"a#0-1": 3.0, "b#0-1": 2.0, "a#2-3": 1.0}}

@@ -235,7 +235,7 @@ def eval_(qrels: Path = typer.Argument(..., metavar="QRELS", help="TREC qrels, B
     Example: harness eval qrels.txt run.trec -m P@5 --format tsv --per-query | sort -k3 -n | head
     """
     from ..io import fast_trec
-    from ..io.inputs import NATIVE_GOLD, read_qrels
+    from ..metrics.inputs import NATIVE_GOLD, read_qrels
     from ..metrics.engine import evaluate
     from ..io.runfiles import JSON_RUN, read_run
     from ..io.textfile import base_suffix

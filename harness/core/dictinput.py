@@ -2,7 +2,7 @@
 ``{qid: {doc: score}}``, as pytrec_eval and ranx take them): ids are strings (or integers, read as their decimal
 text) without whitespace; a grade is a whole number (``1.0`` is 1, ``1.5`` is an error); a score is a finite number.
 Every problem is reported at once, each located (``qrels['q1']['d3']``); nothing is dropped or guessed. Used by
-``io.inputs`` (``harness.evaluate``'s arguments) and by the public ``Run``/``Qrels`` constructors."""
+``metrics.inputs`` (``harness.evaluate``'s arguments) and by the public ``Run``/``Qrels`` constructors."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class ColumnarRun:
+class Run:
     """Hits of many queries: query ``i`` owns rows ``offsets[i]:offsets[i+1]``."""
 
     query_ids: np.ndarray  # (Q,) object, unique
@@ -173,7 +173,7 @@ class ColumnarRun:
         return []
 
     @classmethod
-    def empty(cls) -> "ColumnarRun":
+    def empty(cls) -> "Run":
         """No query at all (with ranks, which ``order="rank"`` asks for)."""
         return cls(np.zeros(0, object), np.zeros(1, np.int64), np.zeros(0, object), np.zeros(0, np.int64), np.zeros(0),
                    np.zeros(0, np.int64))
@@ -184,7 +184,7 @@ class ColumnarRun:
 
     @classmethod
     def from_lists(cls, lists: Mapping[str, Sequence[tuple[str, float]]],
-                   ranks: Mapping[str, Sequence[int]] | None = None) -> "ColumnarRun":
+                   ranks: Mapping[str, Sequence[int]] | None = None) -> "Run":
         """From ``{query_id: [(doc_id, score), ...]}`` (the order given is kept; ``ranks``: each hit's given rank,
         for ``order="rank"``), its ids, scores and ranks checked as ``harness.evaluate`` checks a dict: an
         InputError naming each bad entry."""
@@ -196,7 +196,7 @@ class ColumnarRun:
     @classmethod
     def from_checked_lists(cls, lists: Mapping[str, Sequence[tuple[str, float]]],
                            ranks: Mapping[str, Sequence[int]] | None = None,
-                           doc_vocab: np.ndarray | None = None) -> "ColumnarRun":
+                           doc_vocab: np.ndarray | None = None) -> "Run":
         """``from_lists`` for lists a reader has checked already (string ids, finite float scores)."""
         query_ids = np.array(list(lists), dtype=object)
         lengths = np.array([len(v) for v in lists.values()], dtype=np.int64)
@@ -211,14 +211,14 @@ class ColumnarRun:
             rank_arr = np.array([r for q in lists for r in ranks[q]], dtype=np.int64)
         return cls(query_ids, offsets_of(lengths), vocab, codes, scores, rank_arr)
 
-    def select(self, rows: np.ndarray) -> "ColumnarRun":
+    def select(self, rows: np.ndarray) -> "Run":
         """The queries at ``rows``, in that order (the vocabulary shared)."""
         take, offsets = _gathered(self.offsets, rows)
-        return ColumnarRun(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
+        return Run(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
                            None if self.ranks is None else self.ranks[take], self.doc_order)
 
     @classmethod
-    def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "ColumnarRun":
+    def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
         """From the dict-of-dicts form pytrec_eval and ranx use, checked as ``harness.evaluate`` checks it (ids read
         as strings: ``{"1": {2: 1.0}}`` names document "2"; scores finite numbers): an InputError naming each bad
         entry."""
@@ -227,7 +227,7 @@ class ColumnarRun:
         return cls.from_checked_dict(checked_scores(run, "Run.from_dict"))
 
     @classmethod
-    def from_checked_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "ColumnarRun":
+    def from_checked_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
         """``from_dict`` for a dict a reader has checked already."""
         return cls.from_checked_lists({q: list(d.items()) for q, d in run.items()})
 
@@ -268,7 +268,7 @@ class Qrels:
     __hash__ = None  # type: ignore[assignment]
 
     def problems(self, name: str) -> list[str]:
-        """What breaks these judgments' invariants (``ColumnarRun.problems``'s, for judgments built by hand)."""
+        """What breaks these judgments' invariants (``Run.problems``'s, for judgments built by hand)."""
         out = _offsets_problems(self, name, "doc_ids")
         out += _ids_problems(self.doc_ids, f"{name}.doc_ids", unique=False)
         grades = self.grades
@@ -316,3 +316,6 @@ class Qrels:
             lo, hi = self.offsets[i], self.offsets[i + 1]
             out[str(q)] = {str(d): int(g) for d, g in zip(self.doc_ids[lo:hi], self.grades[lo:hi])}
         return out
+
+
+ColumnarRun = Run  # the older name of Run, kept for code that imports it

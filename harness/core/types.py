@@ -156,7 +156,7 @@ def best_hits(hits: Iterable[Hit], level: Literal["doc", "chunk"] = "doc") -> li
 
 
 @dataclass(frozen=True)
-class Run:
+class RankedRun:
     """The output of one retriever over a golden set: one ranked list per query, in query order."""
 
     name: str

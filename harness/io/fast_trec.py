@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..core.ids import GRADE_LIMIT
-from ..core.runtable import ColumnarRun, Qrels, offsets_of
+from ..core.runtable import Run, Qrels, offsets_of
 from .textfile import GZIP_ERRORS, open_binary
 from . import packed_ids
 from .arrow_text import (Declined, arrow, arrow_source, check_ids, csv_options, delimiter_of, dictionary_of,
@@ -122,7 +122,7 @@ def _queries(column):
     return dictionary, codes, int(np.count_nonzero(codes[1:] != codes[:-1])) == len(dictionary) - 1
 
 
-def _columnar_run(run: Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) -> ColumnarRun:
+def _columnar_run(run: Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) -> Run:
     doc_codes, scores, ranks = run.doc_codes, run.scores, run.ranks
     dictionary, qcodes, together = run.queries
     if together:  # the usual case: no sort, queries in order of appearance
@@ -130,7 +130,7 @@ def _columnar_run(run: Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) -
         # Each query's rows are one run: its length is where the next starts (bincount would copy the codes
         # to int64 first).
         starts = np.flatnonzero(qcodes[1:] != qcodes[:-1]) + 1
-        return ColumnarRun(query_ids, np.concatenate([[0], starts, [len(qcodes)]]).astype(np.int64), doc_vocab,
+        return Run(query_ids, np.concatenate([[0], starts, [len(qcodes)]]).astype(np.int64), doc_vocab,
                            doc_codes, scores, ranks, doc_order)
     else:  # interleaved queries: grouped, in sorted order of query id, each keeping its file order
         position = sorted_positions(dictionary)
@@ -140,7 +140,7 @@ def _columnar_run(run: Streamed, doc_vocab: np.ndarray, doc_order: np.ndarray) -
         order = np.argsort(qcodes, kind="stable")
         qcodes, doc_codes, scores, ranks = qcodes[order], doc_codes[order], scores[order], ranks[order]
     lengths = np.bincount(qcodes, minlength=len(query_ids))
-    return ColumnarRun(query_ids, offsets_of(lengths), doc_vocab, doc_codes, scores, ranks, doc_order)
+    return Run(query_ids, offsets_of(lengths), doc_vocab, doc_codes, scores, ranks, doc_order)
 
 
 def _qrels(table, doc_vocab: np.ndarray, doc_codes: np.ndarray, queries) -> Qrels | None:
@@ -178,7 +178,7 @@ def _or_none(reader: Callable) -> Callable:
 
 
 @_or_none
-def read_run(path: Path) -> ColumnarRun | None:
+def read_run(path: Path) -> Run | None:
     if arrow() is None:
         return None
     try:  # packed doc ids first; the rare run whose short ids give way to long ones is read twice
@@ -241,7 +241,7 @@ def read_qrels_coded(path: Path) -> tuple[Qrels, object, object] | None:
 
 
 @_or_none
-def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, ColumnarRun] | None:
+def read_qrels_and_run(qrels_path: Path, run_path: Path) -> tuple[Qrels, Run] | None:
     """Both files, their doc ids interned together (the qrels' first, then the run's new ones, block by block): the
     engine then joins them on integer codes without looking a string up again."""
     if arrow() is None:

@@ -121,7 +121,7 @@ def query_batches(path: Path, packed: bool) -> Iterator[Batch]:
 @dataclass
 class Coded:
     """A batch's doc ids and the judged ones of its queries as codes into one vocabulary, and, unless the codes
-    order as the ids do, each code's sorted position (``core.runtable.ColumnarRun.doc_order``)."""
+    order as the ids do, each code's sorted position (``core.runtable.Run.doc_order``)."""
 
     vocab: object  # (V,) the distinct packed keys (uint64), sorted; or the distinct strings (pyarrow)
     codes: np.ndarray  # (n,) int32: the batch's docs

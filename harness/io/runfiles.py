@@ -18,7 +18,7 @@ from . import fast_trec
 from ..core.errors import RunFileError
 from .jsonl import one_document
 from ..core.ids import ODD_CHARS, data_lines, has_comment, id_problem, tab_problem
-from ..core.runtable import ColumnarRun, offsets_of
+from ..core.runtable import Run, offsets_of
 from .textfile import base_suffix, read_utf8, require_file
 
 RUN_SHAPE = "6 columns (qid Q0 docno rank score tag)"
@@ -98,7 +98,7 @@ def _line_tokens(path: Path, text: str) -> list[str]:
     return tokens
 
 
-def read_trec_run(path: Path) -> ColumnarRun:
+def read_trec_run(path: Path) -> Run:
     require_file(path, "run file", RunFileError)
     fast = fast_trec.read_run(path)
     if fast is not None:
@@ -131,10 +131,10 @@ def read_trec_run(path: Path) -> ColumnarRun:
         order = np.argsort(qcodes, kind="stable")
         qcodes, dcodes, scores, ranks = qcodes[order], dcodes[order], scores[order], ranks[order]
     lengths = np.bincount(qcodes, minlength=len(query_vocab))
-    return ColumnarRun(query_vocab, offsets_of(lengths), doc_vocab, dcodes, scores, ranks)
+    return Run(query_vocab, offsets_of(lengths), doc_vocab, dcodes, scores, ranks)
 
 
-def read_jsonl_run(path: Path) -> ColumnarRun:
+def read_jsonl_run(path: Path) -> Run:
     """A JSONL run (``io.jsonl_run``: a query per line with its hits, or a hit per line) as documents ranked per
     query: ``eval`` judges documents, so every hit must name its ``doc_id``."""
     from .jsonl_run import read_jsonl_hits
@@ -142,13 +142,13 @@ def read_jsonl_run(path: Path) -> ColumnarRun:
     runs = read_jsonl_hits(path, need_doc=True)
     lists = {qid: [(h.doc_id, h.score) for h in hits] for qid, hits in runs.items()}
     ranks = {qid: list(range(1, len(hits) + 1)) for qid, hits in runs.items()}
-    return ColumnarRun.from_checked_lists(lists, ranks=ranks)
+    return Run.from_checked_lists(lists, ranks=ranks)
 
 
 JSON_RUN = (".jsonl", ".json")
 
 
-def read_run(path: Path) -> ColumnarRun:
+def read_run(path: Path) -> Run:
     if base_suffix(path) in JSON_RUN:
         return read_jsonl_run(path)
     return read_trec_run(path)

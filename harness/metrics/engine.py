@@ -24,7 +24,7 @@ import numpy as np
 from ..core.errors import MetricError
 from .spec import MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
-from ..core.runtable import ColumnarRun, Qrels
+from ..core.runtable import Run, Qrels
 from ..io.spilled import SpilledRows
 from .join import Labels, join, position_in_group
 
@@ -131,7 +131,7 @@ def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarr
     raise MetricError(f"no kernel for metric family {fam!r}")
 
 
-def evaluate(qrels: Qrels, run: ColumnarRun, metrics: Iterable[str | MetricSpec], *,
+def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
              query_policy: str = "exclude", order: str = "score", trec_compat: bool = False,
              gold_errors: Collection[str] | None = None, window: Window | None = None) -> MetricTable:
     """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
@@ -210,7 +210,7 @@ def _and_absent(parts: Iterable[tuple], qrels: Qrels, scored: np.ndarray) -> Ite
         scored[part[0]] = True
         yield part
     if len(rows := np.flatnonzero(~scored)):
-        yield rows, qrels.select(rows), ColumnarRun.empty(), np.full(len(rows), -1, np.int64)
+        yield rows, qrels.select(rows), Run.empty(), np.full(len(rows), -1, np.int64)
 
 
 # A table of more judged queries than this keeps its values in a temporary file (``evaluate_parts(spill=True)``,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import MetricError
-from ..core.runtable import ColumnarRun, Qrels
+from ..core.runtable import Run, Qrels
 
 ORDERS = ("score", "rank")
 
@@ -47,7 +47,7 @@ def position_in_group(groups: np.ndarray) -> np.ndarray:
     return np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
 
 
-def _gather_rows(run: ColumnarRun, rows: np.ndarray):
+def _gather_rows(run: Run, rows: np.ndarray):
     """Padded (Q, D) matrices of the run rows named by ``rows`` (-1: an empty row). Read-only views may come back."""
     lengths_all = run.lengths
     if len(lengths_all) and len(run.doc_codes) and (lengths_all == lengths_all[0]).all():
@@ -143,7 +143,7 @@ def _drop_duplicates(valid, codes):
     return valid, codes, dropped
 
 
-def join(qrels: Qrels, run: ColumnarRun, *, order: str = "score", float32_scores: bool = False,
+def join(qrels: Qrels, run: Run, *, order: str = "score", float32_scores: bool = False,
          rows: np.ndarray | None = None) -> Labels:
     """Join a run to its judgments: the grade of every hit, in evaluation order. ``rows``: each judged query's row
     in the run (-1: absent), when the caller knows them; else they are looked up by id."""

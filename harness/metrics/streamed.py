@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..core.runtable import ColumnarRun, Qrels
+from ..core.runtable import Run, Qrels
 from ..io import fast_trec, packed_ids, run_batches, run_buckets
 from ..io.arrow_text import Declined, arrow
 from ..io.run_stream import LongIds
@@ -106,7 +106,7 @@ def _evaluate(qrels: Qrels, query_ids, vocab, batches: Iterable, packed: bool, m
             judged = qrels.select(rows)
             coded = run_batches.coded(batch.docs, vocab[judged.doc_ids] if packed else vocab.take(judged.doc_ids))
             # The run's query ids are not read again: the judged rows are given (``present``).
-            run = ColumnarRun(np.empty(len(found), dtype=object), batch.offsets, coded.vocab, coded.codes,
+            run = Run(np.empty(len(found), dtype=object), batch.offsets, coded.vocab, coded.codes,
                               batch.scores, batch.ranks, coded.doc_order)
             yield rows, replace(judged, doc_vocab=coded.vocab, doc_codes=coded.judged_codes), run, present
 

@@ -34,7 +34,7 @@ from ..hits.positions import Positions
 from ..result.querystore import stored
 from ..result.selection import Rows, drill_ranks, drill_target, kept
 from ..core.fingerprint import document_fingerprint, fingerprint_of_items
-from ..core.types import RankedList, Run
+from ..core.types import RankedList, RankedRun
 from ..diagnostics.verdicts import diagnose, flags_text, summarize_verdicts
 from ..hits.parquet import CHUNKS_FILE, HITS_FILE, RunHits
 from ..core.errors import GoldSetError
@@ -259,7 +259,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
     conventions["flags"] = flags_text(config.diagnostics)
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
-    run = Run(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
+    run = RankedRun(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
     result = Result(
         name=config.name,
         config=config.resolved(),

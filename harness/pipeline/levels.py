@@ -10,7 +10,7 @@ import numpy as np
 
 from ..hits.table import HitTable
 from ..hits.levelgrades import LevelGrades, as_qrels
-from ..core.runtable import ColumnarRun, Qrels, offsets_of
+from ..core.runtable import Run, Qrels, offsets_of
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics import engine
@@ -69,14 +69,14 @@ def _window_cuts(lists: Sequence[RankedList], window_k: Sequence[int]) -> tuple[
     return Window(docs, size), Window(chunks, size)
 
 
-def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -> ColumnarRun:
+def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -> Run:
     # Lists arrive in the runner's canonical order; give that order as ranks so doc-level collapsing keeps it. The
     # run holds what the retriever answered: not the queries it lacks, plus the ones the golden set lacks.
     absent = set(coverage.absent)
     answered = {q: v for q, v in lists.items() if q not in absent}
     answered.update((q, []) for q in coverage.unknown if q not in answered)
     ranks = {q: list(range(1, len(v) + 1)) for q, v in answered.items()}
-    return ColumnarRun.from_checked_lists(answered, ranks=ranks)
+    return Run.from_checked_lists(answered, ranks=ranks)
 
 
 def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mapping[str, int]],
@@ -142,7 +142,7 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
             window.size.update(zip(ids[start:stop], k[start:stop].tolist()))
             offsets = offsets_of(lengths)
             rank_in_level = np.arange(1, len(codes) + 1, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-            run = ColumnarRun(table.query_ids[start:stop], offsets, vocab, codes,
+            run = Run(table.query_ids[start:stop], offsets, vocab, codes,
                               np.ascontiguousarray(scores, dtype=np.float64), rank_in_level, doc_order)
             if aligned:
                 found = np.arange(start, stop, dtype=np.int64)

@@ -341,11 +341,10 @@ class Result(StoredHits, Record):
         return self._chunk_text or {cid: c.text for cid, c in (self.chunks or {}).items()}
 
     def with_memory(self, run=None, chunk_text: dict[str, str] | None = None, hits=None) -> "Result":
-        """Attach the in-memory parts (kept by ``model_copy`` too)."""
-        self._run = run
-        self._chunk_text = dict(chunk_text or {})
-        self._hits = hits if hits is not None else self._hits
-        return self
+        """A shallow copy (the records shared) with the in-memory parts beside them; this result stays as it was."""
+        copy = self.model_copy()
+        copy._run, copy._chunk_text, copy._hits = run, dict(chunk_text or {}), hits if hits is not None else self._hits
+        return copy
 
     # ---- writing and reading back ----
 

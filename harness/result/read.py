@@ -45,10 +45,10 @@ def load_result(path: Path) -> Result:
         result = _whole(path)
     if result.hits_kept == "selected" and result.hits_file:  # the hits not kept here are read from beside it
         from ..hits.parquet import ParquetHits
-        result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
-                                            path.parent / result.chunks_file if result.chunks_file else None,
-                                            result.queries,  # their order locates a query's row group
-                                            result.run_id))
+        result = result.with_memory(hits=ParquetHits(path.parent / result.hits_file,
+                                                     path.parent / result.chunks_file if result.chunks_file else None,
+                                                     result.queries,  # their order locates a query's row group
+                                                     result.run_id))
     return result
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.runtable import ColumnarRun, offsets_of, encode, sorted_vocab
+from ..core.runtable import Run, offsets_of, encode, sorted_vocab
 
 METHODS = ("rrf", "minmax", "zscore")
 HUGE = 1e100  # above it a list's spread or variance may overflow a float
@@ -47,12 +47,12 @@ def contributions(ranks: np.ndarray, scores: np.ndarray, how: str, rrf_k: float,
     return weight * normalise(np.asarray(scores, dtype=np.float64), how)
 
 
-def _doc_positions(run: ColumnarRun) -> np.ndarray:
+def _doc_positions(run: Run) -> np.ndarray:
     """Each row's doc id as its position in sorted order (the codes themselves when the vocabulary is sorted)."""
     return run.doc_codes if run.doc_order is None else run.doc_order[run.doc_codes]
 
 
-def ranked_rows(run: ColumnarRun) -> tuple[np.ndarray, np.ndarray]:
+def ranked_rows(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """(rows, ranks): the run's rows in evaluation order (per query: score descending, ties by doc id descending,
     a doc repeated in one list kept at its best rank only, as the metric engine counts it) and each kept row's rank."""
     query_of_row = np.repeat(np.arange(run.n_queries), run.lengths)
@@ -72,7 +72,7 @@ def ranked_rows(run: ColumnarRun) -> tuple[np.ndarray, np.ndarray]:
     return kept, np.arange(len(kept)) - starts + 1
 
 
-def fuse_runs(runs: Sequence[ColumnarRun], weights: Sequence[float], how: str, rrf_k: float) -> ColumnarRun:
+def fuse_runs(runs: Sequence[Run], weights: Sequence[float], how: str, rrf_k: float) -> Run:
     """Fuse whole runs: queries in order of first appearance across the runs, every hit of every run, scored with
     ``contributions`` per query and list; hits ordered by fused score descending, ties by doc id descending."""
     query_ids: dict[str, int] = {}
@@ -109,5 +109,5 @@ def fuse_runs(runs: Sequence[ColumnarRun], weights: Sequence[float], how: str, r
     lengths = np.bincount(q_codes, minlength=len(query_ids)).astype(np.int64)
     offsets = offsets_of(lengths)
     ranks = np.arange(len(q_codes)) - offsets[q_codes] + 1
-    return ColumnarRun(np.array(list(query_ids), dtype=object), offsets, vocab, d_codes.astype(np.int64),
+    return Run(np.array(list(query_ids), dtype=object), offsets, vocab, d_codes.astype(np.int64),
                        fused.astype(np.float64), ranks.astype(np.int64))

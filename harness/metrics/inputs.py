@@ -1,5 +1,5 @@
 """Every form in which a caller hands over judgments or a run, turned into the engine's ``Qrels`` and
-``ColumnarRun``: the objects themselves, dict-of-dicts (``{qid: {doc: grade}}``, ``{qid: {doc: score}}``, as
+``Run``: the objects themselves, dict-of-dicts (``{qid: {doc: grade}}``, ``{qid: {doc: score}}``, as
 pytrec_eval and ranx take them), pandas DataFrames, and paths to TREC / BEIR / JSONL / native files.
 
 In-memory data gets the files' rules: ids are strings (or integers, read as their decimal text) without whitespace;
@@ -21,7 +21,7 @@ from ..core.dictinput import (MAX_SHOWN, checked_grades, checked_id, checked_sco
                               plain, raise_problems, score_value)
 from ..core.errors import InputError
 from ..core.ids import is_finite_number
-from ..core.runtable import ColumnarRun, Qrels, offsets_of
+from ..core.runtable import Run, Qrels, offsets_of
 
 NATIVE_GOLD = (".jsonl", ".yaml", ".yml")
 QRELS_FORMS = ("a Qrels, a dict {query_id: {doc_id: grade}}, a pandas DataFrame with columns query_id, doc_id, "
@@ -36,7 +36,7 @@ def is_dataframe(value: Any) -> bool:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, ColumnarRun):
+    if isinstance(value, Run):
         return "a Run"
     if isinstance(value, Qrels):
         return "a Qrels"
@@ -134,13 +134,13 @@ def _frame_ranks(frame: Any, name: str) -> np.ndarray | None:
     return np.array(ranks, dtype=np.int64)
 
 
-def _run_from_frame(frame: Any, name: str, read_ranks: bool = False) -> ColumnarRun:
+def _run_from_frame(frame: Any, name: str, read_ranks: bool = False) -> Run:
     qids, docs, scores = _frame_rows(frame, name, "score", score_value)
     ranks = _frame_ranks(frame, name) if read_ranks else None
     query_ids, order, lengths = _grouped(qids)
     vocab, codes = np.unique(np.array(docs, dtype=object), return_inverse=True) if docs else (
         np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
-    return ColumnarRun(query_ids, offsets_of(lengths), vocab.astype(object), codes.astype(np.int64)[order],
+    return Run(query_ids, offsets_of(lengths), vocab.astype(object), codes.astype(np.int64)[order],
                        np.array(scores, dtype=np.float64)[order], None if ranks is None else ranks[order])
 
 
@@ -148,9 +148,9 @@ def _run_from_frame(frame: Any, name: str, read_ranks: bool = False) -> Columnar
 
 def read_qrels(path: Path) -> Qrels:
     """TREC qrels, BEIR qrels TSV, or a native golden set (its judgments), as ``harness eval`` reads them."""
-    from .textfile import base_suffix
+    from ..io.textfile import base_suffix
     from ..gold.load import native_queries, read_qrels_file
-    from . import fast_trec
+    from ..io import fast_trec
 
     if base_suffix(path) in NATIVE_GOLD:
         raw = native_queries(path)
@@ -179,22 +179,22 @@ def as_qrels(value: Any, name: str = "qrels") -> Qrels:
     path = _path(value)
     if path is not None:
         return read_qrels(path)
-    hint = " (the judgments come first: evaluate(qrels, run, metrics))" if isinstance(value, ColumnarRun) else ""
+    hint = " (the judgments come first: evaluate(qrels, run, metrics))" if isinstance(value, Run) else ""
     raise InputError(f"{name}: expected {QRELS_FORMS}; got {_kind(value)}{hint}")
 
 
-def as_run(value: Any, name: str = "run", ranks: bool = False) -> ColumnarRun:
+def as_run(value: Any, name: str = "run", ranks: bool = False) -> Run:
     """``value`` as a columnar run, or an InputError naming ``name`` and the forms accepted. ``ranks``: a
     DataFrame's ``rank`` column is read (``order="rank"``); otherwise it is left alone, as any other column."""
-    if isinstance(value, ColumnarRun):
+    if isinstance(value, Run):
         return _sound(value, name)
     if isinstance(value, Mapping):
-        return ColumnarRun.from_checked_dict(checked_scores(value, name))
+        return Run.from_checked_dict(checked_scores(value, name))
     if is_dataframe(value):
         return _run_from_frame(value, name, ranks)
     path = _path(value)
     if path is not None:
-        from .runfiles import read_run
+        from ..io.runfiles import read_run
 
         return read_run(path)
     hint = " (the run comes second: evaluate(qrels, run, metrics))" if isinstance(value, Qrels) else ""
