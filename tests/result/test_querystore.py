@@ -121,7 +121,7 @@ def test_store_records_round_trip_and_the_spool_leaves_no_file(tmp_path, monkeyp
 
 
 def test_a_large_run_spools_its_records_and_only_its_records(tmp_path, monkeypatch):
-    """The default threshold: a run over SPOOL_ABOVE queries spools (tests/test_bounded_outputs.py runs 6,000
+    """The default threshold: a run over SPOOL_ABOVE queries spools (tests/result/test_bounded_outputs.py runs 6,000
     queries through every output that way), a smaller one keeps a list."""
     from harness.result.querystore import SPOOL_ABOVE, QueryStore, stored
     from harness.result.model import QueryResult

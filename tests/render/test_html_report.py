@@ -104,7 +104,7 @@ def test_report_command_on_a_result_with_payloads_in_every_string(chromium, tmp_
     conventions, metric names, config values...) carries markup that breaks out of text, attributes and code: the
     schema accepts it, the page fires no dialog and runs no script of it, and each payload shows as text."""
     from clihelp import ROOT, harness
-    from test_hardening_render import poison
+    from test_schema_and_escaping import poison
 
     out = tmp_path / "demo"
     assert harness("run", ROOT / "configs/demo-bm25.yaml", "--out", out, "-q").returncode == 0
