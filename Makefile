@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-fast bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -18,8 +18,15 @@ install: $(STAMP)
 demo: install
 	$(BIN)/harness run configs/demo-bm25.yaml
 
+# The whole suite; the slowest tests are listed at the end (--durations) so a slow one is seen when it lands.
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
+
+# The edit loop (about two minutes): the architecture, the engine, hits, text, diagnostics and result checks, and
+# one end-to-end demo run through the CLI with its numbers checked against pytrec_eval.
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow" --durations=5 tests/test_architecture.py tests/metrics tests/hits \
+	    tests/text tests/diagnostics tests/cli/test_cli.py::test_demo_numbers_match_trec_eval_on_the_written_run
 
 bench: install
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
