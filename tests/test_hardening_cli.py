@@ -279,12 +279,12 @@ def test_ci_recipe_runs_as_written(tmp_path):
     md = (tmp_path / "gate.md").read_text()
     assert md == proc.stdout
     assert md.startswith("## Retrieval gate for `demo-bm25`: PASS, 1 rule SKIPPED\n")
-    assert "| ⏭️ SKIPPED | no significant regression of doc.ndcg@10 beyond 0.02 | regression rules need --baseline" in md
+    assert "| ⏭️ SKIPPED | doc.ndcg@10 no worse than the baseline by more than 0.02 | regression rules need --baseline" in md
     suite = ET.parse(tmp_path / "gate.xml").getroot()
     assert (suite.tag, suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("testsuite", "7", "0", "1")
     cases = suite.findall("testcase")
     skipped = [c for c in cases if c.find("skipped") is not None]
-    assert [c.get("name") for c in skipped] == ["no significant regression of doc.ndcg@10 beyond 0.02"]
+    assert [c.get("name") for c in skipped] == ["doc.ndcg@10 no worse than the baseline by more than 0.02"]
     assert "--baseline" in skipped[0].find("skipped").get("message")
     assert all(c.find("failure") is None and c.find("system-out") is not None for c in cases if c not in skipped)
     assert (tmp_path / "reports/candidate/report.md").is_file()  # the recipe uploads it

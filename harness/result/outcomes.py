@@ -56,13 +56,22 @@ class Comparison:
 @dataclass(frozen=True)
 class Rule:
     name: str
-    kind: str  # metric | verdict | regression
+    kind: str  # metric | verdict | latency | regression
     target: str
     op: str = ""
     value: float = 0.0
     slice: tuple = ()
     budget: float = 0.0
     where: str = ""  # "rules.3": where the rule sits in its file, so errors about it can be located
+    policy: str = "non_inferiority"  # regression rules: non_inferiority | significant_drop
+    on_inconclusive: str | None = None  # pass | fail; None: the gate's default (fail unless --on-inconclusive)
+    confidence: float | None = None  # threshold rules: decide on the interval at this level, not the point value
+    min_queries: int | None = None  # threshold rules: fewer counted queries than this is inconclusive
+
+
+# A rule's decision. INCONCLUSIVE: the golden set cannot tell (too few queries for the interval to clear the
+# threshold or budget); it fails the gate unless the rule accepts it (on_inconclusive: pass).
+DECISIONS = ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED")
 
 
 @dataclass(frozen=True)
@@ -73,15 +82,34 @@ class GateResult:
     message: str
     skipped: bool = False  # not checked (a regression rule without a baseline): neither passed nor failed
     n: int | None = None  # the queries the observed value is over (None for verdict shares)
+    decision: str = ""  # one of DECISIONS; "" reads as PASS/FAIL/SKIPPED from passed and skipped
+    interval: tuple[float, float] | None = None  # the interval the decision read, when it read one
+    needed: int | None = None  # INCONCLUSIVE: about how many queries would decide (None: no size would)
 
     @property
     def failed(self) -> bool:
         return not self.passed and not self.skipped
 
+    @property
+    def verdict(self) -> str:
+        if self.decision:
+            return self.decision
+        return "SKIPPED" if self.skipped else ("PASS" if self.passed else "FAIL")
+
+    @property
+    def accepted(self) -> bool:
+        """An INCONCLUSIVE the rule (or the gate) accepted: passed, but shown as inconclusive everywhere."""
+        return self.verdict == "INCONCLUSIVE" and self.passed
+
     def to_dict(self) -> dict:
         return {"rule": self.rule.name, "kind": self.rule.kind, "target": self.rule.target,
                 "passed": self.passed, "skipped": self.skipped, "failed": self.failed, "observed": self.observed,
-                "n": self.n, "message": self.message}
+                "n": self.n, "message": self.message, "decision": self.verdict,
+                "interval": None if self.interval is None else list(self.interval),
+                "threshold": None if self.rule.kind == "regression" else self.rule.value,
+                "budget": self.rule.budget if self.rule.kind == "regression" else None,
+                "policy": self.rule.policy if self.rule.kind == "regression" else None,
+                "accepted_inconclusive": self.accepted, "queries_needed": self.needed}
 
 
 @dataclass(frozen=True)
@@ -112,9 +140,13 @@ class GateOutcome:
     def passed(self) -> bool:
         return not self.failed
 
+    @property
+    def inconclusive(self) -> int:
+        return sum(r.verdict == "INCONCLUSIVE" for r in self.results)
+
     def to_dict(self) -> dict:
         return {"name": self.name, "passed": self.passed, "failed": self.failed, "skipped": self.skipped,
-                "results": [r.to_dict() for r in self.results]}
+                "inconclusive": self.inconclusive, "results": [r.to_dict() for r in self.results]}
 
 
 def distinct_names(runs: Sequence) -> list:
