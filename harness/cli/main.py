@@ -91,9 +91,13 @@ QueryPolicy = choices("QueryPolicy", QUERY_POLICIES)
 
 @command(cls=registry_help(retriever_kinds, verdict_kinds))
 def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YAML"),
-        out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/"),
+        out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/; "
+                                                                           "with --set, reports/<name>+<the overrides>/"),
         quiet: bool = quiet_option(),
         overrides: List[str] = set_option(),
+        name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
+                                           help="name this run (results.json's name) and write it to "
+                                                "reports/<NAME>/ (beside the config's output: folder, if it has one)"),
         cache_dir: Optional[Path] = cache_dir_option(),
         fmt: RunFormat = format_option(RunFormat.path),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
@@ -104,6 +108,8 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
     and report.html.
 
     Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
+    A run with --set writes to its own folder (reports/<name>+<the overrides>/, or --name's), never over the base
+    run's, and records its overrides in results.json.
 
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
 
@@ -125,12 +131,17 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
     target = None
     try:
         cfg = with_executor(load_config(config, overrides), executor)
+        if name is not None:
+            from ..config.overrides import check_run_name
+            check_run_name(name)
+            cfg = cfg.model_copy(update={"name": name})
         checked = check_before_retrieval(cfg, source=str(config), log=log, cache_dir=cache_dir)  # = validate's
         context = BuildContext(progress=not quiet, **({"cache_dir": cache_dir} if cache_dir else {}))
         for warning in checked.warnings:
             _err(f"warning: {warning}")
-        target = out or cfg.output_dir()
-        origin = "--out" if out else (f"{config}: output:" if cfg.output else None)
+        target, origin = _run_folder(cfg, config, out, name, overrides)
+        if overrides and not out and not quiet:
+            log(f"--set: this variant writes to its own folder {target}/")
         # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
         with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
             if cfg.sweep:
@@ -140,6 +151,8 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
                 result = run_experiment(cfg, progress=not quiet, log=log, warn=_err, prepared=checked.prepared,
                                         context=context)
                 checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
+                if overrides:
+                    result = result.model_copy(update={"overrides": list(overrides)})
                 write_outputs(result, folder)
     except OSError as exc:
         if exc.errno not in WRITING or target is None:
@@ -164,7 +177,25 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         for level in ("doc", "chunk"):  # both: a bare metric name means doc level in compare and gate
             _err(means_line(level, s.means(level)))
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
+        _err(f"wrote {target}/; open {target / 'report.html'}")
     print(target / "report.md")
+
+
+def _run_folder(cfg, config: Path, out: Optional[Path], name: Optional[str],
+                overrides: List[str]) -> tuple[Path, Optional[str]]:
+    """Where a run writes, and what chose it (for messages about the folder). --out wins; --name is a folder of
+    its own beside the default one; a --set variant gets its own folder beside the base run's, so the base
+    run's outputs are never replaced by a variant."""
+    from ..config.overrides import variant_suffix
+
+    if out:
+        return out, "--out"
+    base = cfg.output_dir()
+    if name is not None:
+        return base.parent / name, f"--name {name}"
+    if overrides:
+        return base.parent / f"{base.name}+{variant_suffix(overrides)}", "--set (a variant's own folder)"
+    return base, (f"{config}: output:" if cfg.output else None)
 
 
 def _install_signal_handlers(program: bool):

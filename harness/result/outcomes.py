@@ -150,17 +150,28 @@ class GateOutcome:
 
 
 def distinct_names(runs: Sequence) -> list:
-    """The runs (``core.result.Result``), each named ``name#i`` (its place) when two share a name: a comparison names its runs, and the
-    same results.json given twice, or two runs of one config, must stay apart. The one rule for compare and its
-    report. Only the names that collide change: a run with a name of its own keeps it (``--baseline`` finds it)."""
+    """The runs (``result.model.Result``), each renamed when two share a name: by the settings that differ between
+    them (``demo-bm25+k1=0.9`` beside ``demo-bm25+k1=1.2``: ``setting_labels``), else by its place (``name#i``:
+    the same results.json given twice). A comparison names its runs, and two runs of one config must stay apart.
+    The one rule for compare and its report. Only the names that collide change: a run with a name of its own
+    keeps it (``--baseline`` finds it)."""
     names = [r.name for r in runs]
     if len(set(names)) == len(names):
         return list(runs)
+    labels = list(names)
+    for name in sorted(set(names)):
+        group = [i for i, n in enumerate(names) if n == name]
+        if len(group) < 2:
+            continue
+        settings = setting_labels([getattr(runs[i], "config", None) for i in group])
+        for i, label in zip(group, settings):
+            labels[i] = f"{name}+{label}" if label else name
     taken = set(names)
     out = []
     for i, r in enumerate(runs):
-        if names.count(r.name) == 1:
-            out.append(r)
+        if labels.count(labels[i]) == 1 and (labels[i] == r.name or labels[i] not in taken):
+            taken.add(labels[i])
+            out.append(r if labels[i] == r.name else r.model_copy(update={"name": labels[i]}))
             continue
         name = f"{r.name}#{i + 1}"
         while name in taken:  # a run already named like that ("t#2" beside two "t"s)
@@ -168,3 +179,38 @@ def distinct_names(runs: Sequence) -> list:
         taken.add(name)
         out.append(r.model_copy(update={"name": name}))
     return out
+
+
+# Settings that say where or how a run ran, not what it computed: they never tell runs apart in a label.
+_NOT_SETTINGS = ("name", "output", "executor")
+
+
+def setting_labels(configs: Sequence) -> list[str]:
+    """For runs of one name, each run's values of the settings that differ between them, as ``k1=0.9`` (the
+    last key of the setting's path, or the whole path when two differing settings end alike), joined by ','.
+    Empty strings when the configs are alike (or unknown)."""
+    flats = [_flatten(c.as_dict() if hasattr(c, "as_dict") else (c or {})) for c in configs]
+    paths = sorted({p for f in flats for p in f if p.split(".")[0] not in _NOT_SETTINGS})
+    differ = [p for p in paths if len({repr(f.get(p)) for f in flats}) > 1]
+    leaves = [p.rsplit(".", 1)[-1] for p in differ]
+    keys = [leaf if leaves.count(leaf) == 1 else path for path, leaf in zip(differ, leaves)]
+    return [",".join(f"{k}={_shown_value(f.get(p))}" for k, p in zip(keys, differ)) for f in flats]
+
+
+def _flatten(node, prefix: str = "") -> dict:
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: node}
+
+
+def _shown_value(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_shown_value(v) for v in value) + "]"
+    return str(value)
