@@ -77,7 +77,7 @@ def test_an_underpowered_golden_set_is_inconclusive_with_the_queries_it_would_ne
     assert res.verdict == "INCONCLUSIVE" and res.failed
     assert res.needed == math.ceil((Z * 0.1 / 0.02) ** 2) == 197  # the MDE falls to the budget at 197 queries
     assert "not enough queries to show doc.ndcg@10 is no worse than the baseline by more than 0.02" in res.message
-    assert "about 197 would decide" in res.message and "the gate fails (on_inconclusive: fail)" in res.message
+    assert "about 197 queries would decide" in res.message and "the gate fails (on_inconclusive: fail)" in res.message
     accepted = decide(*underpowered(), on_inconclusive="pass")
     assert accepted.verdict == "INCONCLUSIVE" and accepted.passed and accepted.accepted
     b, c = pair(*underpowered())

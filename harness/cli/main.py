@@ -151,6 +151,7 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
                 result = run_experiment(cfg, progress=not quiet, log=log, warn=_err, prepared=checked.prepared,
                                         context=context)
                 checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
+                _measured_something(result, cfg)
                 if overrides:
                     result = result.model_copy(update={"overrides": list(overrides)})
                 write_outputs(result, folder)
@@ -179,6 +180,21 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
         _err(f"wrote {target}/; open {target / 'report.html'}")
     print(target / "report.md")
+
+
+def _measured_something(result, cfg) -> None:
+    """A run whose means are over no query at a level measured nothing there: not a run to keep or to gate
+    (validate refuses most such golden sets before retrieval: pipeline.prepare.nothing_counted)."""
+    from ..core.errors import GoldSetError
+
+    for level in ("doc", "chunk"):
+        counts = getattr(result.summary.counts, level)
+        if counts.evaluated_queries == 0:
+            why = (f"every query is a golden-set error ({counts.excluded_goldset_error})"
+                   if counts.excluded_goldset_error == counts.judged_queries else
+                   f"no query has anything relevant at {level} level")
+            raise GoldSetError(f"{cfg.goldset.path}: no query can be counted at {level} level ({why}), so the run "
+                               f"measured nothing there; nothing was written")
 
 
 def _run_folder(cfg, config: Path, out: Optional[Path], name: Optional[str],

@@ -27,9 +27,21 @@ class ComparisonRow:
     p_corrected: float | None
     significant: bool
 
+    @property
+    def decision(self) -> str:
+        """Who won on this metric: "better" or "worse" (the run against the baseline, significant after the
+        correction), "not distinguishable" (not significant: at this golden set's size, see the MDE), or "n/a"
+        (no query counted in both runs)."""
+        if self.delta is None:
+            return "n/a"
+        if not self.significant:
+            return "not distinguishable"
+        return "better" if self.delta > 0 else "worse"
+
     def to_dict(self) -> dict:
         out = asdict(self)
         out["ci95"] = None if self.ci95 is None else list(self.ci95)
+        out["decision"] = self.decision
         return out
 
 

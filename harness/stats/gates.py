@@ -442,9 +442,9 @@ def _threshold_result(rule: Rule, value: float, n: int, said: str, values: np.nd
         return GateResult(rule, False, value, f"{shown}: FAIL, the whole interval misses it", n=n, decision="FAIL",
                           interval=(lo, hi))
     needed = queries_needed(values, abs(value - rule.value))
-    more = f"; about {needed} would decide at this spread" if needed else ""
-    return _inconclusive(rule, value, f"{shown}: INCONCLUSIVE, not enough queries to show {what} (the interval "
-                                      f"straddles the threshold; {_queries(n)}{more})", accept, n=n,
+    more = f"; about {needed} queries would decide at this spread" if needed else ""
+    return _inconclusive(rule, value, f"{shown}: INCONCLUSIVE, not enough queries to show {what}: the interval "
+                                      f"straddles the threshold at {_queries(n)}{more}", accept, n=n,
                          interval=(lo, hi), needed=needed)
 
 
@@ -469,11 +469,11 @@ def _non_inferiority(rule: Rule, row, d: np.ndarray, level: float, accept: str) 
                                                  f"budget (lower bound {lo:+.4f} > -{budget})", n=row.n,
                           decision="PASS", interval=(lo, hi))
     needed = queries_needed(d, row.delta + budget)
-    more = (f"about {needed} would decide at this spread (MDE {row.mde:.4f} at {row.n})" if needed
+    more = (f"about {needed} queries would decide at this spread (the MDE is {row.mde:.4f} now)" if needed
             else "no golden set can show it while the delta sits on the budget")
     return _inconclusive(rule, row.delta, f"{said}: INCONCLUSIVE, not enough queries to show {rule.target} is no "
-                                          f"worse than the baseline by more than {budget} (lower bound {lo:+.4f} "
-                                          f"<= -{budget}; {_queries(row.n)}, {more})", accept, n=row.n,
+                                          f"worse than the baseline by more than {budget}: lower bound {lo:+.4f} "
+                                          f"<= -{budget} at {_queries(row.n)}; {more}", accept, n=row.n,
                          interval=(lo, hi), needed=needed)
 
 
