@@ -292,6 +292,12 @@ def eval_(qrels: Path = typer.Argument(..., metavar="QRELS", help="TREC qrels, B
         from ..core.errors import InputError
         raise InputError("--trec-compat counts every judged query in the means (as trec_eval -c, query policy zero); "
                          "--query-policy exclude says the opposite: give one of them")
+    if qrels.is_file() and run_file.is_file():  # a file of the wrong kind: one line, not an error per line
+        from ..io.sniff import wrong_kinds
+        wrong = wrong_kinds(qrels, run_file)
+        if wrong:
+            from ..core.errors import InputError
+            raise InputError(wrong)
     metrics, options = metric or list(DEFAULT_METRICS), dict(
         query_policy=(query_policy or QueryPolicy.exclude).value, order=order.value, trec_compat=trec_compat)
     both, table = None, None
@@ -309,6 +315,10 @@ def eval_(qrels: Path = typer.Argument(..., metavar="QRELS", help="TREC qrels, B
         table = evaluate(judgments, run, metrics, **options)
     for warning in evaluation.coverage_warnings(table.counts):
         _err(f"warning: {warning}")
+    from .evalnote import run_folder_note
+    said = run_folder_note(run_file, table)
+    if said:
+        _err(said)
     if fmt.value == "table":
         evaluation.print_table(table, per_query)
         return
