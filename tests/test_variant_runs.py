@@ -82,3 +82,14 @@ def test_check_run_name_is_a_config_error():
     with pytest.raises(ConfigError):
         check_run_name("x/y")
     check_run_name("ok-name_1.2")
+
+
+def test_output_and_the_default_folder_both_resolve_from_the_current_folder(tmp_path):
+    """`output: out` in configs/x.yaml wrote configs/out/ while the default wrote ./reports/<name>/: both are
+    now from the folder harness runs in, like --out."""
+    (tmp_path / "configs").mkdir()
+    cfg = demo_config(tmp_path / "configs", "x.yaml", output="out")
+    proc = harness("run", "configs/x.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "out/report.md\n" or proc.stdout == f"{tmp_path / 'out'}/report.md\n"
+    assert (tmp_path / "out" / "results.json").is_file() and not (tmp_path / "configs" / "out").exists()

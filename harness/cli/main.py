@@ -139,7 +139,8 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         context = BuildContext(progress=not quiet, **({"cache_dir": cache_dir} if cache_dir else {}))
         for warning in checked.warnings:
             _err(f"warning: {warning}")
-        target, origin = _run_folder(cfg, config, out, name, overrides)
+        from .runfolder import measured_something, run_folder
+        target, origin = run_folder(cfg, config, out, name, overrides)
         if overrides and not out and not quiet:
             log(f"--set: this variant writes to its own folder {target}/")
         # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
@@ -151,7 +152,7 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
                 result = run_experiment(cfg, progress=not quiet, log=log, warn=_err, prepared=checked.prepared,
                                         context=context)
                 checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
-                _measured_something(result, cfg)
+                measured_something(result, cfg)
                 if overrides:
                     result = result.model_copy(update={"overrides": list(overrides)})
                 write_outputs(result, folder)
@@ -180,38 +181,6 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
         _err(f"wrote {target}/; open {target / 'report.html'}")
     print(target / "report.md")
-
-
-def _measured_something(result, cfg) -> None:
-    """A run whose means are over no query at a level measured nothing there: not a run to keep or to gate
-    (validate refuses most such golden sets before retrieval: pipeline.prepare.nothing_counted)."""
-    from ..core.errors import GoldSetError
-
-    for level in ("doc", "chunk"):
-        counts = getattr(result.summary.counts, level)
-        if counts.evaluated_queries == 0:
-            why = (f"every query is a golden-set error ({counts.excluded_goldset_error})"
-                   if counts.excluded_goldset_error == counts.judged_queries else
-                   f"no query has anything relevant at {level} level")
-            raise GoldSetError(f"{cfg.goldset.path}: no query can be counted at {level} level ({why}), so the run "
-                               f"measured nothing there; nothing was written")
-
-
-def _run_folder(cfg, config: Path, out: Optional[Path], name: Optional[str],
-                overrides: List[str]) -> tuple[Path, Optional[str]]:
-    """Where a run writes, and what chose it (for messages about the folder). --out wins; --name is a folder of
-    its own beside the default one; a --set variant gets its own folder beside the base run's, so the base
-    run's outputs are never replaced by a variant."""
-    from ..config.overrides import variant_suffix
-
-    if out:
-        return out, "--out"
-    base = cfg.output_dir()
-    if name is not None:
-        return base.parent / name, f"--name {name}"
-    if overrides:
-        return base.parent / f"{base.name}+{variant_suffix(overrides)}", "--set (a variant's own folder)"
-    return base, (f"{config}: output:" if cfg.output else None)
 
 
 def _install_signal_handlers(program: bool):

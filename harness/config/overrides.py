@@ -2,7 +2,8 @@
 
 A value is read as YAML (``--set cutoff.k=10`` is the number 10, ``--set metrics=[ndcg@10,recall@100]`` a list,
 ``--set retriever={kind: dense}`` a mapping), exactly as if it were written in the file at that key path, so a
-relative path in a value is relative to the config file's folder, like every path in the file. A path goes through
+relative path in a value is relative to the config file's folder, like every input path in the file (``output``,
+where the outputs go, is relative to the current folder, like ``--out``). A path goes through
 mappings by key and through lists by index (``retriever.children.0.k1=1.2``); a key that does not exist yet is
 added, and the config's validation then names it if it is not a config key.
 """

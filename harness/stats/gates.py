@@ -28,14 +28,13 @@ A metric rule's observed value is the mean over the queries the run counts at th
 from __future__ import annotations
 
 import difflib
-import math
 import re
-from statistics import NormalDist
 from pathlib import Path
 
 import numpy as np
 
-from .compare import bootstrap_ci, compare_runs, paired_vectors, queries_needed, split_metric
+from .compare import bootstrap_ci, compare_runs, paired_vectors, split_metric
+from .decisions import OPS, non_inferiority, shown, significant_drop, threshold_result, wilson, written
 from ..result import querycolumns
 from ..core.errors import InputError
 from ..result.outcomes import GateOutcome, GateResult, Rule
@@ -47,7 +46,6 @@ from ..metrics.spec import parse_metric
 
 # The threshold is any number Python's float() reads (0.8, .8, 8e-1, 0.5e0), nan and inf aside (``_threshold``).
 _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*(?P<value>[^\s<>=]+)\s*$")
-OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 KEYS = ("check", "slice", "regression", "budget", "name", "policy", "on_inconclusive", "confidence", "min_queries")
 POLICIES = ("non_inferiority", "significant_drop")
 ON_INCONCLUSIVE = ("fail", "pass")
@@ -171,12 +169,12 @@ def parse_rule(item, where: str = "") -> Rule:
                 raise InputError(f"{key}: latency rules read the recorded latency, which has no interval; drop it")
         if value < 0:  # milliseconds and queries/s are never negative
             raise InputError(f"{lhs} is never negative, so a threshold of {value:g} is always or never met")
-        return Rule(name or f"{lhs} {op} {_written(value)}", "latency", lhs[len("latency."):], op, value, where=where)
+        return Rule(name or f"{lhs} {op} {written(value)}", "latency", lhs[len("latency."):], op, value, where=where)
     if lhs in KINDS:
         if sl:
             raise InputError("verdict-share rules take no slice")
         _unit_range(value, f"the {lhs} share")
-        return Rule(name or f"{lhs} share {op} {_written(value)}", "verdict", lhs, op, value, where=where,
+        return Rule(name or f"{lhs} share {op} {written(value)}", "verdict", lhs, op, value, where=where,
                     **_decision_keys(item))
     if "." not in lhs and "@" not in lhs and "(" not in lhs:  # a bare word: a misspelt verdict kind, most likely
         near = difflib.get_close_matches(lhs, KINDS, n=1)
@@ -186,7 +184,7 @@ def parse_rule(item, where: str = "") -> Rule:
     level, metric = split_metric(lhs)
     if parse_metric(metric).family != "dcg":  # every other family's values lie in [0, 1]
         _unit_range(value, f"{level}.{metric} value")
-    label = f"{level}.{metric} {op} {_written(value)}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
+    label = f"{level}.{metric} {op} {written(value)}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
     return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where, **_decision_keys(item))
 
 
@@ -224,9 +222,6 @@ def _decision_keys(item: dict) -> dict:
     return out
 
 
-def _written(value: float) -> str:
-    """A threshold in a rule's name as it was most likely written: ``300``, not ``300.0``; ``0.1`` as itself."""
-    return str(int(value)) if value.is_integer() else repr(value)
 
 
 def _threshold(text: str, check: str) -> float:
@@ -347,14 +342,14 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
             share = getattr(shares, rule.target)
             count = getattr(counts, rule.target)
             total = result.summary.verdicts.total
-            said = f"{rule.target} share is {_shown(share, rule.value, 3)} ({count} quer{'y' if count == 1 else 'ies'})"
+            said = f"{rule.target} share is {shown(share, rule.value, 3)} ({count} quer{'y' if count == 1 else 'ies'})"
             values = np.r_[np.ones(count), np.zeros(total - count)]
-            out.append(_threshold_result(rule, share, total, said, values, wilson(count, total, rule.confidence)
+            out.append(threshold_result(rule, share, total, said, values, wilson(count, total, rule.confidence)
                                          if rule.confidence else None, "Wilson", accept))
         elif rule.kind == "latency":
             value = float(getattr(result.latency, rule.target))
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
-                                  f"latency.{rule.target} is {_shown(value, rule.value, 1)} over "
+                                  f"latency.{rule.target} is {shown(value, rule.value, 1)} over "
                                   f"{result.latency.queries} quer{'y' if result.latency.queries == 1 else 'ies'} "
                                   f"(measured {result.latency.measured})", n=result.latency.queries))
         elif rule.kind == "metric":
@@ -365,9 +360,9 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
                                                          f"gold): nothing was measured, so the rule fails", n=0))
                 continue
             values = _rule_values(result, rule)
-            said = f"{rule.target} is {_shown(value, rule.value, 4)} over {n} quer{'y' if n == 1 else 'ies'}"
+            said = f"{rule.target} is {shown(value, rule.value, 4)} over {n} quer{'y' if n == 1 else 'ies'}"
             interval = bootstrap_ci(values, confidence=rule.confidence)[:2] if rule.confidence else None
-            out.append(_threshold_result(rule, value, n, said, values, interval, "bootstrap", accept))
+            out.append(threshold_result(rule, value, n, said, values, interval, "bootstrap", accept))
         elif baseline is None:
             out.append(GateResult(rule, False, None, "regression rules need --baseline "
                                                      "(a results.json of the main branch)", skipped=True))
@@ -378,11 +373,11 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
                                                          f"in both runs: the regression cannot be checked", n=0))
                 continue
             if rule.policy == "significant_drop":
-                out.append(_significant_drop(rule, row))
+                out.append(significant_drop(rule, row))
                 continue
             lvl, metric = rule.target.split(".", 1)
             _, xa, xb = paired_vectors(baseline, candidate, lvl, metric)
-            out.append(_non_inferiority(rule, row, xb - xa, level, accept))
+            out.append(non_inferiority(rule, row, xb - xa, level, accept))
     return GateOutcome(result.name, out)
 
 
@@ -391,112 +386,3 @@ def _rule_values(result: Result, rule: Rule) -> np.ndarray:
     level, metric = rule.target.split(".", 1)
     columns = querycolumns.of(result)
     return np.asarray(columns.value(level, metric)[_slice_mask(result, rule) & columns.counted[level]], dtype=float)
-
-
-def wilson(count: int, total: int, confidence: float) -> tuple[float, float]:
-    """Wilson score interval of a share ``count / total`` at ``confidence`` (two-sided)."""
-    if total == 0:
-        return 0.0, 1.0
-    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-    p = count / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def _percent(confidence: float) -> str:
-    return f"{confidence * 100:.4g}%"
-
-
-def _queries(n: int | None) -> str:
-    return f"{n} quer{'y' if n == 1 else 'ies'}"
-
-
-def _inconclusive(rule: Rule, value: float, message: str, accept: str, *, n: int, interval=None,
-                  needed: int | None = None) -> GateResult:
-    accepted = accept == "pass"
-    message += "; accepted (on_inconclusive: pass)" if accepted else "; the gate fails (on_inconclusive: fail)"
-    return GateResult(rule, accepted, value, message, n=n, decision="INCONCLUSIVE", interval=interval, needed=needed)
-
-
-def _threshold_result(rule: Rule, value: float, n: int, said: str, values: np.ndarray, interval, method: str,
-                      accept: str) -> GateResult:
-    """A threshold rule: on its point value (today's rule), unless it asks for min_queries or confidence."""
-    what = f"{rule.target}{' share' if rule.kind == 'verdict' else ''} {rule.op} {_written(rule.value)}"
-    if rule.slice:
-        what += f" on {', '.join(f'{k}={v}' for k, v in rule.slice)}"
-    if rule.min_queries and n < rule.min_queries:
-        return _inconclusive(rule, value, f"{said}: INCONCLUSIVE, not enough queries to show {what}: {_queries(n)} "
-                                          f"counted, fewer than min_queries {rule.min_queries}", accept, n=n,
-                             needed=rule.min_queries)
-    if interval is None:
-        return GateResult(rule, OPS[rule.op](value, rule.value), value, said, n=n)
-    lo, hi = interval
-    shown = f"{said}, {_percent(rule.confidence)} {method} interval {lo:.4f}..{hi:.4f}, threshold {rule.op} " \
-            f"{_written(rule.value)}"
-    passes = [OPS[rule.op](end, rule.value) for end in (lo, hi)]
-    if all(passes):
-        return GateResult(rule, True, value, f"{shown}: PASS, the whole interval meets it", n=n, decision="PASS",
-                          interval=(lo, hi))
-    if not any(passes):
-        return GateResult(rule, False, value, f"{shown}: FAIL, the whole interval misses it", n=n, decision="FAIL",
-                          interval=(lo, hi))
-    needed = queries_needed(values, abs(value - rule.value))
-    more = f"; about {needed} queries would decide at this spread" if needed else ""
-    return _inconclusive(rule, value, f"{shown}: INCONCLUSIVE, not enough queries to show {what}: the interval "
-                                      f"straddles the threshold at {_queries(n)}{more}", accept, n=n,
-                         interval=(lo, hi), needed=needed)
-
-
-def _non_inferiority(rule: Rule, row, d: np.ndarray, level: float, accept: str) -> GateResult:
-    """PASS when the interval's lower bound is above -budget; FAIL when the drop beyond the budget is shown (the
-    upper bound below -budget) or the point delta drops by more than the budget; INCONCLUSIVE otherwise."""
-    lo, hi = (row.ci95 if level == 0.95 else bootstrap_ci(d, confidence=level)[:2])  # one number: compare's CI
-    budget = rule.budget
-    said = (f"delta {_shown(row.delta, -budget, 4, '+')} ({_percent(level)} CI {lo:+.4f}..{hi:+.4f}) over "
-            f"{_queries(row.n)}, {row.wins} wins, {row.losses} losses, budget {budget}")
-    if -row.delta > budget:
-        why = (f"the drop beyond the budget is shown (upper bound {hi:+.4f} < -{budget})" if hi < -budget
-               else f"the point delta drops by more than the budget (the interval reaches {hi:+.4f})")
-        return GateResult(rule, False, row.delta, f"{said}: FAIL, {why}", n=row.n, decision="FAIL",
-                          interval=(lo, hi))
-    if hi < -budget:
-        return GateResult(rule, False, row.delta, f"{said}: FAIL, the drop beyond the budget is shown (upper bound "
-                                                  f"{hi:+.4f} < -{budget})", n=row.n, decision="FAIL",
-                          interval=(lo, hi))
-    if lo > -budget:
-        return GateResult(rule, True, row.delta, f"{said}: PASS, shown no worse than the baseline by more than the "
-                                                 f"budget (lower bound {lo:+.4f} > -{budget})", n=row.n,
-                          decision="PASS", interval=(lo, hi))
-    needed = queries_needed(d, row.delta + budget)
-    more = (f"about {needed} queries would decide at this spread (the MDE is {row.mde:.4f} now)" if needed
-            else "no golden set can show it while the delta sits on the budget")
-    return _inconclusive(rule, row.delta, f"{said}: INCONCLUSIVE, not enough queries to show {rule.target} is no "
-                                          f"worse than the baseline by more than {budget}: lower bound {lo:+.4f} "
-                                          f"<= -{budget} at {_queries(row.n)}; {more}", accept, n=row.n,
-                         interval=(lo, hi), needed=needed)
-
-
-def _significant_drop(rule: Rule, row) -> GateResult:
-    """policy significant_drop: fails only when the drop exceeds the budget AND is significant (corrected p)."""
-    dropped = -row.delta > rule.budget
-    failed = dropped and row.significant
-    msg = (f"delta {_shown(row.delta, -rule.budget, 4, '+')} (95% CI {row.ci95[0]:+.4f}..{row.ci95[1]:+.4f}), "
-           f"corrected p {row.p_corrected:.4f}, budget {rule.budget}, policy significant_drop: "
-           f"{'FAIL, a significant drop beyond the budget' if failed else 'PASS'}")
-    if dropped and not row.significant:
-        msg += f", the drop is not significant (MDE {row.mde:.4f})"
-    return GateResult(rule, not failed, row.delta, msg, n=row.n, decision="FAIL" if failed else "PASS",
-                      interval=tuple(row.ci95))
-
-
-def _shown(value: float, threshold: float, digits: int, sign: str = "") -> str:
-    """``value`` with ``digits`` decimals, or as many more as tell it apart from ``threshold`` when the two would
-    print alike: a failing `doc.ndcg@10 >= 0.6771` shows `is 0.67705`, not `is 0.6771`."""
-    if value != threshold:
-        for places in range(digits, 18):
-            shown = format(value, f"{sign}.{places}f")
-            if shown != format(threshold, f"{sign}.{places}f"):
-                return shown
-        return format(value, sign)  # (1e-20 against 0) the shortest repr that is this value
-    return format(value, f"{sign}.{digits}f")
