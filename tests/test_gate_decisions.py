@@ -190,3 +190,12 @@ def test_bad_decision_keys_in_a_rules_file_are_located_and_exit_2(tmp_path):
     for i in range(4):
         assert f"rules.{i}: " in proc.stderr
     assert harness("gate", run, "--rules", rules, "--on-inconclusive", "maybe").returncode == 2
+
+
+def test_identical_runs_pass_even_a_budget_of_0():
+    same = decide([0.5, 0.7, 0.9] * 5, [0.5, 0.7, 0.9] * 5, budget=0.0)
+    assert same.verdict == "PASS" and same.message.endswith("PASS, no query changed")
+    up = decide([0.5] * 30, [0.6] * 30, budget=0.0)  # every query better: shown no worse at all
+    assert up.verdict == "PASS"
+    mixed = decide([0.5] * 30, [0.6, 0.4] * 15, budget=0.0)  # no change on average: cannot show "not worse at all"
+    assert mixed.verdict == "INCONCLUSIVE" and "no golden set can show it" in mixed.message

@@ -94,6 +94,9 @@ def non_inferiority(rule: Rule, row, d: np.ndarray, level: float, accept: str) -
         return GateResult(rule, False, row.delta, f"{said}: FAIL, the drop beyond the budget is shown (upper bound "
                                                   f"{hi:+.4f} < -{budget})", n=row.n, decision="FAIL",
                           interval=(lo, hi))
+    if not d.any():  # identical on every query: nothing to estimate (with budget 0 no interval could clear it)
+        return GateResult(rule, True, row.delta, f"{said}: PASS, no query changed", n=row.n, decision="PASS",
+                          interval=(lo, hi))
     if lo > -budget:
         return GateResult(rule, True, row.delta, f"{said}: PASS, shown no worse than the baseline by more than the "
                                                  f"budget (lower bound {lo:+.4f} > -{budget})", n=row.n,
