@@ -367,15 +367,16 @@ def _rules(rules: Any, result: "Result", base: "Result | None") -> list:
     return parsed
 
 
-def gate(result: Any, rules: Any, baseline: Any = None) -> GateOutcome:
+def gate(result: Any, rules: Any, baseline: Any = None, on_inconclusive: str | None = None) -> GateOutcome:
     """Check release rules against a result, as ``harness gate``: thresholds, verdict shares, and regressions
     against ``baseline`` (without one, regression rules are skipped with a warning). ``rules``: a rules YAML path
-    or a list of rules. ``outcome.passed`` is what the CLI's exit code says."""
+    or a list of rules. ``on_inconclusive`` (pass | fail; default fail): what an INCONCLUSIVE does to a rule that
+    does not say, as ``--on-inconclusive``. ``outcome.passed`` is what the CLI's exit code says."""
     from .stats.gates import evaluate_gates
 
     candidate = _as_result(result, "result")
     base = None if baseline is None else _as_result(baseline, "baseline")
-    typed = evaluate_gates(candidate, _rules(rules, candidate, base), base)
+    typed = evaluate_gates(candidate, _rules(rules, candidate, base), base, on_inconclusive=on_inconclusive)
     outcome = GateOutcome(typed.name, list(typed.results))
     if outcome.skipped:
         warnings.warn(f"{outcome.skipped} regression rule(s) skipped: no baseline given", stacklevel=2)

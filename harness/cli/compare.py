@@ -26,6 +26,7 @@ from ..stats.choices import CORRECTIONS, TESTS
 CompareFormat = format_choices("CompareFormat", "table", "md", "json")
 Test = choices("Test", TESTS)
 Correction = choices("Correction", CORRECTIONS)
+OnInconclusive = choices("OnInconclusive", ("fail", "pass"))
 # stats.compare's default when no -m is given (it lives inside compare_runs, so it is named here for --help).
 COMPARE_DEFAULT_METRICS = "ndcg@10, chunk.recall@window"
 
@@ -78,10 +79,15 @@ def gate_command(results: Path = typer.Argument(..., metavar="RESULTS", help="th
                  baseline: Optional[Path] = typer.Option(None, "--baseline", help="results.json (or a run's folder) to check regressions against"),
                  summary: Optional[Path] = typer.Option(None, "--summary", help="write a Markdown summary here (missing "
                                                                                  "folders are created)"),
-                 junit: Optional[Path] = typer.Option(None, "--junit", help="write JUnit XML here (one test case per rule)")) -> None:
-    """Pre-release gate: exit 0 when every checked rule holds, 1 when any fails, 2 for bad input.
+                 junit: Optional[Path] = typer.Option(None, "--junit", help="write JUnit XML here (one test case per rule)"),
+                 on_inconclusive: Optional[OnInconclusive] = typer.Option(
+                     None, "--on-inconclusive", help="what an INCONCLUSIVE rule (the golden set too small to decide) "
+                                                     "does to the gate, for rules that do not say (default: fail)")) -> None:
+    """Pre-release gate: exit 0 when every checked rule holds, 1 when any fails (or is INCONCLUSIVE and not
+    accepted), 2 for bad input.
 
-    Regression rules are checked against --baseline; without it they are reported as skipped.
+    Regression rules are checked against --baseline (policy non_inferiority unless the rule says significant_drop:
+    docs/gates.md); without it they are reported as skipped.
 
     Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
     """
@@ -100,12 +106,17 @@ def gate_command(results: Path = typer.Argument(..., metavar="RESULTS", help="th
     free = free_outputs({"--summary": summary, "--junit": junit})
     candidate = load_results(results)
     base = load_results(baseline) if baseline else None
-    outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base)
+    outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base,
+                             on_inconclusive=on_inconclusive and on_inconclusive.value)
     md = summary_markdown(candidate.name, outcome)
     print(md, end="")
     skipped = sum(r.skipped for r in outcome)
     if skipped:
         _err(f"warning: {plural(skipped, 'regression rule')} skipped: no --baseline given")
+    if outcome.inconclusive:
+        accepted = sum(r.accepted for r in outcome)
+        _err(f"note: {plural(outcome.inconclusive, 'rule')} INCONCLUSIVE (the golden set is too small to decide)"
+             + (f", {accepted} accepted by on_inconclusive: pass" if accepted else ""))
     texts = {"--summary": (summary, lambda: md), "--junit": (junit, lambda: junit_xml(candidate.name, outcome))}
     write_outputs_together([(option, path, text(), not free[option], kinds[option])
                             for option, (path, text) in texts.items() if path is not None])

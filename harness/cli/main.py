@@ -91,9 +91,13 @@ QueryPolicy = choices("QueryPolicy", QUERY_POLICIES)
 
 @command(cls=registry_help(retriever_kinds, verdict_kinds))
 def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YAML"),
-        out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/"),
+        out: Optional[Path] = out_option("the output folder", default_text="the config's output, else reports/<name>/; "
+                                                                           "with --set, reports/<name>+<the overrides>/"),
         quiet: bool = quiet_option(),
         overrides: List[str] = set_option(),
+        name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
+                                           help="name this run (results.json's name) and write it to "
+                                                "reports/<NAME>/ (beside the config's output: folder, if it has one)"),
         cache_dir: Optional[Path] = cache_dir_option(),
         fmt: RunFormat = format_option(RunFormat.path),
         force: bool = typer.Option(False, "--force", help="also write into a non-empty folder harness did not write, "
@@ -104,6 +108,8 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
     and report.html.
 
     Only files harness wrote are replaced (listed in .harness-output); a folder it did not write needs --force.
+    A run with --set writes to its own folder (reports/<name>+<the overrides>/, or --name's), never over the base
+    run's, and records its overrides in results.json.
 
     Example: harness run configs/demo-bm25.yaml --out reports/demo-bm25
 
@@ -125,12 +131,18 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
     target = None
     try:
         cfg = with_executor(load_config(config, overrides), executor)
+        if name is not None:
+            from ..config.overrides import check_run_name
+            check_run_name(name)
+            cfg = cfg.model_copy(update={"name": name})
         checked = check_before_retrieval(cfg, source=str(config), log=log, cache_dir=cache_dir)  # = validate's
         context = BuildContext(progress=not quiet, **({"cache_dir": cache_dir} if cache_dir else {}))
         for warning in checked.warnings:
             _err(f"warning: {warning}")
-        target = out or cfg.output_dir()
-        origin = "--out" if out else (f"{config}: output:" if cfg.output else None)
+        from .runfolder import measured_something, run_folder
+        target, origin = run_folder(cfg, config, out, name, overrides)
+        if overrides and not out and not quiet:
+            log(f"--set: this variant writes to its own folder {target}/")
         # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
         with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
             if cfg.sweep:
@@ -140,6 +152,9 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
                 result = run_experiment(cfg, progress=not quiet, log=log, warn=_err, prepared=checked.prepared,
                                         context=context)
                 checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
+                measured_something(result, cfg)
+                if overrides:
+                    result = result.model_copy(update={"overrides": list(overrides)})
                 write_outputs(result, folder)
     except OSError as exc:
         if exc.errno not in WRITING or target is None:
@@ -164,6 +179,7 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         for level in ("doc", "chunk"):  # both: a bare metric name means doc level in compare and gate
             _err(means_line(level, s.means(level)))
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
+        _err(f"wrote {target}/; open {target / 'report.html'}")
     print(target / "report.md")
 
 
@@ -245,6 +261,12 @@ def eval_(qrels: Path = typer.Argument(..., metavar="QRELS", help="TREC qrels, B
         from ..core.errors import InputError
         raise InputError("--trec-compat counts every judged query in the means (as trec_eval -c, query policy zero); "
                          "--query-policy exclude says the opposite: give one of them")
+    if qrels.is_file() and run_file.is_file():  # a file of the wrong kind: one line, not an error per line
+        from ..io.sniff import wrong_kinds
+        wrong = wrong_kinds(qrels, run_file)
+        if wrong:
+            from ..core.errors import InputError
+            raise InputError(wrong)
     metrics, options = metric or list(DEFAULT_METRICS), dict(
         query_policy=(query_policy or QueryPolicy.exclude).value, order=order.value, trec_compat=trec_compat)
     both, table = None, None
@@ -262,6 +284,10 @@ def eval_(qrels: Path = typer.Argument(..., metavar="QRELS", help="TREC qrels, B
         table = evaluate(judgments, run, metrics, **options)
     for warning in evaluation.coverage_warnings(table.counts):
         _err(f"warning: {warning}")
+    from .evalnote import run_folder_note
+    said = run_folder_note(run_file, table)
+    if said:
+        _err(said)
     if fmt.value == "table":
         evaluation.print_table(table, per_query)
         return

@@ -2,7 +2,8 @@
 
 A value is read as YAML (``--set cutoff.k=10`` is the number 10, ``--set metrics=[ndcg@10,recall@100]`` a list,
 ``--set retriever={kind: dense}`` a mapping), exactly as if it were written in the file at that key path, so a
-relative path in a value is relative to the config file's folder, like every path in the file. A path goes through
+relative path in a value is relative to the config file's folder, like every input path in the file (``output``,
+where the outputs go, is relative to the current folder, like ``--out``). A path goes through
 mappings by key and through lists by index (``retriever.children.0.k1=1.2``); a key that does not exist yet is
 added, and the config's validation then names it if it is not a config key.
 """
@@ -10,6 +11,9 @@ added, and the config's validation then names it if it is not a config key.
 from __future__ import annotations
 
 import copy
+import hashlib
+import os
+import re
 from typing import Any, Sequence
 
 from ..core.errors import ConfigError
@@ -104,3 +108,38 @@ def _what(value: Any) -> str:
     if isinstance(value, str):
         return f"a string ({value!r})"
     return f"a {type(value).__name__}"
+
+
+# What a variant folder's suffix may hold as written: a key path, '=', and a plain value (no ',', which joins them).
+_READABLE = re.compile(r"^[A-Za-z0-9_.\-]+=[A-Za-z0-9_.\-]+$")
+READABLE_MAX = 60
+
+
+def variant_suffix(overrides: Sequence[str]) -> str:
+    """The part after ``+`` in a ``--set`` run's own folder (``reports/<name>+<suffix>/``): the overrides as typed,
+    sorted by key and joined by ',' (``retriever.k1=0.9,cutoff.k=10``) when they are short and plain, else
+    ``set-`` and 10 hex digits of their SHA-256. The same overrides always give the same folder, different ones
+    never share one (the key path is whole, so ``k1`` of two retrievers stays apart)."""
+    items = sorted(_normal(o) for o in overrides)
+    joined = ",".join(items)
+    if all(_READABLE.match(i) for i in items) and len(joined) <= READABLE_MAX:
+        return joined
+    return "set-" + hashlib.sha256("\n".join(items).encode()).hexdigest()[:10]
+
+
+def _normal(item: str) -> str:
+    key, _, raw = item.partition("=")
+    return f"{key.strip()}={raw.strip()}"
+
+
+def check_run_name(name: str, option: str = "--name") -> None:
+    """A run name given on the command line: one folder name, as a config's ``name:`` is."""
+    if "/" in name or "\\" in name or (os.sep in name) or (os.altsep and os.altsep in name):
+        raise ConfigError(f"{option} {name}: a run name is one folder name, without a path separator; for another "
+                          f"folder, give --out")
+    if not RUN_NAME.match(name):
+        raise ConfigError(f"{option} {name!r}: expected letters, digits, '_', '.' or '-', starting with a letter or "
+                          f"digit (as a config's name:)")
+
+
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")

@@ -195,6 +195,7 @@ class ExperimentConfig(Strict):
     executor: ExecutorConfig = ExecutorConfig()
 
     def output_dir(self) -> Path:
+        """``output:``, else ``reports/<name>/``: both from the current folder (where harness runs), as --out is."""
         return self.output or Path("reports") / self.name
 
     def resolved(self) -> dict:
@@ -249,8 +250,6 @@ def _map_paths(data: dict, fn: Callable[[str, str], str]) -> None:
     cutoff = data.get("cutoff")
     if isinstance(cutoff, dict) and isinstance(cutoff.get("tokenizer"), str) and cutoff["tokenizer"] != "words":
         fix(cutoff, "tokenizer", "cutoff")
-    if isinstance(data.get("output"), str):
-        fix(data, "output", "")
 
     def fix_retriever(node: Any, where: str) -> None:
         if not isinstance(node, dict):
@@ -274,6 +273,10 @@ def _map_paths(data: dict, fn: Callable[[str, str], str]) -> None:
 
 def _resolve_paths(data: dict, base: Path, problems: list[str]) -> None:
     _map_paths(data, lambda value, where: _absolute(value, base, where, problems))
+    # An output folder is where the outputs go, like --out and the default reports/<name>/: from the current folder
+    # (where harness runs), not the config's; the inputs above are found beside the config.
+    if isinstance(data.get("output"), str):
+        data["output"] = _absolute(data["output"], Path.cwd(), "output", problems)
 
 
 def relative_paths(data: dict, base: Path) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ..result import querycolumns
-from .compare_view import HEADERS, SLICE_NOTE, cells, headers, note, slice_table, title, transition_lines
+from .compare_view import HEADERS, SLICE_NOTE, cells, decision_lines, headers, note, slice_table, title, transition_lines
 from .fmt import e
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ def html_tables(c: Comparison) -> str:
     rows_html = "".join("<tr>" + "".join(_cell(r, h, x) for h, x in zip(HEADERS, cells(r))) + "</tr>"
                         for r in c.rows)
     warn_html = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in c.warnings)
-    out = (f"<h1>Comparison {e(title(c))}</h1>{warn_html}"
+    decided = "".join(f"<li>{e(line)}</li>" for line in decision_lines(c))
+    out = (f"<h1>Comparison {e(title(c))}</h1><ul id=\"decisions\">{decided}</ul>{warn_html}"
            f'<table class="sortable" id="comparison"><thead><tr>{head_html}</tr></thead><tbody>{rows_html}</tbody>'
            f'</table><p class="muted" id="ci-note">{e(note(c).replace("`", ""))}</p>')
     heads, rows = slice_table(c)

@@ -103,6 +103,25 @@ def slice_table(c: Comparison) -> tuple[list[str], list[list[str]]]:
     return heads, rows
 
 
+def decision_lines(c: Comparison) -> list[str]:
+    """The comparison's opening: for each run and metric, better / worse / not distinguishable at this golden set's
+    size, with the MDE (the row's ``decision``, from its corrected significance)."""
+    out = []
+    for r in c.rows:
+        head = f"{r.run} vs {c.baseline} on {r.metric}:"
+        if r.decision == "n/a":
+            out.append(f"{head} n/a (no query counted in both runs)")
+        elif r.decision == "not distinguishable":
+            mde = "n/a" if r.mde is None or r.mde == float("inf") else f"{r.mde:.4f}"
+            out.append(f"{head} not distinguishable at {r.n} queries (delta {r.delta:+.4f}, MDE {mde}: a true "
+                       f"difference smaller than the MDE is likely missed)")
+        else:
+            p = f"p {r.p:.4f}" if c.correction == "none" else f"corrected p {r.p_corrected:.4f}"
+            out.append(f"{head} {r.decision.upper()} (delta {r.delta:+.4f}, {p}, {r.wins} wins, {r.losses} losses "
+                       f"of {r.n} queries, MDE {r.mde:.4f})")
+    return out
+
+
 def title(c: Comparison) -> str:
     return f"against {c.baseline} {_tested(c)}"
 
@@ -113,6 +132,7 @@ def transition_lines(c: Comparison) -> list[tuple[str, str, list[str]]]:
 
 def to_markdown(c: Comparison) -> str:
     out = [f"## Comparison against `{c.baseline}` {_tested(c)}", ""]
+    out += [f"- {line}" for line in decision_lines(c)] + [""]
     for w in c.warnings:  # a blank line after each: a table right after a quote is read as part of the quote
         out += [f"> warning: {' '.join(str(w).splitlines())}", ""]
     out += ["| " + " | ".join(headers(c)) + " |", "|" + "---|" * len(HEADERS)]
@@ -187,6 +207,8 @@ def print_table(c: Comparison) -> None:
     from rich.text import Text
 
     console = Console(width=None if sys.stdout.isatty() else 160)  # piped output gets 80 columns otherwise
+    for line in decision_lines(c):
+        console.print(Text(line))
     styles = []
     for r in c.rows:
         style = "bold green" if r.significant and r.delta > 0 else ("bold red" if r.significant else "")

@@ -13,15 +13,26 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
+def icon(r: GateResult) -> str:
+    """The decision as the summary's first column: an INCONCLUSIVE says whether the rule accepted it."""
+    if r.verdict == "INCONCLUSIVE":
+        return "⚠️ INCONCLUSIVE (accepted)" if r.passed else "❌ INCONCLUSIVE"
+    return "⏭️ SKIPPED" if r.skipped else ("✅" if r.passed else "❌")
+
+
 def summary_markdown(name: str, results: Sequence[GateResult]) -> str:
     failed = sum(r.failed for r in results)
     skipped = sum(r.skipped for r in results)
+    unsure = sum(r.verdict == "INCONCLUSIVE" and r.failed for r in results)
+    accepted = sum(r.accepted for r in results)
     checked = len(results) - skipped
-    verdict = "PASS" if not failed else f"FAIL ({failed} of {checked} {'checked ' if skipped else ''}rules)"
+    verdict = "PASS" if not failed else f"FAIL ({failed} of {checked} {'checked ' if skipped else ''}rules" + (
+        f", {unsure} of them INCONCLUSIVE)" if unsure else ")")
+    if accepted:
+        verdict += f", {accepted} INCONCLUSIVE accepted"
     if skipped:
         verdict += f", {skipped} rule{'s' if skipped > 1 else ''} SKIPPED"
     head = f"## Retrieval gate for `{_cell(name)}`: {verdict}"
-    icon = lambda r: "⏭️ SKIPPED" if r.skipped else ("✅" if r.passed else "❌")
     rows = [f"| {icon(r)} | {_cell(r.rule.name)} | {_cell(r.message)} |" for r in results]
     return "\n".join([head, "", "| | rule | observed |", "|---|---|---|", *rows]) + "\n"
 

@@ -293,6 +293,7 @@ class Result(StoredHits, Record):
     retriever_info: JsonObject | None = None
     latency: LatencyRecord | None = None  # absent from results written before latency was recorded
     requests: RequestsRecord | None = None  # live retrievers only
+    overrides: list[str] | None = None  # the --set KEY.PATH=VALUE a run was made with, as typed (None: none)
 
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)

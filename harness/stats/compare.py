@@ -101,8 +101,10 @@ def randomization_p(d: np.ndarray, permutations: int = 10_000, seed: int = 0) ->
     return (count + 1) / (permutations + 1)
 
 
-def bootstrap_ci(d: np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
-    """95% percentile CI of the mean paired difference, and a two-sided bootstrap p (shifted to the null)."""
+def bootstrap_ci(d: np.ndarray, resamples: int = 10_000, seed: int = 0,
+                 confidence: float = 0.95) -> tuple[float, float, float]:
+    """Percentile CI of the mean (95% unless told; the same draws at every level), and a two-sided bootstrap p
+    (shifted to the null). Given paired differences, the interval is the delta's."""
     if len(d) == 0:
         return 0.0, 0.0, 1.0
     rng = np.random.default_rng(seed)
@@ -113,7 +115,8 @@ def bootstrap_ci(d: np.ndarray, resamples: int = 10_000, seed: int = 0) -> tuple
             idx = rng.integers(0, len(d), size=(n, len(d)))
             means[done:done + n] = d[idx].mean(axis=1)
             done += n
-    lo, hi = np.percentile(means, [2.5, 97.5])
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(means, [tail, 100 - tail])
     centred = means - d.mean()
     p = (int((np.abs(centred) >= abs(d.mean()) - 1e-12).sum()) + 1) / (resamples + 1)
     return float(lo), float(hi), float(p)
@@ -153,6 +156,17 @@ def mde(d: np.ndarray) -> float:
     if len(d) < 2:
         return float("inf")
     return (Z_975 + Z_80) * float(d.std(ddof=1)) / math.sqrt(len(d))
+
+
+def queries_needed(d: np.ndarray, effect: float) -> int | None:
+    """How many queries make the MDE (``mde``, at the spread ``d`` shows) as small as ``effect``: the MDE shrinks
+    as 1/sqrt(n). None when no size would do (an effect of 0, or fewer than two values to measure a spread)."""
+    if len(d) < 2 or effect <= 0:
+        return None
+    spread = float(d.std(ddof=1))
+    if spread == 0:
+        return len(d)
+    return max(len(d), math.ceil(((Z_975 + Z_80) * spread / effect) ** 2))
 
 
 def check_comparable(runs: Sequence[Result]) -> list[str]:

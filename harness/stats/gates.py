@@ -4,13 +4,22 @@ Rules file (YAML), a list under ``rules:``; each rule is a string or a mapping:
   - "chunk.recall@5 >= 0.80"                       # absolute threshold on a metric, doc (default) or chunk level
   - {check: "doc.ndcg@10 >= 0.7", slice: {topic: billing}}   # the same, on one slice
   - "buried_evidence <= 0.10"                      # a verdict share (of all queries)
-  - {regression: doc.ndcg@10, budget: 0.02}        # fails only if the drop exceeds the budget AND is significant
+  - {regression: doc.ndcg@10, budget: 0.02}        # non-inferiority: passes when the candidate is shown no worse
+                                                   # than the baseline by more than the budget (see docs/gates.md)
+  - {regression: doc.ndcg@10, budget: 0.02, policy: significant_drop}  # fails only on a significant drop
   - "latency.p95_ms <= 300"                        # the run's per-query latency (p50_ms, p95_ms, max_ms, mean_ms,
                                                    # queries_per_s), as recorded in results.json ``latency``
 
 A regression rule without a baseline is skipped (reported as such), not failed and not an error. A rule that cannot
 be read, or that names a metric, slice tag or slice value the run does not have, is bad input: all such problems
 are reported together, each located as ``rules.N``.
+
+Regression rules decide on the paired delta's bootstrap interval (95%, widened Bonferroni-wise to 1 - 0.05/m across
+the m regression rules of one gate): PASS when its lower bound is above -budget, FAIL when its upper bound is below
+-budget or the point delta drops by more than the budget, INCONCLUSIVE otherwise. A threshold rule with
+``confidence`` decides on its interval (bootstrap for means, Wilson for shares) the same way, and one with
+``min_queries`` is INCONCLUSIVE over fewer counted queries. INCONCLUSIVE fails the gate unless accepted
+(``on_inconclusive: pass``, or the gate's default).
 
 A metric rule's observed value is the mean over the queries the run counts at the rule's level (each query's
 ``counted`` flag), within the slice if it has one: without a slice, exactly the summary's number.
@@ -19,13 +28,13 @@ A metric rule's observed value is the mean over the queries the run counts at th
 from __future__ import annotations
 
 import difflib
-
 import re
 from pathlib import Path
 
 import numpy as np
 
-from .compare import compare_runs, split_metric
+from .compare import bootstrap_ci, compare_runs, paired_vectors, split_metric
+from .decisions import OPS, non_inferiority, shown, significant_drop, threshold_result, wilson, written
 from ..result import querycolumns
 from ..core.errors import InputError
 from ..result.outcomes import GateOutcome, GateResult, Rule
@@ -37,8 +46,10 @@ from ..metrics.spec import parse_metric
 
 # The threshold is any number Python's float() reads (0.8, .8, 8e-1, 0.5e0), nan and inf aside (``_threshold``).
 _CHECK = re.compile(r"^\s*(?P<lhs>[A-Za-z0-9_.@()=,\-]+)\s*(?P<op><=|>=|<|>)\s*(?P<value>[^\s<>=]+)\s*$")
-OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
-KEYS = ("check", "slice", "regression", "budget", "name")
+KEYS = ("check", "slice", "regression", "budget", "name", "policy", "on_inconclusive", "confidence", "min_queries")
+POLICIES = ("non_inferiority", "significant_drop")
+ON_INCONCLUSIVE = ("fail", "pass")
+ALPHA = 0.05  # the gate's error rate, shared by the regression rules of one gate (Bonferroni)
 LATENCY_FIELDS = ("p50_ms", "p95_ms", "max_ms", "mean_ms", "queries_per_s")
 
 
@@ -102,7 +113,7 @@ def parse_rule(item, where: str = "") -> Rule:
         raise InputError("expected a string like 'chunk.recall@5 >= 0.8' or a mapping")
     unknown = set(map(str, item)) - set(KEYS)
     if unknown:
-        raise InputError(f"unknown key(s) {', '.join(sorted(unknown))}; expected check, slice, regression, budget, name")
+        raise InputError(f"unknown key(s) {', '.join(sorted(unknown))}; expected {', '.join(KEYS)}")
     name = item.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise InputError(f"name: expected a non-empty string, got {name!r}")
@@ -121,10 +132,22 @@ def parse_rule(item, where: str = "") -> Rule:
             hint = f"; for {budget:g}%, write {budget / 100:g}" if budget <= 100 else ""
             raise InputError(f"budget: {level}.{metric} lies between 0 and 1, so it never drops by more than "
                              f"{budget:g} and the rule could never fail{hint}")
-        return Rule(name or f"no significant regression of {level}.{metric} beyond {budget}",
-                    "regression", f"{level}.{metric}", budget=budget, where=where)
+        if "confidence" in item or "min_queries" in item:
+            raise InputError(f"{'confidence' if 'confidence' in item else 'min_queries'} applies to threshold rules "
+                             f"only; a regression rule's interval is the gate's (95%, shared by its regression rules)")
+        policy = _policy(item)
+        on_inconclusive = _on_inconclusive(item)
+        if policy == "significant_drop" and on_inconclusive is not None:
+            raise InputError("on_inconclusive: a significant_drop rule is never inconclusive (it passes unless a drop "
+                             "beyond the budget is significant); use policy non_inferiority, or drop on_inconclusive")
+        default = (f"no significant regression of {level}.{metric} beyond {budget}" if policy == "significant_drop"
+                   else f"{level}.{metric} no worse than the baseline by more than {budget}")
+        return Rule(name or default, "regression", f"{level}.{metric}", budget=budget, where=where, policy=policy,
+                    on_inconclusive=on_inconclusive)
     if "budget" in item:
         raise InputError("budget applies to regression rules only")
+    if "policy" in item:
+        raise InputError("policy applies to regression rules only (non_inferiority or significant_drop)")
     if not isinstance(item.get("check"), str):
         raise InputError(f"check: expected a string like 'chunk.recall@5 >= 0.80', got {item.get('check')!r}")
     m = _CHECK.match(item["check"])
@@ -141,14 +164,18 @@ def parse_rule(item, where: str = "") -> Rule:
             raise InputError("latency rules take no slice (latency is recorded for the whole run)")
         if lhs[len("latency."):] not in LATENCY_FIELDS:
             raise InputError(f"{lhs}: latency has {', '.join(f'latency.{f}' for f in LATENCY_FIELDS)}")
+        for key in ("confidence", "min_queries", "on_inconclusive"):
+            if key in item:
+                raise InputError(f"{key}: latency rules read the recorded latency, which has no interval; drop it")
         if value < 0:  # milliseconds and queries/s are never negative
             raise InputError(f"{lhs} is never negative, so a threshold of {value:g} is always or never met")
-        return Rule(name or f"{lhs} {op} {_written(value)}", "latency", lhs[len("latency."):], op, value, where=where)
+        return Rule(name or f"{lhs} {op} {written(value)}", "latency", lhs[len("latency."):], op, value, where=where)
     if lhs in KINDS:
         if sl:
             raise InputError("verdict-share rules take no slice")
         _unit_range(value, f"the {lhs} share")
-        return Rule(name or f"{lhs} share {op} {_written(value)}", "verdict", lhs, op, value, where=where)
+        return Rule(name or f"{lhs} share {op} {written(value)}", "verdict", lhs, op, value, where=where,
+                    **_decision_keys(item))
     if "." not in lhs and "@" not in lhs and "(" not in lhs:  # a bare word: a misspelt verdict kind, most likely
         near = difflib.get_close_matches(lhs, KINDS, n=1)
         if near:
@@ -157,13 +184,44 @@ def parse_rule(item, where: str = "") -> Rule:
     level, metric = split_metric(lhs)
     if parse_metric(metric).family != "dcg":  # every other family's values lie in [0, 1]
         _unit_range(value, f"{level}.{metric} value")
-    label = f"{level}.{metric} {op} {_written(value)}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
-    return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where)
+    label = f"{level}.{metric} {op} {written(value)}" + (f" on {', '.join(f'{k}={v}' for k, v in sl)}" if sl else "")
+    return Rule(name or label, "metric", f"{level}.{metric}", op, value, sl, where=where, **_decision_keys(item))
 
 
-def _written(value: float) -> str:
-    """A threshold in a rule's name as it was most likely written: ``300``, not ``300.0``; ``0.1`` as itself."""
-    return str(int(value)) if value.is_integer() else repr(value)
+def _policy(item: dict) -> str:
+    policy = item.get("policy", POLICIES[0])
+    if policy not in POLICIES:
+        raise InputError(f"policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
+    return policy
+
+
+def _on_inconclusive(item: dict) -> str | None:
+    value = item.get("on_inconclusive")
+    if value is not None and value not in ON_INCONCLUSIVE:  # YAML reads a bare `pass` as the text 'pass'
+        raise InputError(f"on_inconclusive: expected pass or fail, got {value!r}")
+    return value
+
+
+def _decision_keys(item: dict) -> dict:
+    """A threshold rule's confidence, min_queries and on_inconclusive, checked; without the first two the rule is
+    decided on its point value and can never be inconclusive, so on_inconclusive alone means nothing."""
+    out = {"on_inconclusive": _on_inconclusive(item)}
+    if "confidence" in item:
+        c = item["confidence"]
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
+            raise InputError(f"confidence: expected a number between 0 and 1 (exclusive), e.g. 0.95, got {c!r}")
+        out["confidence"] = float(c)
+    if "min_queries" in item:
+        n = item["min_queries"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"min_queries: expected a whole number >= 1, got {n!r}")
+        out["min_queries"] = n
+    if out["on_inconclusive"] is not None and "confidence" not in out and "min_queries" not in out:
+        raise InputError("on_inconclusive: this rule is decided on its point value and is never inconclusive; give "
+                         "it confidence or min_queries, or drop on_inconclusive")
+    return out
+
+
 
 
 def _threshold(text: str, check: str) -> float:
@@ -255,42 +313,56 @@ def metric_value(result: Result, rule: Rule) -> tuple[float | None, int]:
     return mean_of(columns.value(level, metric)[rows]), n
 
 
-def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | dict | None = None) -> GateOutcome:
+def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | dict | None = None,
+                   on_inconclusive: str | None = None) -> GateOutcome:
     """Check every rule. Regression rules need a baseline: without one they are skipped (reported, not failed),
-    and the other rules are still checked. A rule that does not fit this run raises InputError (all of them)."""
+    and the other rules are still checked. A rule that does not fit this run raises InputError (all of them).
+    ``on_inconclusive`` (pass | fail, default fail) is what an INCONCLUSIVE does to a rule that does not say."""
     result, baseline = as_result(result), None if baseline is None else as_result(baseline)
+    if on_inconclusive is not None and on_inconclusive not in ON_INCONCLUSIVE:
+        raise InputError(f"on_inconclusive: expected pass or fail, got {on_inconclusive!r}")
     problems = rule_problems(rules, result, baseline)
     if problems:
         raise InputError("the gate rules do not fit this run", problems)
     out: list[GateResult] = []
     regressions = [r for r in rules if r.kind == "regression"]
     comparison = {}
+    candidate = result
     if regressions and baseline is not None:
-        c = compare_runs([baseline, result.model_copy(update={"name": result.name + " (candidate)"})],
-                         sorted({r.target for r in regressions}))
+        candidate = result.model_copy(update={"name": result.name + " (candidate)"})
+        c = compare_runs([baseline, candidate], sorted({r.target for r in regressions}))
         comparison = {row.metric: row for row in c.rows}
+    # The regression rules share the gate's error rate: each interval is widened to 1 - ALPHA/m (Bonferroni).
+    tested = sum(1 for r in regressions if comparison.get(r.target) and comparison[r.target].delta is not None)
+    level = 1 - ALPHA / max(tested, 1)
     shares, counts = result.summary.verdicts.shares, result.summary.verdicts.counts
     for rule in rules:
+        accept = rule.on_inconclusive or on_inconclusive or "fail"
         if rule.kind == "verdict":
             share = getattr(shares, rule.target)
-            ok = OPS[rule.op](share, rule.value)
             count = getattr(counts, rule.target)
-            out.append(GateResult(rule, ok, share, f"{rule.target} share is {_shown(share, rule.value, 3)} "
-                                                   f"({count} quer{'y' if count == 1 else 'ies'})"))
+            total = result.summary.verdicts.total
+            said = f"{rule.target} share is {shown(share, rule.value, 3)} ({count} quer{'y' if count == 1 else 'ies'})"
+            values = np.r_[np.ones(count), np.zeros(total - count)]
+            out.append(threshold_result(rule, share, total, said, values, wilson(count, total, rule.confidence)
+                                         if rule.confidence else None, "Wilson", accept))
         elif rule.kind == "latency":
             value = float(getattr(result.latency, rule.target))
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
-                                  f"latency.{rule.target} is {_shown(value, rule.value, 1)} over "
+                                  f"latency.{rule.target} is {shown(value, rule.value, 1)} over "
                                   f"{result.latency.queries} quer{'y' if result.latency.queries == 1 else 'ies'} "
                                   f"(measured {result.latency.measured})", n=result.latency.queries))
         elif rule.kind == "metric":
             value, n = metric_value(result, rule)
             if value is None:
                 where = "in this slice" if rule.slice else f"at {rule.target.split('.')[0]} level"
-                out.append(GateResult(rule, False, None, f"no query is counted {where} (none with relevant, checkable gold)", n=0))
+                out.append(GateResult(rule, False, None, f"no query is counted {where} (none with relevant, checkable "
+                                                         f"gold): nothing was measured, so the rule fails", n=0))
                 continue
-            out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,
-                                  f"{rule.target} is {_shown(value, rule.value, 4)} over {n} quer{'y' if n == 1 else 'ies'}", n=n))
+            values = _rule_values(result, rule)
+            said = f"{rule.target} is {shown(value, rule.value, 4)} over {n} quer{'y' if n == 1 else 'ies'}"
+            interval = bootstrap_ci(values, confidence=rule.confidence)[:2] if rule.confidence else None
+            out.append(threshold_result(rule, value, n, said, values, interval, "bootstrap", accept))
         elif baseline is None:
             out.append(GateResult(rule, False, None, "regression rules need --baseline "
                                                      "(a results.json of the main branch)", skipped=True))
@@ -300,23 +372,17 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
                 out.append(GateResult(rule, False, None, f"no query is counted at {rule.target.split('.')[0]} level "
                                                          f"in both runs: the regression cannot be checked", n=0))
                 continue
-            dropped = -row.delta > rule.budget
-            failed = dropped and row.significant
-            msg = (f"delta {_shown(row.delta, -rule.budget, 4, '+')} (95% CI {row.ci95[0]:+.4f}..{row.ci95[1]:+.4f}), "
-                   f"corrected p {row.p_corrected:.4f}, budget {rule.budget}")
-            if dropped and not row.significant:
-                msg += f"; the drop is not significant (MDE {row.mde:.4f})"
-            out.append(GateResult(rule, not failed, row.delta, msg, n=row.n))
+            if rule.policy == "significant_drop":
+                out.append(significant_drop(rule, row))
+                continue
+            lvl, metric = rule.target.split(".", 1)
+            _, xa, xb = paired_vectors(baseline, candidate, lvl, metric)
+            out.append(non_inferiority(rule, row, xb - xa, level, accept))
     return GateOutcome(result.name, out)
 
 
-def _shown(value: float, threshold: float, digits: int, sign: str = "") -> str:
-    """``value`` with ``digits`` decimals, or as many more as tell it apart from ``threshold`` when the two would
-    print alike: a failing `doc.ndcg@10 >= 0.6771` shows `is 0.67705`, not `is 0.6771`."""
-    if value != threshold:
-        for places in range(digits, 18):
-            shown = format(value, f"{sign}.{places}f")
-            if shown != format(threshold, f"{sign}.{places}f"):
-                return shown
-        return format(value, sign)  # (1e-20 against 0) the shortest repr that is this value
-    return format(value, f"{sign}.{digits}f")
+def _rule_values(result: Result, rule: Rule) -> np.ndarray:
+    """The per-query values a metric rule's mean is over (counted at its level, within its slice)."""
+    level, metric = rule.target.split(".", 1)
+    columns = querycolumns.of(result)
+    return np.asarray(columns.value(level, metric)[_slice_mask(result, rule) & columns.counted[level]], dtype=float)

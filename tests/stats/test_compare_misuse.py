@@ -122,9 +122,10 @@ def test_runs_that_tag_queries_differently_say_so(runs, tmp_path):
 
 
 def test_only_colliding_names_change_and_the_baseline_is_found(runs):
-    data = _compare_json(runs["a"], runs["a"], runs["b"], "--baseline", "t#3", "-m", "ndcg@10")
-    # a and b are both named "t" by demo_config: every run's name collides here, so all three are numbered
-    assert (data["runs"], data["baseline"]) == (["t#1", "t#2", "t#3"], "t#3")
+    data = _compare_json(runs["a"], runs["a"], runs["b"], "--baseline", "t+k1=0.5", "-m", "ndcg@10")
+    # a and b are both named "t" by demo_config: b is told apart by the setting that differs (issue 35), the same
+    # a given twice only by its place
+    assert (data["runs"], data["baseline"]) == (["t#1", "t#2", "t+k1=0.5"], "t+k1=0.5")
     from harness.result.outcomes import distinct_names
 
     class R:
@@ -138,15 +139,15 @@ def test_only_colliding_names_change_and_the_baseline_is_found(runs):
 
 
 def test_nothing_counted_in_both_runs_is_not_a_passing_regression(tmp_path):
-    gold = tmp_path / "nogold.jsonl"
-    rows = [json.loads(line) for line in (DEMO / "goldset.jsonl").read_text().splitlines()[:3]]
-    gold.write_text("".join(json.dumps(dict(r, relevant=[])) + "\n" for r in rows))
+    """(Since issue 35 such a golden set cannot be run: harness run exits 2 before retrieving. A results.json that
+    counts no query, written otherwise, still fails the gate.)"""
+    from resultfactory import fake_result
+
     results = []
-    for name, k1 in (("a", 1.2), ("b", 0.5)):
-        cfg = demo_config(tmp_path, f"{name}.yaml", retriever=f"{{kind: bm25, backend: fast, k1: {k1}}}")
-        cfg.write_text(cfg.read_text().replace(str(DEMO / "goldset.jsonl"), str(gold)))
-        assert harness("run", cfg, "--out", tmp_path / name, "-q").returncode == 0
-        results.append(tmp_path / name / "results.json")
+    for name in ("a", "b"):
+        run = fake_result(name, [0.5, 0.4, 0.3], ["ok"] * 3, counted=[False] * 3)
+        results.append(tmp_path / f"{name}.json")
+        results[-1].write_text(json.dumps(run.to_dict()))
     rules = tmp_path / "rules.yaml"
     rules.write_text("rules: [{regression: doc.ndcg@10, budget: 0.01}]\n")
     proc = harness("gate", results[1], "--rules", rules, "--baseline", results[0])

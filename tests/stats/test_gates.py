@@ -36,16 +36,24 @@ def test_metric_rules_observe_the_counted_queries_only():
     assert sliced.failed and sliced.observed is None and "no query is counted in this slice" in sliced.message
 
 
-def test_regression_fails_only_when_large_and_significant():
+def test_regression_policies_on_a_drop_of_one_query():
+    """The default policy (non_inferiority) fails a point drop beyond the budget; significant_drop (today's rule
+    before issue 35) passes it when it is not significant."""
     base = fake("main", [0.9] * 40, ["ok"] * 40, ["a"] * 40)
     small = fake("c1", [0.89] * 40, ["ok"] * 40, ["a"] * 40)
     large = fake("c2", [0.6] * 40, ["ok"] * 40, ["a"] * 40)
     noisy = fake("c3", [0.0] + [0.9] * 39, ["ok"] * 40, ["a"] * 40)
     rule = [parse_rule({"regression": "ndcg@10", "budget": 0.02})]
-    assert evaluate_gates(small, rule, base)[0].passed  # a drop within budget
-    assert not evaluate_gates(large, rule, base)[0].passed  # large and significant
-    noisy_res = evaluate_gates(noisy, rule, base)[0]  # mean drop 0.0225 > budget, but one query: not significant
-    assert noisy_res.passed and "not significant" in noisy_res.message
+    assert rule[0].policy == "non_inferiority"
+    assert evaluate_gates(small, rule, base)[0].passed  # every query drops 0.01: the interval is -0.01..-0.01
+    assert not evaluate_gates(large, rule, base)[0].passed
+    noisy_res = evaluate_gates(noisy, rule, base)[0]  # mean drop 0.9 / 40 = 0.0225 > budget: FAIL on the point
+    assert noisy_res.failed and noisy_res.verdict == "FAIL" and noisy_res.observed == pytest.approx(-0.0225)
+    old = [parse_rule({"regression": "ndcg@10", "budget": 0.02, "policy": "significant_drop"})]
+    assert old[0].name == "no significant regression of doc.ndcg@10 beyond 0.02"
+    noisy_old = evaluate_gates(noisy, old, base)[0]  # one query: not significant, so this policy passes it
+    assert noisy_old.passed and "not significant" in noisy_old.message and "policy significant_drop" in noisy_old.message
+    assert not evaluate_gates(large, old, base)[0].passed  # large and significant
     skipped = evaluate_gates(small, rule)[0]  # no baseline: reported as skipped, neither passed nor failed
     assert skipped.skipped and not skipped.passed and not skipped.failed and "need --baseline" in skipped.message
 
