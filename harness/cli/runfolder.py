@@ -9,7 +9,7 @@ from typing import List, Optional
 
 def measured_something(result, cfg) -> None:
     """A run whose means are over no query at a level measured nothing there: not a run to keep or to gate
-    (validate refuses most such golden sets before retrieval: pipeline.prepare.nothing_counted)."""
+    (validate refuses most such golden sets before retrieval: pipeline.measurable.nothing_counted)."""
     from ..core.errors import GoldSetError
 
     for level in ("doc", "chunk"):

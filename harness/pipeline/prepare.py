@@ -19,6 +19,7 @@ from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assem
 from ..core.fingerprint import fingerprint_of_items
 from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError, RunFileError
 from ..core.types import Chunk, Document, GoldSet
+from .measurable import nothing_counted
 from ..gold.load import iter_goldset, read_goldset
 from ..gold.resolve import GoldProblem, resolve_goldset
 from ..io.documents import load_corpus
@@ -292,41 +293,6 @@ def check_runnable(prepared: Prepared) -> bool:
     if not _uses_external(config.retriever):
         check_token_budget(config.cutoff, prepared.chunks)
     return True
-
-
-def nothing_counted(prepared: Prepared) -> str | None:
-    """Why no query could be counted in any mean (a run would measure nothing and show n/a everywhere), or None.
-    A query enters the means (``metrics.table.included``) when its judgments could be checked against the corpus
-    and, under query_policy exclude, it has a relevant document (grade 1 or more)."""
-    gold, config = prepared.gold, prepared.config
-    ids = list(gold.query_ids())
-    errors = {p.query_id for p in prepared.problems}
-    checkable = [q for q in ids if q not in errors]
-    if not checkable:
-        first = prepared.problems[0].message if prepared.problems else ""
-        return (f"no query can be counted: every query ({len(ids)}) is a golden-set error (e.g. {first}), so a run "
-                f"would measure nothing; fix the golden set or the corpus (harness goldset check)")
-    if config.evaluation.query_policy == "zero":
-        return None
-    relevant = _with_relevant(gold)
-    if not any(q in relevant for q in checkable):
-        return (f"no query can be counted: none of the {len(checkable)} checkable queries has a relevant document "
-                f"(grade 1 or more), so nothing is relevant at either level and a run would measure nothing; judge "
-                f"at least one document relevant (or set evaluation.query_policy: zero to score such queries 0)")
-    return None
-
-
-def _with_relevant(gold: GoldSet) -> set[str]:
-    """The ids of the queries with a judgment of grade 1 or more: from a loaded golden set's columns when it has
-    them (no Judgment object made a judgment)."""
-    j = gold.judgments
-    grades, offsets = getattr(j, "grades", None), getattr(j, "query_offsets", None)
-    if grades is not None and offsets is not None:
-        seen = np.concatenate([[0], np.cumsum(np.asarray(grades) > 0)])
-        offsets = np.asarray(offsets)
-        has = seen[offsets[1:]] - seen[offsets[:-1]] > 0
-        return {str(q) for q in np.asarray(j.query_ids)[has].tolist()}
-    return {x.query_id for x in j if x.relevance > 0}
 
 
 def _highest_grade(judgments):
