@@ -115,16 +115,13 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
 
     Example: harness run configs/demo-bm25.yaml --set retriever.k1=0.9 --set cutoff.k=10 --format json | jq .summary
     """
+    from ..api.runs import named, run_config
     from ..config.schema import load_config
-    from ..pipeline.assemble import check_before_retrieval, run_experiment
-    from .heap import return_large_frees
     from ..core.interrupt import Terminated, leave
-    from ..io.outdir import open_output
-    from ..render.outputs import write_outputs
+    from .heap import return_large_frees
+    from .runfolder import run_folder
 
-    from ..retrievers import BuildContext
-
-    return_large_frees()  # a run frees large per-batch arrays all along (core/heap.py; not eval: see there)
+    return_large_frees()  # a run frees large per-batch arrays all along (cli/heap.py; not eval: see there)
     log = (lambda m: None) if quiet else _err
     if quiet:
         quiet_libraries()
@@ -132,30 +129,12 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
     try:
         cfg = with_executor(load_config(config, overrides), executor)
         if name is not None:
-            from ..config.overrides import check_run_name
-            check_run_name(name)
-            cfg = cfg.model_copy(update={"name": name})
-        checked = check_before_retrieval(cfg, source=str(config), log=log, cache_dir=cache_dir)  # = validate's
-        context = BuildContext(progress=not quiet, **({"cache_dir": cache_dir} if cache_dir else {}))
-        for warning in checked.warnings:
-            _err(f"warning: {warning}")
-        from .runfolder import measured_something, run_folder
+            cfg = named(cfg, name)
         target, origin = run_folder(cfg, config, out, name, overrides)
         if overrides and not out and not quiet:
             log(f"--set: this variant writes to its own folder {target}/")
-        # Opened (locked, checked) before the run: a folder harness may not write is refused before the work.
-        with open_output(target, run=cfg.name, force=force, origin=origin) as folder:
-            if cfg.sweep:
-                from ..pipeline.sweep import run_sweep
-                board = run_sweep(cfg, folder, progress=not quiet, log=log, warn=_err, context=context)
-            else:
-                result = run_experiment(cfg, progress=not quiet, log=log, warn=_err, prepared=checked.prepared,
-                                        context=context)
-                checked = None  # the corpus and the golden set as loaded: the result has what the outputs need
-                measured_something(result, cfg)
-                if overrides:
-                    result = result.model_copy(update={"overrides": list(overrides)})
-                write_outputs(result, folder)
+        outcome = run_config(cfg, source=str(config), out=target, origin=origin, force=force, progress=not quiet,
+                             log=log, warn=_err, cache_dir=cache_dir, overrides=overrides)
     except OSError as exc:
         if exc.errno not in WRITING or target is None:
             raise
@@ -166,15 +145,15 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
     except (KeyboardInterrupt, Terminated) as exc:  # every cleanup above has run by now
         leave(exc)
     if fmt.value == "json":
-        print(json.dumps(run_summary_json(target, board if cfg.sweep else result), indent=2, ensure_ascii=False))
+        print(json.dumps(run_summary_json(target, outcome), indent=2, ensure_ascii=False))
         return
     if cfg.sweep:
         if not quiet:
-            tied = ", ".join(r["run"] for r in board["runs"][1:] if r["tied_with_best"])
-            _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
+            tied = ", ".join(r["run"] for r in outcome["runs"][1:] if r["tied_with_best"])
+            _err(f"best: {outcome['best']}; statistically tied with it: {tied or 'none'}")
         print(target / "leaderboard.md")
         return
-    s = result.summary
+    s = outcome.summary
     if not quiet:
         for level in ("doc", "chunk"):  # both: a bare metric name means doc level in compare and gate
             _err(means_line(level, s.means(level)))
@@ -250,38 +229,15 @@ def eval_(qrels: Path = typer.Argument(..., metavar="QRELS", help="TREC qrels, B
 
     Example: harness eval qrels.txt run.trec -m P@5 --format tsv --per-query | sort -k3 -n | head
     """
-    from ..io import fast_trec
-    from ..metrics.inputs import NATIVE_GOLD, read_qrels
-    from ..metrics.engine import evaluate
-    from ..io.runfiles import JSON_RUN, read_run
-    from ..io.textfile import base_suffix
+    from ..api.evaluation import evaluate_inputs
     from ..render import evaluation
 
     if trec_compat and query_policy is QueryPolicy.exclude:  # two options saying opposite things: not guessed
         from ..core.errors import InputError
         raise InputError("--trec-compat counts every judged query in the means (as trec_eval -c, query policy zero); "
                          "--query-policy exclude says the opposite: give one of them")
-    if qrels.is_file() and run_file.is_file():  # a file of the wrong kind: one line, not an error per line
-        from ..io.sniff import wrong_kinds
-        wrong = wrong_kinds(qrels, run_file)
-        if wrong:
-            from ..core.errors import InputError
-            raise InputError(wrong)
-    metrics, options = metric or list(DEFAULT_METRICS), dict(
-        query_policy=(query_policy or QueryPolicy.exclude).value, order=order.value, trec_compat=trec_compat)
-    both, table = None, None
-    if (qrels.is_file() and run_file.is_file() and base_suffix(qrels) not in NATIVE_GOLD
-            and base_suffix(run_file) not in JSON_RUN):
-        from ..metrics.streamed import evaluate_files
-        table = evaluate_files(qrels, run_file, metrics, **options)  # scored as read: memory bounded by a batch
-        if table is None:  # declined (a run whose queries are not together, a line to locate): read them whole
-            both = fast_trec.read_qrels_and_run(qrels, run_file)  # one pass over both files' doc ids
-    if table is None:
-        judgments, run = both if both is not None else (read_qrels(qrels), read_run(run_file))
-        if judgments.n_queries == 0:  # every mean would be n/a: a broken download must not pass a CI step
-            from ..core.errors import GoldSetError
-            raise GoldSetError(f"{qrels}: no judgments in the file; nothing to evaluate against")
-        table = evaluate(judgments, run, metrics, **options)
+    table = evaluate_inputs(qrels, run_file, metric or list(DEFAULT_METRICS), trec_compat=trec_compat,
+                            query_policy=(query_policy or QueryPolicy.exclude).value, order=order.value)
     for warning in evaluation.coverage_warnings(table.counts):
         _err(f"warning: {warning}")
     from .evalnote import run_folder_note

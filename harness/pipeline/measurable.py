@@ -45,3 +45,18 @@ def _with_relevant(gold: GoldSet) -> set[str]:
         has = seen[offsets[1:]] - seen[offsets[:-1]] > 0
         return {str(q) for q in np.asarray(j.query_ids)[has].tolist()}
     return {x.query_id for x in j if x.relevance > 0}
+
+
+def measured_something(result, cfg) -> None:
+    """A run whose means are over no query at a level measured nothing there: not a run to keep or to gate
+    (validate refuses most such golden sets before retrieval: ``nothing_counted``)."""
+    from ..core.errors import GoldSetError
+
+    for level in ("doc", "chunk"):
+        counts = getattr(result.summary.counts, level)
+        if counts.evaluated_queries == 0:
+            why = (f"every query is a golden-set error ({counts.excluded_goldset_error})"
+                   if counts.excluded_goldset_error == counts.judged_queries else
+                   f"no query has anything relevant at {level} level")
+            raise GoldSetError(f"{cfg.goldset.path}: no query can be counted at {level} level ({why}), so the run "
+                               f"measured nothing there; nothing was written")
