@@ -46,7 +46,7 @@ from ..retrievers.contract import HitReport
 from ..executors import execute  # where retrieval runs (the config's executor:)
 from ..executors.retrieval import query_coverage
 from .window import depth_cut_warning, empty_window_warning, window_sizes
-from .levels import Coverage, Levels, evaluate_levels, level_qrels
+from .levels import Coverage, Levels, evaluate_levels, level_qrels, unit_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
@@ -186,7 +186,9 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
 
     dq, cq = level_qrels(gold, chunks, prepared.problems)
     gold_errors = {p.query_id for p in prepared.problems}
-    levels = evaluate_levels(dq, cq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage)
+    units, uq = unit_qrels(gold, chunks, prepared.problems)
+    levels = evaluate_levels(dq, uq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage,
+                             units=units)
     verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent)
     per_query = {level: _Rows(levels.table(level)) for level in LEVELS}
 

@@ -1,0 +1,209 @@
+"""Evidence units: the chunk level's relevant items, whoever cut the text.
+
+Every relevant judgment with evidence spans is one **unit** of its query (its spans, its grade). A hit (a config
+chunk, an external span, a service's hit placed by id, span or text) **covers** a unit when it overlaps one of the
+unit's spans (``Span.overlaps``: at least one character in common). Walking a ranked list from the top, a hit that
+covers units no hit above it covered stands for those units; a hit that covers none is a non-relevant item (its
+chunk id). So overlapping chunks of one span count once, at the best rank, as trec_eval counts a repeated doc id
+once, and R at the chunk level is the number of units.
+
+A hit that covers several new units stands for each of them, one item per unit at its place in the list (the higher
+grade first, then in document order): recall counts every unit the window holds, whoever merged the text, and the
+items below move down. ``@k`` and R-prec count items; precision@window divides by the window's k plus those extra
+items (so it stays within 0..1).
+
+A relevant judgment without evidence stays as before: every chunk of its document is a relevant item (by chunk id),
+since without a span there is nothing to cover. A judgment whose evidence was given but failed to resolve adds no
+item (its document's chunks are judged not relevant, as ``gold.resolve.chunk_qrels`` does).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .levelgrades import LevelGrades
+from .positions import Positions
+from ..core.types import Chunk, GoldSet, Span
+from ..gold.resolve import BROKEN_EVIDENCE, GoldProblem
+
+UNIT_MARK = "#unit:"  # between the document id and the spans: no chunk id of the project's has it
+
+
+@dataclass(frozen=True)
+class Unit:
+    unit_id: str
+    doc_id: str
+    spans: tuple[Span, ...]
+    grade: int
+
+    def covered_by(self, start: int, end: int) -> bool:
+        return any(s.overlaps(start, end) for s in self.spans)
+
+
+def unit_id(doc_id: str, spans: Sequence[Span]) -> str:
+    """A unit's id: its document and spans, e.g. ``doc#unit:12-80,95-130`` (deterministic, readable in a run file)."""
+    return doc_id + UNIT_MARK + ",".join(f"{s.start}-{s.end}" for s in spans)
+
+
+@dataclass(frozen=True)
+class QueryUnits:
+    """One query's units by document, and the documents judged relevant without evidence (their grade)."""
+
+    units: tuple[Unit, ...]
+    by_doc: Mapping[str, tuple[Unit, ...]]
+    whole: Mapping[str, int]
+
+
+EMPTY = QueryUnits((), {}, {})
+
+
+class EvidenceUnits(Sequence[QueryUnits]):
+    """Each query's units, in golden-set order (``query_ids``)."""
+
+    def __init__(self, query_ids: Sequence[str], rows: Sequence[QueryUnits]):
+        self.query_ids = list(query_ids)
+        self._rows = list(rows)
+        self._positions = Positions(self.query_ids)
+
+    def at(self, i: int, query_id: str) -> QueryUnits:
+        """``query_id``'s units, found at row ``i`` when it is there; none for a query the golden set lacks."""
+        found = self._positions.find(query_id, i)
+        return EMPTY if found < 0 else self._rows[found]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i):
+        return self._rows[i]
+
+    def unit_ids(self) -> list[str]:
+        """Every unit id, each once, in first-appearance order."""
+        return list(dict.fromkeys(u.unit_id for row in self._rows for u in row.units))
+
+    def grades(self, chunks: Sequence[Chunk]) -> LevelGrades:
+        """The chunk level's judgments: each unit with its grade, and each chunk of a document judged relevant
+        without evidence with the document's grade."""
+        by_doc: dict[str, list[Chunk]] = defaultdict(list)
+        if any(row.whole for row in self._rows):
+            for c in chunks:
+                by_doc[c.doc_id].append(c)
+
+        def rows() -> Iterator[dict[str, int]]:
+            for row in self._rows:
+                out = {u.unit_id: u.grade for u in row.units}
+                for doc, grade in row.whole.items():
+                    for c in by_doc.get(doc, ()):
+                        out[c.chunk_id] = max(out.get(c.chunk_id, 0), grade)
+                yield out
+        return LevelGrades.from_rows(self.query_ids, rows())
+
+
+def evidence_units(gold: GoldSet, problems: Sequence[GoldProblem] = ()) -> EvidenceUnits:
+    """The units of every query of ``gold``. A document judged twice for a query with the same spans is one unit
+    at the higher grade."""
+    broken = {(p.query_id, p.doc_id) for p in problems if p.kind in BROKEN_EVIDENCE}
+    rows = []
+    for query_id, judgments in zip(gold.query_ids(), gold.judgments_per_query()):
+        units: dict[str, Unit] = {}
+        whole: dict[str, int] = {}
+        for j in judgments:
+            if j.relevance <= 0:
+                continue
+            if j.evidence:
+                spans = tuple(sorted(j.evidence, key=lambda s: (s.start, s.end)))
+                uid = unit_id(j.doc_id, spans)
+                if uid not in units or units[uid].grade < j.relevance:
+                    units[uid] = Unit(uid, j.doc_id, spans, int(j.relevance))
+            elif (query_id, j.doc_id) not in broken:
+                whole[j.doc_id] = max(whole.get(j.doc_id, 0), int(j.relevance))
+        if not units and not whole:
+            rows.append(EMPTY)
+            continue
+        by_doc: dict[str, list[Unit]] = defaultdict(list)
+        for u in units.values():
+            by_doc[u.doc_id].append(u)
+        rows.append(QueryUnits(tuple(units.values()), {d: tuple(v) for d, v in by_doc.items()}, whole))
+    return EvidenceUnits(gold.query_ids(), rows)
+
+
+def new_units(row: QueryUnits, doc_id: str, start: int, end: int, covered: set[str]) -> list[Unit]:
+    """THE cover rule: the units of ``row`` that the hit ``doc_id[start:end]`` covers and no hit above it covered
+    (``covered``, updated), the higher grade first, then in document order."""
+    found = [u for u in row.by_doc.get(doc_id, ()) if u.unit_id not in covered and u.covered_by(start, end)]
+    if len(found) > 1:
+        found.sort(key=lambda u: (-u.grade, u.spans[0].start, u.spans[0].end))
+    covered.update(u.unit_id for u in found)
+    return found
+
+
+def unit_items(row: QueryUnits, hits: Iterable[tuple[str, str, int, int]]) -> Iterator[tuple[int, str]]:
+    """(hit index, item id) of a ranked list's hits ``(chunk id, doc id, start, end)`` at the chunk level: each hit
+    once as its chunk id, or once per unit it newly covers."""
+    covered: set[str] = set()
+    for i, (chunk_id, doc_id, start, end) in enumerate(hits):
+        units = new_units(row, doc_id, start, end, covered) if doc_id in row.by_doc else ()
+        if units:
+            for u in units:
+                yield i, u.unit_id
+        else:
+            yield i, chunk_id
+
+
+@dataclass(frozen=True)
+class ItemBatch:
+    """Queries ``start:stop`` of a ``HitTable`` at the chunk level: each item's code (a chunk index, or
+    ``n_chunks`` + a unit's index), score and query (batch row), the items per query, and each window's items
+    (``cut``) and precision denominator (``size``: its k plus the extra items of hits that stand for several
+    units)."""
+
+    codes: np.ndarray
+    scores: np.ndarray
+    local: np.ndarray
+    lengths: np.ndarray
+    cut: np.ndarray
+    size: np.ndarray
+
+
+def table_items(table, units: EvidenceUnits, start: int, stop: int, window_k: np.ndarray,
+                unit_code: Mapping[str, int]) -> ItemBatch:
+    """``unit_items`` over a ``HitTable``'s columns: only the hits in a document that has units for their query go
+    through the cover rule one by one (a few per query); every other hit is its chunk, as an array."""
+    lo, hi, lengths = table.span(start, stop)
+    n = stop - start
+    local = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    chunk = np.asarray(table.chunk[lo:hi], dtype=np.int64)
+    scores = np.asarray(table.scores[lo:hi], dtype=np.float64)
+    rank = table.ranks(start, stop)
+    k = np.asarray(window_k[start:stop], dtype=np.int64)
+    counts = np.ones(len(chunk), dtype=np.int64)
+    expanded: dict[int, list[int]] = {}
+    n_chunks = len(table.chunks)
+    chunks = table.chunks
+    for r in range(n):
+        row = units.at(start + r, str(table.query_ids[start + r]))
+        if not row.by_doc:
+            continue
+        covered: set[str] = set()
+        a, b = int(table.offsets[start + r]) - lo, int(table.offsets[start + r + 1]) - lo
+        for j in range(a, b):
+            c = chunks[int(chunk[j])]
+            if c.doc_id not in row.by_doc:
+                continue
+            found = new_units(row, c.doc_id, c.start, c.end, covered)
+            if found:
+                expanded[j] = [n_chunks + unit_code[u.unit_id] for u in found]
+                counts[j] = len(found)
+    codes = np.repeat(chunk, counts)
+    first = np.cumsum(counts) - counts
+    for j, extra in expanded.items():
+        codes[first[j]:first[j] + len(extra)] = extra
+    in_window = rank <= np.repeat(k, lengths)
+    cut = np.bincount(local[in_window], weights=counts[in_window], minlength=n).astype(np.int64)
+    hits_in = np.bincount(local[in_window], minlength=n).astype(np.int64)
+    item_lengths = np.bincount(local, weights=counts, minlength=n).astype(np.int64)
+    return ItemBatch(codes, np.repeat(scores, counts), np.repeat(local, counts), item_lengths, cut,
+                     k + cut - hits_in)

@@ -1,0 +1,171 @@
+"""Evidence units (issue 34): the chunk level's relevant items are the golden set's units, a hit covers the units it
+overlaps, and a unit counts once, at the best rank. Worked examples on a 100-character document, the two scoring
+paths (ranked lists, hit columns) agreeing, the invariance property, and the demo and SciFact numbers pinned."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import ROOT, shared_dataset
+from harness.core.types import Chunk, GoldSet, Hit, RankedList, Span
+from harness.gold.columns import GoldColumnsBuilder
+from harness.gold.resolve import doc_qrels
+from harness.hits.table import HitTableBuilder
+from harness.hits.units import evidence_units, unit_id
+from harness.pipeline.levels import evaluate_levels
+
+TEXT = {"d": "x" * 100, "e": "y" * 100}
+METRICS = ["precision@1", "precision@2", "recall@1", "recall@2", "ap", "rprec", "rr@10"]
+
+
+def gold(judgments):
+    """One query 'q' judged by ``(doc, grade, [(start, end), ...])``."""
+    b = GoldColumnsBuilder()
+    b.add_query("q", "question", {})
+    for doc, grade, spans in judgments:
+        b.add_judgment(doc, grade, [Span(s, e) for s, e in spans])
+    return GoldSet("t", *b.build())
+
+
+def chunk(doc, start, end):
+    return Chunk(f"{doc}#{start}-{end}", doc, start, end, TEXT[doc][start:end], TEXT[doc][start:end])
+
+
+def scores(judgments, spans, k=2, metrics=METRICS):
+    """The chunk level's values for one ranked list of hits on ``spans`` ((doc, start, end) in rank order), by
+    both paths: ranked lists, and the hit columns every pipeline run scores; they must agree."""
+    g = gold(judgments)
+    chunks = [chunk(*s) for s in spans]
+    lists = [RankedList("q", tuple(Hit(c.chunk_id, c.doc_id, 10.0 - i, i + 1, c.start, c.end)
+                                   for i, c in enumerate(chunks)))]
+    units = evidence_units(g)
+    uq = units.grades(chunks)
+    by_lists = evaluate_levels(doc_qrels(g), uq, lists, [k], metrics, "exclude", set(), units=units).chunk
+    builder = HitTableBuilder(chunks)
+    builder.add(lists)
+    table = builder.build(chunks)
+    by_table = evaluate_levels(doc_qrels(g), uq, table, [k], metrics, "exclude", set(), units=units).chunk
+    a = dict(zip([m.name for m in by_lists.metrics], by_lists.values[0].tolist()))
+    b = dict(zip([m.name for m in by_table.metrics], by_table.values[0].tolist()))
+    assert a == pytest.approx(b, abs=1e-12)
+    return a, int(by_lists.n_relevant[0])
+
+
+def test_a_span_split_across_two_chunks_is_one_unit_counted_at_the_first():
+    # unit d[10,30); hits d[0,20) and d[20,40) both overlap it: the first covers it, the second covers nothing new
+    v, r = scores([("d", 1, [(10, 30)])], [("d", 0, 20), ("d", 20, 40)])
+    assert r == 1
+    assert v["precision@1"] == 1.0 and v["precision@2"] == 0.5  # 1/2, not 2/2 as two relevant chunks
+    assert v["recall@1"] == 1.0 and v["ap"] == 1.0 and v["rprec"] == 1.0
+
+
+def test_overlapping_chunks_of_one_span_count_once_at_the_best_rank():
+    # a non-relevant hit first, then two overlapping windows over the unit: relevant at rank 2 only
+    v, r = scores([("d", 2, [(50, 60)])], [("e", 0, 10), ("d", 45, 65), ("d", 55, 75)], k=3)
+    assert r == 1
+    assert v["rr@10"] == 0.5 and v["precision@2"] == 0.5 and v["ap"] == 0.5
+
+
+def test_a_hit_covering_two_new_units_stands_for_both_higher_grade_first():
+    # units d[10,20) grade 1 and d[30,40) grade 2, one hit d[0,50) covers both: items [u(30-40), u(10-20), e#0-10]
+    v, r = scores([("d", 1, [(10, 20)]), ("d", 2, [(30, 40)])], [("d", 0, 50), ("e", 0, 10)], k=1,
+                  metrics=METRICS + ["recall@window", "precision@window", "hit@window"])
+    assert r == 2
+    assert v["recall@1"] == 0.5  # @k counts items: the first item is one of the two units
+    assert v["recall@2"] == 1.0 and v["precision@2"] == 1.0
+    assert v["recall@window"] == 1.0  # the window (k=1 hit) holds both units
+    assert v["precision@window"] == 2 / 2  # 2 relevant items over k=1 plus the 1 extra item of that hit
+    assert v["ap"] == (1 / 1 + 2 / 2) / 2
+
+
+def test_a_unit_with_two_spans_is_covered_by_a_hit_on_either():
+    # one judgment quoting two places is one unit: a hit on the second place covers it
+    v, r = scores([("d", 1, [(10, 20), (70, 80)])], [("d", 60, 90), ("d", 0, 30)])
+    assert r == 1 and v["precision@1"] == 1.0 and v["precision@2"] == 0.5
+    assert unit_id("d", [Span(10, 20), Span(70, 80)]) == "d#unit:10-20,70-80"
+
+
+def test_a_judgment_without_evidence_keeps_every_chunk_of_its_document_relevant():
+    v, r = scores([("d", 1, [])], [("d", 0, 50), ("d", 50, 100)])
+    assert r == 2 and v["precision@2"] == 1.0
+
+
+def test_touching_is_not_overlapping():
+    v, r = scores([("d", 1, [(20, 30)])], [("d", 0, 20), ("d", 30, 40)])
+    assert r == 1 and v["recall@2"] == 0.0
+
+
+@st.composite
+def cuttings(draw):
+    """Evidence units in one document, a window region [a, b) of it, and two ways of cutting the region into hits
+    (with overlap between neighbours, in any order), with non-relevant hits from another document beside them."""
+    n_units = draw(st.integers(1, 4))
+    units = []
+    for _ in range(n_units):
+        s = draw(st.integers(0, 95))
+        units.append((s, draw(st.integers(s + 1, min(s + 10, 100)))))
+    a = draw(st.integers(0, 60))
+    b = draw(st.integers(a + 1, 100))
+
+    def cut():
+        points = sorted(set(draw(st.lists(st.integers(a + 1, b - 1), max_size=5)) if b - a > 1 else []))
+        bounds = [a] + points + [b]
+        pieces = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            grow = draw(st.integers(0, 5))  # overlap into the next piece, never past the region
+            pieces.append(("d", lo, min(hi + grow, b)))
+        order = draw(st.permutations(pieces))
+        noise = [("e", 10 * i, 10 * i + 5) for i in range(draw(st.integers(0, 2)))]
+        return list(order) + noise
+
+    return units, (a, b), cut(), cut()
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuttings())
+def test_recall_of_the_window_does_not_depend_on_how_its_text_was_cut(case):
+    units, (a, b), first, second = case
+    judgments = [("d", 1, [u]) for u in dict.fromkeys(units)]
+    expected = sum(1 for s, e in dict.fromkeys(units) if s < b and a < e) / len(dict.fromkeys(units))
+    for hits in (first, second):
+        window = sum(1 for h in hits if h[0] == "d")  # the window holds the region's pieces
+        v, _ = scores(judgments, hits, k=window, metrics=["recall@window", "hit@window"])
+        assert v["recall@window"] == pytest.approx(expected, abs=1e-12)
+        assert v["hit@window"] == (1.0 if expected else 0.0)
+
+
+# The chunk level's means before evidence units (commit 636ced5): each unit of these configs overlaps exactly one of
+# their chunks, so nothing moves, except demo q30, whose one judgment quotes two sentences that fall in two chunks:
+# one unit now, so its second chunk at rank 2 is no longer a second relevant item (precision@5 0.4 -> 0.2).
+DEMO_BEFORE = {"precision@5": 0.19999999999999998, "recall@5": 0.9069767441860465, "hit@5": 0.9302325581395349,
+               "rr@10": 0.7488372093023257, "nothing_found@10": 0.06976744186046512, "ap": 0.7314295068057037,
+               "rprec": 0.5813953488372093, "ndcg@10": 0.7787308059790384, "ndcg(gain=exp)@10": 0.7804334056794088,
+               "recall@20": 1.0, "hit@window": 0.9302325581395349, "recall@window": 0.9069767441860465,
+               "precision@window": 0.19999999999999998, "rr@window": 0.7488372093023257}
+SCIFACT_BEFORE = {"ndcg@10": 0.6770505089846663, "recall@100": 0.9286666666666668, "rr@10": 0.6416494708994709,
+                  "precision@10": 0.08833333333333333, "ap": 0.637084475134379, "hit@10": 0.8266666666666667,
+                  "hit@window": 0.8266666666666667, "recall@window": 0.8063333333333333,
+                  "precision@window": 0.08833333333333333, "rr@window": 0.6416494708994709}
+
+
+def _run(name):
+    from harness.config.schema import load_config
+    from harness.pipeline.assemble import run_experiment
+
+    return run_experiment(load_config(ROOT / f"configs/{name}.yaml"), progress=False, log=lambda m: None).to_dict()
+
+
+def test_demo_chunk_level_numbers_are_pinned():
+    result = _run("demo-bm25")
+    chunk = {k: v for k, v in result["summary"]["chunk"].items() if k in DEMO_BEFORE}
+    expected = dict(DEMO_BEFORE)
+    # 43 counted queries: q30's precision@5 (and @window, k=5) went from 2/5 to 1/5
+    expected["precision@5"] = expected["precision@window"] = (0.2 * 43 - 0.2) / 43
+    assert chunk == pytest.approx(expected, abs=1e-12)
+    q30 = next(q for q in result["queries"] if q["id"] == "q30")
+    assert q30["n_relevant"]["chunk"] == 1 and q30["metrics"]["chunk"]["precision@5"] == 0.2
+
+
+def test_scifact_chunk_level_numbers_are_pinned():
+    shared_dataset("scifact")
+    chunk = _run("scifact-bm25")["summary"]["chunk"]
+    assert {k: chunk[k] for k in SCIFACT_BEFORE} == pytest.approx(SCIFACT_BEFORE, abs=1e-12)
