@@ -169,3 +169,55 @@ def test_scifact_chunk_level_numbers_are_pinned():
     shared_dataset("scifact")
     chunk = _run("scifact-bm25")["summary"]["chunk"]
     assert {k: chunk[k] for k in SCIFACT_BEFORE} == pytest.approx(SCIFACT_BEFORE, abs=1e-12)
+
+
+# ---- what the model receives, in characters ----
+
+EVIDENCE = ["evidence_recall@window", "evidence_precision@window", "evidence_iou@window", "evidence_recall@1",
+            "evidence_precision@1", "evidence_iou@1"]
+
+
+def test_evidence_characters_worked_example():
+    # evidence d[10,30) and d[50,60) (30 characters); hits d[0,20), d[15,40) (overlapping: the window's text is
+    # d[0,40), 40 characters), e[0,10); window k=2
+    v, _ = scores([("d", 1, [(10, 30)]), ("d", 1, [(50, 60)])], [("d", 0, 20), ("d", 15, 40), ("e", 0, 10)], k=2,
+                  metrics=EVIDENCE)
+    # window: d[0,40) holds d[10,30): 20 of 30 evidence characters; 20 of its 40 characters are evidence
+    assert v["evidence_recall@window"] == 20 / 30
+    assert v["evidence_precision@window"] == 20 / 40
+    assert v["evidence_iou@window"] == 20 / (30 + 40 - 20)
+    # first hit alone: d[0,20) holds d[10,20)
+    assert v["evidence_recall@1"] == 10 / 30 and v["evidence_precision@1"] == 10 / 20
+    assert v["evidence_iou@1"] == 10 / (30 + 20 - 10)
+
+
+def test_evidence_metrics_do_not_depend_on_how_the_window_was_cut():
+    judgments = [("d", 1, [(10, 30)])]
+    one, _ = scores(judgments, [("d", 5, 45)], k=1, metrics=EVIDENCE[:3])
+    three, _ = scores(judgments, [("d", 5, 20), ("d", 15, 35), ("d", 30, 45)], k=3, metrics=EVIDENCE[:3])
+    both = [{k: v[k] for k in EVIDENCE[:3]} for v in (one, three)]
+    assert both[0] == pytest.approx(both[1], abs=1e-15)
+    assert one["evidence_precision@window"] == 20 / 40
+
+
+def test_evidence_metrics_count_tokens_of_the_config_tokenizer():
+    from harness.hits.evidence import TokenSizes, merged, sizes, values
+    from harness.text.analysis import TokenCounter
+
+    text = {"d": "alpha beta gamma delta epsilon"}  # words at 0-5, 6-10, 11-16, 17-22, 23-30
+    evidence = merged([("d", 6, 16)])  # beta gamma: 2 words
+    window = merged([("d", 0, 8), ("d", 12, 13)])  # a character of alpha, beta and gamma: 3 words
+    e, w, both = sizes(evidence, window, TokenSizes(TokenCounter("words"), text))
+    assert (e, w, both) == (2, 3, 2)
+    assert values("evidence_iou", e, w, both) == 2 / 3
+    assert sizes(evidence, window) == (10, 9, 3)  # in characters: d[6,8) and d[12,13)
+
+
+def test_evidence_metrics_need_a_pipeline_run():
+    from harness.core.errors import MetricError
+    from harness.metrics.engine import compute
+    from harness.metrics.spec import parse_metric
+
+    assert parse_metric("evidence_iou@window").name == "evidence_iou@window"
+    with pytest.raises(MetricError, match="pipeline run"):
+        compute(parse_metric("evidence_recall@5"), None)

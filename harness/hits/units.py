@@ -69,6 +69,10 @@ class EvidenceUnits(Sequence[QueryUnits]):
         self._rows = list(rows)
         self._positions = Positions(self.query_ids)
 
+    def row_of(self, i: int, query_id: str) -> int:
+        """``query_id``'s row (``i`` when it is there), -1 for a query the golden set lacks."""
+        return self._positions.find(query_id, i)
+
     def at(self, i: int, query_id: str) -> QueryUnits:
         """``query_id``'s units, found at row ``i`` when it is there; none for a query the golden set lacks."""
         found = self._positions.find(query_id, i)
@@ -207,3 +211,13 @@ def table_items(table, units: EvidenceUnits, start: int, stop: int, window_k: np
     item_lengths = np.bincount(local, weights=counts, minlength=n).astype(np.int64)
     return ItemBatch(codes, np.repeat(scores, counts), np.repeat(local, counts), item_lengths, cut,
                      k + cut - hits_in)
+
+
+CHUNK_LEVEL_RULE = (
+    "the chunk level's relevant items are evidence units: each relevant judgment with evidence spans is one unit "
+    "(its spans, its grade), R is the number of units; a hit covers the units it overlaps (a character in common); "
+    "a hit is relevant when it covers a unit no hit ranked above it covered, so overlapping chunks of one span count "
+    "once, at the best rank; a hit that covers several new units stands for each of them, one item per unit at its "
+    "place (the higher grade first, then in document order), so @k and R-prec count items and precision@window "
+    "divides by effective_k plus those extra items; a relevant judgment without a span makes every chunk of its "
+    "document a relevant item, as before")

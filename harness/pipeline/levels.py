@@ -16,7 +16,8 @@ from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics import engine
 from ..metrics.engine import Window, evaluate
-from ..metrics.spec import WINDOW_METRICS, MetricSpec, parse_metrics
+from ..hits.evidence import evidence_columns
+from ..metrics.spec import FAMILIES, WINDOW_METRICS, MetricSpec, parse_metrics
 from ..metrics.table import MetricTable
 
 __all__ = ["WINDOW_METRICS", "Coverage", "Levels", "doc_lists", "chunk_lists", "level_qrels", "evaluate_levels"]
@@ -107,10 +108,16 @@ def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -
 def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mapping[str, int]],
                     lists: Sequence[RankedList], window_k: Sequence[int], metrics: Sequence[MetricSpec | str],
                     query_policy: str, gold_errors: Collection[str], coverage: Coverage = Coverage(),
-                    units: EvidenceUnits | None = None) -> Levels:
+                    units: EvidenceUnits | None = None, counter=None, doc_text: Mapping[str, str] | None = None
+                    ) -> Levels:
     """One table per level: the configured metrics, then the window metrics not among them. With ``units``, the
-    chunk level is scored over evidence units (``cq`` then holds their grades: ``unit_qrels``)."""
+    chunk level is scored over evidence units (``cq`` then holds their grades: ``unit_qrels``), and the evidence
+    metrics are read from the hits' text (``hits.evidence``: characters, or tokens of ``counter`` over
+    ``doc_text``), the same value at both levels (the window's text is one text)."""
     specs = parse_metrics(list(metrics) + list(WINDOW_METRICS))
+    columns = None
+    if units is not None and any(FAMILIES[s.family].evidence for s in specs):
+        columns = evidence_columns(lists, units, window_k, specs, counter, doc_text)
     if isinstance(lists, HitTable):
         tables = []
         for level, qrels in (("doc", as_qrels(dq)), ("chunk", as_qrels(cq))):
@@ -118,14 +125,15 @@ def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mappin
                                                    units if level == "chunk" else None)
             tables.append(engine.evaluate_parts(qrels, parts, specs, unjudged_run_queries=unjudged,
                                                 query_policy=query_policy, order="rank", gold_errors=gold_errors,
-                                                window=window, spill=len(qrels.query_ids) > engine.SPILL_VALUES_ABOVE))
+                                                window=window, spill=len(qrels.query_ids) > engine.SPILL_VALUES_ABOVE,
+                                                columns=columns))
         return Levels(*tables)
     doc_window, chunk_window = _window_cuts(lists, window_k)
     chunk_ranked = chunk_lists(lists)
     if units is not None:
         chunk_ranked, chunk_window = unit_lists(lists, units, window_k)
     tables = [evaluate(as_qrels(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
-                       order="rank", gold_errors=gold_errors, window=window)
+                       order="rank", gold_errors=gold_errors, window=window, columns=columns)
               for qrels, ranked, window in ((dq, doc_lists(lists), doc_window), (cq, chunk_ranked, chunk_window))]
     return Levels(*tables)
 
@@ -203,3 +211,14 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
         return sum(1 for q in held if q not in row_of)
 
     return parts(), unjudged, window
+
+
+def evidence_counter(config):
+    """What the evidence metrics count: characters, or the tokens of ``cutoff.tokenizer`` when the config gives
+    one (a ``TokenCounter``); None when no evidence metric is asked for."""
+    if not any(FAMILIES[s.family].evidence for s in parse_metrics(config.metrics)):
+        return None
+    if "tokenizer" not in config.cutoff.settings_given():
+        return None
+    from ..text.analysis import TokenCounter
+    return TokenCounter(config.cutoff.tokenizer, "cutoff.tokenizer")
