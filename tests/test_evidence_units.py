@@ -2,6 +2,8 @@
 overlaps, and a unit counts once, at the best rank. Worked examples on a 100-character document, the two scoring
 paths (ranked lists, hit columns) agreeing, the invariance property, and the demo and SciFact numbers pinned."""
 
+import math
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -38,7 +40,7 @@ def scores(judgments, spans, k=2, metrics=METRICS):
     lists = [RankedList("q", tuple(Hit(c.chunk_id, c.doc_id, 10.0 - i, i + 1, c.start, c.end)
                                    for i, c in enumerate(chunks)))]
     units = evidence_units(g)
-    uq = units.grades(chunks)
+    uq = units.grades()
     by_lists = evaluate_levels(doc_qrels(g), uq, lists, [k], metrics, "exclude", set(), units=units).chunk
     builder = HitTableBuilder(chunks)
     builder.add(lists)
@@ -84,9 +86,11 @@ def test_a_unit_with_two_spans_is_covered_by_a_hit_on_either():
     assert unit_id("d", [Span(10, 20), Span(70, 80)]) == "d#unit:10-20,70-80"
 
 
-def test_a_judgment_without_evidence_keeps_every_chunk_of_its_document_relevant():
-    v, r = scores([("d", 1, [])], [("d", 0, 50), ("d", 50, 100)])
-    assert r == 2 and v["precision@2"] == 1.0
+def test_a_judgment_without_evidence_is_one_unit_its_whole_document():
+    v, r = scores([("d", 1, [])], [("e", 0, 10), ("d", 50, 100), ("d", 0, 50)], k=3,
+                  metrics=METRICS + ["evidence_recall@window"])
+    assert r == 1 and v["rr@10"] == 0.5 and v["precision@2"] == 0.5 and v["recall@2"] == 1.0
+    assert v["evidence_recall@window"] == 0.0  # no span, no characters
 
 
 def test_touching_is_not_overlapping():
@@ -133,14 +137,21 @@ def test_recall_of_the_window_does_not_depend_on_how_its_text_was_cut(case):
         assert v["hit@window"] == (1.0 if expected else 0.0)
 
 
-# The chunk level's means before evidence units (commit 636ced5): each unit of these configs overlaps exactly one of
-# their chunks, so nothing moves, except demo q30, whose one judgment quotes two sentences that fall in two chunks:
-# one unit now, so its second chunk at rank 2 is no longer a second relevant item (precision@5 0.4 -> 0.2).
+# The chunk level's means before evidence units (commit 636ced5), where each unit of these configs overlaps exactly one
+# of their chunks. SciFact (one chunk per abstract, one judgment per abstract) keeps every number. The demo keeps all
+# but three queries': q30's one judgment quotes two sentences that fall in two chunks (one unit now: its second chunk
+# is no longer a second relevant item), and q08 and q18 judge a document without a span (one whole-document unit now,
+# not one relevant item per chunk of it).
 DEMO_BEFORE = {"precision@5": 0.19999999999999998, "recall@5": 0.9069767441860465, "hit@5": 0.9302325581395349,
                "rr@10": 0.7488372093023257, "nothing_found@10": 0.06976744186046512, "ap": 0.7314295068057037,
                "rprec": 0.5813953488372093, "ndcg@10": 0.7787308059790384, "ndcg(gain=exp)@10": 0.7804334056794088,
                "recall@20": 1.0, "hit@window": 0.9302325581395349, "recall@window": 0.9069767441860465,
                "precision@window": 0.19999999999999998, "rr@window": 0.7488372093023257}
+# before -> after of the three queries (43 counted queries): q30 precision@5 0.4 -> 0.2; q08 recall@5 2/3 -> 1,
+# ap 0.62698 -> 0.83333, rprec 2/3 -> 1/2; q18 recall@5 1/3 -> 1/2, ap 0.44017 -> 0.57692, rprec 1/3 -> 1/2
+DEMO_MOVES = {"precision@5": -0.2, "precision@window": -0.2, "recall@5": 1 / 3 + 1 / 6, "recall@window": 1 / 3 + 1 / 6,
+              "ap": (5 / 6 - 0.6269841269841269) + (0.5769230769230769 - 0.44017094017094016),
+              "rprec": (1 / 2 - 2 / 3) + (1 / 2 - 1 / 3)}
 SCIFACT_BEFORE = {"ndcg@10": 0.6770505089846663, "recall@100": 0.9286666666666668, "rr@10": 0.6416494708994709,
                   "precision@10": 0.08833333333333333, "ap": 0.637084475134379, "hit@10": 0.8266666666666667,
                   "hit@window": 0.8266666666666667, "recall@window": 0.8063333333333333,
@@ -157,12 +168,49 @@ def _run(name):
 def test_demo_chunk_level_numbers_are_pinned():
     result = _run("demo-bm25")
     chunk = {k: v for k, v in result["summary"]["chunk"].items() if k in DEMO_BEFORE}
-    expected = dict(DEMO_BEFORE)
-    # 43 counted queries: q30's precision@5 (and @window, k=5) went from 2/5 to 1/5
-    expected["precision@5"] = expected["precision@window"] = (0.2 * 43 - 0.2) / 43
-    assert chunk == pytest.approx(expected, abs=1e-12)
-    q30 = next(q for q in result["queries"] if q["id"] == "q30")
-    assert q30["n_relevant"]["chunk"] == 1 and q30["metrics"]["chunk"]["precision@5"] == 0.2
+    expected = {k: v + DEMO_MOVES.get(k, 0.0) / 43 for k, v in DEMO_BEFORE.items() if k not in ("ndcg@10",
+                                                                                               "ndcg(gain=exp)@10")}
+    assert {k: chunk[k] for k in expected} == pytest.approx(expected, abs=1e-12)
+    q = {x["id"]: x for x in result["queries"]}
+    assert q["q30"]["n_relevant"]["chunk"] == 1 and q["q30"]["metrics"]["chunk"]["precision@5"] == 0.2
+    # q08: the unit of account-password (grade 2) at rank 1, a non-relevant chunk, then trouble-login (no span,
+    # grade 1: its whole document) at rank 3
+    q08 = q["q08"]["metrics"]["chunk"]
+    assert q["q08"]["n_relevant"]["chunk"] == 2
+    assert q08["ap"] == pytest.approx((1 / 1 + 2 / 3) / 2, abs=1e-15) and q08["rprec"] == 0.5
+    assert q08["ndcg@10"] == pytest.approx((2 + 1 / math.log2(4)) / (2 + 1 / math.log2(3)), abs=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_chunk_level_trec_files_reproduce_every_chunk_number(tmp_path):
+    """run.chunks.trec and qrels.chunks.trec, read back by the engine and by pytrec_eval, give the chunk level's
+    per-query numbers (the @window ones read each query's window, which a TREC file does not hold)."""
+    import harness
+    import pytrec_eval
+
+    result = harness.run(harness.load_config(ROOT / "configs/demo-bm25.yaml"), out=tmp_path / "r").to_dict()
+    run_file, qrels_file = tmp_path / "r" / "run.chunks.trec", tmp_path / "r" / "qrels.chunks.trec"
+    names = ["precision@5", "recall@5", "hit@5", "rr@10", "nothing_found@10", "ap", "rprec", "ndcg@10",
+             "ndcg(gain=exp)@10", "recall@20"]
+    table = harness.evaluate(qrels_file, run_file, names)
+    ours = {q["id"]: q["metrics"]["chunk"] for q in result["queries"]}
+    from_files = {q: dict(zip(names, row)) for q, row in zip(table.query_ids, table.values.tolist())}
+    assert len(from_files) >= 43
+    for qid, values in from_files.items():
+        assert values == pytest.approx({n: ours[qid][n] for n in names}, abs=1e-9), qid
+    qrels, run = {}, {}
+    for line in qrels_file.read_text().splitlines():
+        q, _, item, grade = line.split()
+        qrels.setdefault(q, {})[item] = int(grade)
+    for line in run_file.read_text().splitlines():
+        q, _, item, _, score, _ = line.split()
+        run.setdefault(q, {})[item] = float(score)
+    trec = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "recall_5", "map", "Rprec", "ndcg_cut_10", "recall_20"})
+    pairs = {"P_5": "precision@5", "recall_5": "recall@5", "map": "ap", "Rprec": "rprec", "ndcg_cut_10": "ndcg@10",
+             "recall_20": "recall@20"}
+    for qid, values in trec.evaluate(run).items():
+        assert {t: values[t] for t in pairs} == pytest.approx({t: ours[qid][n] for t, n in pairs.items()},
+                                                              abs=1e-9), qid
 
 
 def test_scifact_chunk_level_numbers_are_pinned():

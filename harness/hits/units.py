@@ -12,9 +12,10 @@ grade first, then in document order): recall counts every unit the window holds,
 items below move down. ``@k`` and R-prec count items; precision@window divides by the window's k plus those extra
 items (so it stays within 0..1).
 
-A relevant judgment without evidence stays as before: every chunk of its document is a relevant item (by chunk id),
-since without a span there is nothing to cover. A judgment whose evidence was given but failed to resolve adds no
-item (its document's chunks are judged not relevant, as ``gold.resolve.chunk_qrels`` does).
+A relevant judgment without evidence is a document-level judgment: its unit is the whole document (``doc#unit:doc``),
+covered by any hit in it, so it too counts once, whoever cut the document (it has no characters for the evidence
+metrics). A judgment whose evidence was given but failed to resolve adds no unit (its document's chunks are judged
+not relevant, as ``gold.resolve.chunk_qrels`` does).
 """
 
 from __future__ import annotations
@@ -27,38 +28,32 @@ import numpy as np
 
 from .levelgrades import LevelGrades
 from .positions import Positions
-from ..core.types import Chunk, GoldSet, Span
+from ..core.ids import unit_id
+from ..core.types import GoldSet, Span
 from ..gold.resolve import BROKEN_EVIDENCE, GoldProblem
 
-UNIT_MARK = "#unit:"  # between the document id and the spans: no chunk id of the project's has it
 
 
 @dataclass(frozen=True)
 class Unit:
     unit_id: str
     doc_id: str
-    spans: tuple[Span, ...]
+    spans: tuple[Span, ...]  # () for a judgment without evidence: the whole document
     grade: int
 
     def covered_by(self, start: int, end: int) -> bool:
-        return any(s.overlaps(start, end) for s in self.spans)
-
-
-def unit_id(doc_id: str, spans: Sequence[Span]) -> str:
-    """A unit's id: its document and spans, e.g. ``doc#unit:12-80,95-130`` (deterministic, readable in a run file)."""
-    return doc_id + UNIT_MARK + ",".join(f"{s.start}-{s.end}" for s in spans)
+        return not self.spans or any(s.overlaps(start, end) for s in self.spans)
 
 
 @dataclass(frozen=True)
 class QueryUnits:
-    """One query's units by document, and the documents judged relevant without evidence (their grade)."""
+    """One query's units, and the same by document."""
 
     units: tuple[Unit, ...]
     by_doc: Mapping[str, tuple[Unit, ...]]
-    whole: Mapping[str, int]
 
 
-EMPTY = QueryUnits((), {}, {})
+EMPTY = QueryUnits((), {})
 
 
 class EvidenceUnits(Sequence[QueryUnits]):
@@ -88,22 +83,9 @@ class EvidenceUnits(Sequence[QueryUnits]):
         """Every unit id, each once, in first-appearance order."""
         return list(dict.fromkeys(u.unit_id for row in self._rows for u in row.units))
 
-    def grades(self, chunks: Sequence[Chunk]) -> LevelGrades:
-        """The chunk level's judgments: each unit with its grade, and each chunk of a document judged relevant
-        without evidence with the document's grade."""
-        by_doc: dict[str, list[Chunk]] = defaultdict(list)
-        if any(row.whole for row in self._rows):
-            for c in chunks:
-                by_doc[c.doc_id].append(c)
-
-        def rows() -> Iterator[dict[str, int]]:
-            for row in self._rows:
-                out = {u.unit_id: u.grade for u in row.units}
-                for doc, grade in row.whole.items():
-                    for c in by_doc.get(doc, ()):
-                        out[c.chunk_id] = max(out.get(c.chunk_id, 0), grade)
-                yield out
-        return LevelGrades.from_rows(self.query_ids, rows())
+    def grades(self) -> LevelGrades:
+        """The chunk level's judgments: each unit with its grade."""
+        return LevelGrades.from_rows(self.query_ids, ({u.unit_id: u.grade for u in row.units} for row in self._rows))
 
 
 def evidence_units(gold: GoldSet, problems: Sequence[GoldProblem] = ()) -> EvidenceUnits:
@@ -113,24 +95,20 @@ def evidence_units(gold: GoldSet, problems: Sequence[GoldProblem] = ()) -> Evide
     rows = []
     for query_id, judgments in zip(gold.query_ids(), gold.judgments_per_query()):
         units: dict[str, Unit] = {}
-        whole: dict[str, int] = {}
         for j in judgments:
-            if j.relevance <= 0:
+            if j.relevance <= 0 or (not j.evidence and (query_id, j.doc_id) in broken):
                 continue
-            if j.evidence:
-                spans = tuple(sorted(j.evidence, key=lambda s: (s.start, s.end)))
-                uid = unit_id(j.doc_id, spans)
-                if uid not in units or units[uid].grade < j.relevance:
-                    units[uid] = Unit(uid, j.doc_id, spans, int(j.relevance))
-            elif (query_id, j.doc_id) not in broken:
-                whole[j.doc_id] = max(whole.get(j.doc_id, 0), int(j.relevance))
-        if not units and not whole:
+            spans = tuple(sorted(j.evidence, key=lambda s: (s.start, s.end)))
+            uid = unit_id(j.doc_id, spans)
+            if uid not in units or units[uid].grade < j.relevance:
+                units[uid] = Unit(uid, j.doc_id, spans, int(j.relevance))
+        if not units:
             rows.append(EMPTY)
             continue
         by_doc: dict[str, list[Unit]] = defaultdict(list)
         for u in units.values():
             by_doc[u.doc_id].append(u)
-        rows.append(QueryUnits(tuple(units.values()), {d: tuple(v) for d, v in by_doc.items()}, whole))
+        rows.append(QueryUnits(tuple(units.values()), {d: tuple(v) for d, v in by_doc.items()}))
     return EvidenceUnits(gold.query_ids(), rows)
 
 
@@ -139,7 +117,7 @@ def new_units(row: QueryUnits, doc_id: str, start: int, end: int, covered: set[s
     (``covered``, updated), the higher grade first, then in document order."""
     found = [u for u in row.by_doc.get(doc_id, ()) if u.unit_id not in covered and u.covered_by(start, end)]
     if len(found) > 1:
-        found.sort(key=lambda u: (-u.grade, u.spans[0].start, u.spans[0].end))
+        found.sort(key=lambda u: (-u.grade, u.spans[0].start if u.spans else -1, u.spans[0].end if u.spans else -1))
     covered.update(u.unit_id for u in found)
     return found
 
@@ -221,3 +199,39 @@ CHUNK_LEVEL_RULE = (
     "place (the higher grade first, then in document order), so @k and R-prec count items and precision@window "
     "divides by effective_k plus those extra items; a relevant judgment without a span makes every chunk of its "
     "document a relevant item, as before")
+
+
+def unit_run_lines(lists, units: EvidenceUnits, tag: str, batch: int = 1_000) -> Iterator[str]:
+    """run.chunks.trec: each query's chunk-level items in rank order (a unit's id where a hit covers a new unit,
+    else the hit's chunk id), a batch of queries of lines at a time. The score column is the items' count down to 1
+    so that trec_eval, which sorts by score (ties by docno), reads the ranking as it was: a retriever's tied scores
+    would be reordered (the hits' own scores are in run.trec and hits.parquet)."""
+    if hasattr(lists, "chunks") and hasattr(lists, "offsets"):
+        ids = lists.chunk_ids()
+        vocab = np.concatenate([ids, np.array(units.unit_ids() or [""], dtype=object)])
+        unit_code = {u: i for i, u in enumerate(units.unit_ids())}
+        window = np.zeros(len(lists), dtype=np.int64)
+        for start in range(0, len(lists), batch):
+            stop = min(start + batch, len(lists))
+            items = table_items(lists, units, start, stop, window, unit_code)
+            lines = []
+            for r, (lo, hi) in enumerate(zip(np.cumsum(items.lengths) - items.lengths, np.cumsum(items.lengths))):
+                qid = str(lists.query_ids[start + r])
+                n = int(hi - lo)
+                lines.extend(f"{qid} Q0 {item} {rank} {n - rank + 1} {tag}\n"
+                             for rank, item in enumerate(vocab[items.codes[lo:hi]].tolist(), 1))
+            yield "".join(lines)
+        return
+    for i, ranked in enumerate(lists):
+        row = units.at(i, ranked.query_id)
+        items = [item for _, item in unit_items(row, ((h.chunk_id, h.doc_id, h.start, h.end) for h in ranked.hits))]
+        yield "".join(f"{ranked.query_id} Q0 {item} {rank} {len(items) - rank + 1} {tag}\n"
+                      for rank, item in enumerate(items, 1))
+
+
+def unit_qrels_lines(grades: LevelGrades) -> Iterator[str]:
+    """qrels.chunks.trec: the chunk level's judgments (``EvidenceUnits.grades``), ``qid 0 item grade``."""
+    for i, qid in enumerate(grades.qrels.query_ids.tolist()):
+        row = grades.row(i)
+        if row:
+            yield "".join(f"{qid} 0 {item} {grade}\n" for item, grade in row.items())

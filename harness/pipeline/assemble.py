@@ -305,4 +305,4 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         latency=latency,
         requests=requests,
     )
-    return result.with_memory(run, chunk_text, hits=store)
+    return result.with_memory(run, chunk_text, hits=store, units=(units, uq))

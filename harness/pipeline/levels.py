@@ -64,7 +64,7 @@ def unit_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldPr
                ) -> tuple[EvidenceUnits, LevelGrades]:
     """The evidence units of every query and the chunk level's judgments over them (``hits.units``)."""
     units = evidence_units(gold, problems)
-    return units, units.grades(chunks)
+    return units, units.grades()
 
 
 @dataclass(frozen=True)

@@ -297,6 +297,7 @@ class Result(StoredHits, Record):
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)
     _hits: Any = PrivateAttr(default=None)  # io.hitsfile.RunHits (this process) or ParquetHits (a loaded file)
+    _units: Any = PrivateAttr(default=None)  # (hits.units.EvidenceUnits, their LevelGrades): run in this process
     _columns: Any = PrivateAttr(default_factory=ColumnsCache)  # per-query columns, read once (querycolumns.of)
 
     # ---- reading ----
@@ -340,12 +341,18 @@ class Result(StoredHits, Record):
         """Every chunk's text for a run in memory; the kept windows' texts for a loaded results.json."""
         return self._chunk_text or {cid: c.text for cid, c in (self.chunks or {}).items()}
 
-    def with_memory(self, run=None, chunk_text: dict[str, str] | None = None, hits=None) -> "Result":
+    def with_memory(self, run=None, chunk_text: dict[str, str] | None = None, hits=None, units=None) -> "Result":
         """Attach the in-memory parts (kept by ``model_copy`` too)."""
         self._run = run
         self._chunk_text = dict(chunk_text or {})
         self._hits = hits if hits is not None else self._hits
+        self._units = units if units is not None else self._units
         return self
+
+    @property
+    def units(self):
+        """(evidence units, the chunk level's judgments over them) of a run in memory; None for a loaded one."""
+        return self._units
 
     # ---- writing and reading back ----
 
