@@ -269,3 +269,22 @@ def test_evidence_metrics_need_a_pipeline_run():
     assert parse_metric("evidence_iou@window").name == "evidence_iou@window"
     with pytest.raises(MetricError, match="pipeline run"):
         compute(parse_metric("evidence_recall@5"), None)
+
+
+def test_each_hits_relevant_flag_follows_the_unit_rule_from_lists_and_columns():
+    """hits.parquet's `relevant` and the report's recall/precision curves read it: a hit is relevant when it covers a
+    unit no hit above it covered, so the curves never count a unit twice."""
+    from harness.hits.parquet import RunHits
+
+    g = gold([("d", 1, [(10, 30)]), ("d", 2, [(60, 70)])])
+    chunks = [chunk("d", 0, 20), chunk("d", 20, 40), chunk("e", 0, 10), chunk("d", 50, 100)]
+    lists = [RankedList("q", tuple(Hit(c.chunk_id, c.doc_id, 9.0 - i, i + 1, c.start, c.end)
+                                   for i, c in enumerate(chunks)))]
+    builder = HitTableBuilder(chunks)
+    builder.add(lists)
+    units = evidence_units(g)
+    by_id = {c.chunk_id: c for c in chunks}
+    for source in (lists, builder.build(chunks)):
+        store = RunHits(source, {}, doc_qrels(g), [2], by_id, units)
+        assert [r.relevant for r in store.records(0)] == [True, False, False, True]
+        assert [flags.tolist() for _, flags in store.relevance()] == [[True, False, False, True]]

@@ -122,17 +122,17 @@ def new_units(row: QueryUnits, doc_id: str, start: int, end: int, covered: set[s
     return found
 
 
-def unit_items(row: QueryUnits, hits: Iterable[tuple[str, str, int, int]]) -> Iterator[tuple[int, str]]:
-    """(hit index, item id) of a ranked list's hits ``(chunk id, doc id, start, end)`` at the chunk level: each hit
-    once as its chunk id, or once per unit it newly covers."""
+def unit_items(row: QueryUnits, hits: Iterable[tuple[str, str, int, int]]) -> Iterator[tuple[int, str, bool]]:
+    """(hit index, item id, whether the item is a unit) of a ranked list's hits ``(chunk id, doc id, start, end)``
+    at the chunk level: each hit once as its chunk id, or once per unit it newly covers."""
     covered: set[str] = set()
     for i, (chunk_id, doc_id, start, end) in enumerate(hits):
         units = new_units(row, doc_id, start, end, covered) if doc_id in row.by_doc else ()
         if units:
             for u in units:
-                yield i, u.unit_id
+                yield i, u.unit_id, True
         else:
-            yield i, chunk_id
+            yield i, chunk_id, False
 
 
 @dataclass(frozen=True)
@@ -148,12 +148,14 @@ class ItemBatch:
     lengths: np.ndarray
     cut: np.ndarray
     size: np.ndarray
+    new: np.ndarray  # (hits,) int64: the units each hit newly covers (0: a non-relevant item)
 
 
 def table_items(table, units: EvidenceUnits, start: int, stop: int, window_k: np.ndarray,
-                unit_code: Mapping[str, int]) -> ItemBatch:
+                unit_code: Mapping[str, int], codes: bool = True) -> ItemBatch:
     """``unit_items`` over a ``HitTable``'s columns: only the hits in a document that has units for their query go
-    through the cover rule one by one (a few per query); every other hit is its chunk, as an array."""
+    through the cover rule one by one (a few per query); every other hit is its chunk, as an array. ``codes=False``:
+    only each hit's count of new units is wanted (``new``), not the units' codes."""
     lo, hi, lengths = table.span(start, stop)
     n = stop - start
     local = np.repeat(np.arange(n, dtype=np.int64), lengths)
@@ -177,18 +179,30 @@ def table_items(table, units: EvidenceUnits, start: int, stop: int, window_k: np
                 continue
             found = new_units(row, c.doc_id, c.start, c.end, covered)
             if found:
-                expanded[j] = [n_chunks + unit_code[u.unit_id] for u in found]
+                expanded[j] = [n_chunks + unit_code[u.unit_id] for u in found] if codes else []
                 counts[j] = len(found)
-    codes = np.repeat(chunk, counts)
+    item_codes = np.repeat(chunk, counts)
     first = np.cumsum(counts) - counts
     for j, extra in expanded.items():
-        codes[first[j]:first[j] + len(extra)] = extra
+        item_codes[first[j]:first[j] + len(extra)] = extra
     in_window = rank <= np.repeat(k, lengths)
     cut = np.bincount(local[in_window], weights=counts[in_window], minlength=n).astype(np.int64)
     hits_in = np.bincount(local[in_window], minlength=n).astype(np.int64)
     item_lengths = np.bincount(local, weights=counts, minlength=n).astype(np.int64)
-    return ItemBatch(codes, np.repeat(scores, counts), np.repeat(local, counts), item_lengths, cut,
-                     k + cut - hits_in)
+    new = np.zeros(len(counts), dtype=np.int64)
+    if expanded:
+        where = np.fromiter(expanded, dtype=np.int64, count=len(expanded))
+        new[where] = counts[where]
+    return ItemBatch(item_codes, np.repeat(scores, counts), np.repeat(local, counts), item_lengths, cut,
+                     k + cut - hits_in, new)
+
+
+def hit_flags(row: QueryUnits, hits) -> list[bool]:
+    """Each hit of a ranked list: whether it covers a unit no hit above it covered (its chunk-level relevance)."""
+    flags = [False] * len(hits)
+    for j, _, unit in unit_items(row, ((h.chunk_id, h.doc_id, h.start, h.end) for h in hits)):
+        flags[j] = flags[j] or unit
+    return flags
 
 
 CHUNK_LEVEL_RULE = (
@@ -224,7 +238,8 @@ def unit_run_lines(lists, units: EvidenceUnits, tag: str, batch: int = 1_000) ->
         return
     for i, ranked in enumerate(lists):
         row = units.at(i, ranked.query_id)
-        items = [item for _, item in unit_items(row, ((h.chunk_id, h.doc_id, h.start, h.end) for h in ranked.hits))]
+        items = [item for _, item, _ in unit_items(row, ((h.chunk_id, h.doc_id, h.start, h.end)
+                                                           for h in ranked.hits))]
         yield "".join(f"{ranked.query_id} Q0 {item} {rank} {len(items) - rank + 1} {tag}\n"
                       for rank, item in enumerate(items, 1))
 

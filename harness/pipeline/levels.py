@@ -45,8 +45,8 @@ def unit_lists(lists: Sequence[RankedList], units: EvidenceUnits, window_k: Sequ
         row = units.at(i, ranked.query_id)
         hits = ranked.hits
         items = list(unit_items(row, ((h.chunk_id, h.doc_id, h.start, h.end) for h in hits)))
-        out[ranked.query_id] = [(item, hits[j].score) for j, item in items]
-        in_window = sum(1 for j, _ in items if j < k)
+        out[ranked.query_id] = [(item, hits[j].score) for j, item, _ in items]
+        in_window = sum(1 for j, _, _ in items if j < k)
         cut[ranked.query_id] = in_window
         size[ranked.query_id] = k + in_window - min(k, len(hits))
     return out, Window(cut, size)
