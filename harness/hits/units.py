@@ -167,20 +167,21 @@ def table_items(table, units: EvidenceUnits, start: int, stop: int, window_k: np
     expanded: dict[int, list[int]] = {}
     n_chunks = len(table.chunks)
     chunks = table.chunks
-    for r in range(n):
-        row = units.at(start + r, str(table.query_ids[start + r]))
-        if not row.by_doc:
-            continue
-        covered: set[str] = set()
-        a, b = int(table.offsets[start + r]) - lo, int(table.offsets[start + r + 1]) - lo
-        for j in range(a, b):
-            c = chunks[int(chunk[j])]
-            if c.doc_id not in row.by_doc:
-                continue
-            found = new_units(row, c.doc_id, c.start, c.end, covered)
-            if found:
-                expanded[j] = [n_chunks + unit_code[u.unit_id] for u in found] if codes else []
-                counts[j] = len(found)
+    docs, doc_of_chunk = table.doc_index()
+    doc_code = table._derived("doc_code", lambda: {d: i for i, d in enumerate(docs.tolist())})
+    rows = [units.at(start + r, str(table.query_ids[start + r])) for r in range(n)]
+    n_docs = max(len(docs), 1)
+    keys = [r * n_docs + doc_code[d] for r, row in enumerate(rows) for d in row.by_doc if d in doc_code]
+    flagged = np.flatnonzero(np.isin(local * n_docs + doc_of_chunk[chunk], np.array(keys, dtype=np.int64))) \
+        if keys else np.zeros(0, dtype=np.int64)
+    covered: dict[int, set[str]] = {}
+    for j in flagged.tolist():  # in rank order within each query: the cover rule's order
+        r = int(local[j])
+        c = chunks[int(chunk[j])]
+        found = new_units(rows[r], c.doc_id, c.start, c.end, covered.setdefault(r, set()))
+        if found:
+            expanded[j] = [n_chunks + unit_code[u.unit_id] for u in found] if codes else []
+            counts[j] = len(found)
     item_codes = np.repeat(chunk, counts)
     first = np.cumsum(counts) - counts
     for j, extra in expanded.items():
