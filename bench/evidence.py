@@ -3,7 +3,7 @@ IoU in characters), on real data (docs/evidence.md has the table this prints):
 - SciFact test: abstracts in 2-sentence chunks, the rationale sentences as evidence quotes (one unit per judgment);
 - SQuAD v1.1 dev: the 48 whole articles in 120-word windows overlapping by 20, answer spans as evidence.
 
-  python bench/evidence.py [--squad-queries 2000] [--kinds bm25 dense]
+  python bench/evidence.py [--squad-queries 2000] [--kinds bm25 dense] [--sets scifact squad]
 "Before" scores the same run with the rule that came before units (each chunk overlapping evidence a relevant item,
 all of them counted), from the run's own judgments of its chunks."""
 
@@ -46,6 +46,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--squad-queries", type=int, default=2000)
     ap.add_argument("--kinds", nargs="*", default=["bm25"])
+    ap.add_argument("--sets", nargs="*", default=["scifact", "squad"])
     args = ap.parse_args()
     if not DATA.is_dir():
         sys.exit("../shared/datasets is not present")
@@ -64,8 +65,9 @@ def main() -> None:
                  "chunking": {"strategy": "tokens", "size": 120, "overlap": 20},
                  "goldset": {"path": str(gold)}, "cutoff": {"k": 5}, "depth": 100}
         for kind in args.kinds:
-            row(f"scifact-{kind}", dict(scifact, name=f"scifact-{kind}", retriever=retrievers[kind]))
-            row(f"squad-{kind}", dict(squad, name=f"squad-{kind}", retriever=retrievers[kind]))
+            for name, cfg in (("scifact", scifact), ("squad", squad)):
+                if name in args.sets:
+                    row(f"{name}-{kind}", dict(cfg, name=f"{name}-{kind}", retriever=retrievers[kind]))
 
 
 if __name__ == "__main__":
