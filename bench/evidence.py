@@ -45,7 +45,7 @@ def row(name: str, cfg: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--squad-queries", type=int, default=2000)
-    ap.add_argument("--kinds", nargs="*", default=["bm25"])
+    ap.add_argument("--kinds", nargs="*", default=["bm25"], choices=["bm25", "dense", "hybrid"])
     ap.add_argument("--sets", nargs="*", default=["scifact", "squad"])
     args = ap.parse_args()
     if not DATA.is_dir():
@@ -53,7 +53,8 @@ def main() -> None:
     print("| run | queries | " + " | ".join(f"chunk {m} before → after" for m in CHUNK) + " | "
           + " | ".join(EVIDENCE) + " | time |")
     print("|---" * (3 + len(CHUNK) + len(EVIDENCE)) + "|")
-    retrievers = {"bm25": BM25, "dense": DENSE}
+    retrievers = {"bm25": BM25, "dense": DENSE,
+                  "hybrid": {"kind": "hybrid", "fusion": "rrf", "rrf_k": 60, "children": [BM25, DENSE]}}
     scifact = {"corpus": {"path": str(DATA / "scifact"), "format": "beir"},
                "chunking": {"strategy": "sentences", "size": 2},
                "goldset": {"path": str(DATA / "scifact"), "format": "beir", "split": "test",
