@@ -176,7 +176,9 @@ class ExperimentConfig(Strict):
 
     def unused_settings(self) -> list[str]:
         """Settings given that nothing reads: run and validate warn of them (a typo'd intent, not an error)."""
-        return self.chunking.unused() + self.cutoff.unused()
+        # an evidence metric counts cutoff.tokenizer's tokens (hits.evidence), with k too
+        evidence = any(str(m).strip().lower().startswith("evidence_") for m in self.metrics)
+        return self.chunking.unused() + ([] if evidence else self.cutoff.unused())
 
     def ranking_metric(self) -> str:
         return self.sweep_metric or self.metrics[0]

@@ -107,3 +107,30 @@ def tab_problem(line_fields: list[str], line: str, tab_columns: int, id_columns:
             return (f"tab-separated column {i + 1} is {cells[i]!r}: ids cannot contain whitespace (split on "
                     f"whitespace, the line has {len(line_fields)} columns)")
     return None
+
+
+# An evidence unit's id (``hits.units``): its document and spans, e.g. ``doc#unit:12-80,95-130``, or ``doc#unit:doc``
+# for a judgment without a span (the whole document), as run.chunks.trec and qrels.chunks.trec name it. No chunk id
+# of the project's holds the mark.
+UNIT_MARK = "#unit:"
+WHOLE_DOCUMENT = "doc"
+
+
+def unit_id(doc_id: str, spans: Iterable) -> str:
+    return doc_id + UNIT_MARK + (",".join(f"{s.start}-{s.end}" for s in spans) or WHOLE_DOCUMENT)
+
+
+def parse_unit_id(text: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """(document id, spans: [] for the whole document) of a unit id; None when ``text`` is not one."""
+    doc, mark, rest = text.rpartition(UNIT_MARK)
+    if not mark or not doc:
+        return None
+    if rest == WHOLE_DOCUMENT:
+        return doc, []
+    spans = []
+    for part in rest.split(","):
+        start, dash, end = part.partition("-")
+        if not dash or not start.isdigit() or not end.isdigit() or int(start) >= int(end):
+            return None
+        spans.append((int(start), int(end)))
+    return doc, spans

@@ -30,7 +30,7 @@ class JudgedBatch:
     chunk: np.ndarray  # (m,) chunk index into the table's chunks
     rank: np.ndarray  # (m,) int64, 1.. within its query
     score: np.ndarray  # (m,) float64
-    relevant: np.ndarray  # (m,) bool: the chunk's grade >= 1
+    relevant: np.ndarray  # (m,) bool: the hit covers an evidence unit no hit above it covered (``hits.units``)
     grade: np.ndarray  # (m,) int64: the document's grade (0 where unjudged: see ``judged``)
     judged: np.ndarray  # (m,) bool: the document is judged for the query
     in_window: np.ndarray  # (m,) bool
@@ -48,6 +48,7 @@ class JudgedTable:
     chunk_grades: Mapping[str, Mapping[str, int]]
     doc_grades: Mapping[str, Mapping[str, int]]
     window_k: np.ndarray
+    units: object = None  # hits.units.EvidenceUnits: relevance by the unit rule, else by ``chunk_grades``
     _keys: dict = field(default_factory=dict, repr=False, compare=False)
 
     def _judgments(self):
@@ -72,7 +73,11 @@ class JudgedTable:
         rows = np.repeat(np.arange(start, stop, dtype=np.int64), lengths)
         rank = t.ranks(start, stop)
         chunk = t.chunk[lo:hi]
-        relevant, _ = _lookup(rows * keys["n_chunks"] + chunk, keys["relevant"])
+        if self.units is not None:
+            from .units import table_items
+            relevant = table_items(t, self.units, start, stop, self.window_k, {}, codes=False).new > 0
+        else:
+            relevant, _ = _lookup(rows * keys["n_chunks"] + chunk, keys["relevant"])
         _, doc_of_chunk = t.doc_index()
         found, position = _lookup(rows * keys["n_docs"] + doc_of_chunk[chunk], keys["doc_keys"])
         grades = keys["grades"]

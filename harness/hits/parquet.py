@@ -59,19 +59,30 @@ class RunHits:
     doc_grades: Mapping[str, Mapping[str, int]]
     window_k: Sequence[int]
     chunks: Mapping[str, Chunk]
+    units: object = None  # hits.units.EvidenceUnits: a hit is relevant when it covers a new unit (else by grades)
     _position: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     _judged: list = field(default_factory=list, init=False, repr=False, compare=False)  # the JudgedTable, made once
 
     def records(self, i: int) -> list[HitRecord]:
         """The hit records of the ``i``-th query."""
         ranked, k = self.lists[i], self.window_k[i]
-        grades = grades_at(self.chunk_grades, i, ranked.query_id)
         doc_grades = grades_at(self.doc_grades, i, ranked.query_id)
+        relevant = self._flags(i, ranked)
         return [HitRecord(rank=h.rank, chunk_id=h.chunk_id, doc_id=h.doc_id, start=h.start, end=h.end,
-                          score=float(h.score), relevant=grades.get(h.chunk_id, 0) >= 1,
+                          score=float(h.score), relevant=flag,
                           doc_relevant=doc_grades.get(h.doc_id, 0) >= 1, grade=doc_grades.get(h.doc_id),
                           in_window=h.rank <= k)
-                for h in ranked.hits]
+                for h, flag in zip(ranked.hits, relevant)]
+
+    def _flags(self, i: int, ranked: RankedList) -> list[bool]:
+        """Each hit's chunk-level relevance: it covers a unit no hit above it covered (``hits.units``), or, with no
+        units given, its chunk's grade >= 1."""
+        hits = list(ranked.hits)
+        if self.units is not None:
+            from .units import hit_flags
+            return hit_flags(self.units.at(i, ranked.query_id), hits)
+        grades = grades_at(self.chunk_grades, i, ranked.query_id)
+        return [grades.get(h.chunk_id, 0) >= 1 for h in hits]
 
     def hits(self, query_id: str) -> list[HitRecord]:
         if not self._position:
@@ -90,16 +101,15 @@ class RunHits:
             return None
         if not self._judged:
             self._judged.append(JudgedTable(self.lists, self.chunk_grades, self.doc_grades,
-                                            np.asarray(self.window_k, dtype=np.int64)))
+                                            np.asarray(self.window_k, dtype=np.int64), self.units))
         return self._judged[0]
 
     def relevance(self) -> Iterator[tuple[str, np.ndarray]]:
         if self.judged is not None:
             yield from self.judged.relevance()
             return
-        for ranked in self.lists:
-            grades = self.chunk_grades.get(ranked.query_id, {})
-            yield ranked.query_id, np.fromiter((grades.get(h.chunk_id, 0) >= 1 for h in ranked.hits), dtype=bool)
+        for i, ranked in enumerate(self.lists):
+            yield ranked.query_id, np.array(self._flags(i, ranked), dtype=bool)
 
     def doc_gains(self) -> Iterator[tuple[str, np.ndarray]]:
         """(query id, the grades of its documents at their best chunk in rank order, negatives and unjudged as 0)."""
@@ -128,7 +138,6 @@ class RunHits:
             columns: dict[str, list] = {name: [] for name in HIT_COLUMNS}
             for i in range(start, min(start + BATCH_QUERIES, len(self.lists))):
                 ranked, k = self.lists[i], self.window_k[i]
-                grades = self.chunk_grades.get(ranked.query_id, {})
                 doc_grades = self.doc_grades.get(ranked.query_id, {})
                 hits = ranked.hits
                 columns["query_id"] += [ranked.query_id] * len(hits)
@@ -138,7 +147,7 @@ class RunHits:
                 columns["start"] += [h.start for h in hits]
                 columns["end"] += [h.end for h in hits]
                 columns["score"] += [float(h.score) for h in hits]
-                columns["relevant"] += [grades.get(h.chunk_id, 0) >= 1 for h in hits]
+                columns["relevant"] += self._flags(i, ranked)
                 columns["doc_relevant"] += [doc_grades.get(h.doc_id, 0) >= 1 for h in hits]
                 columns["grade"] += [doc_grades.get(h.doc_id) for h in hits]
                 columns["in_window"] += [h.rank <= k for h in hits]

@@ -22,7 +22,7 @@ from typing import Callable, Collection, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..core.errors import MetricError
-from .spec import MetricSpec, exp_gain_problem, parse_metrics
+from .spec import FAMILIES, MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
 from ..core.runtable import Run, Qrels
 from ..io.spilled import SpilledRows
@@ -84,6 +84,9 @@ def _window_values(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, n
 
 def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Per-query values of one metric, one per judged query; ``window`` (cut, size per row) for ``@window``."""
+    if FAMILIES[spec.family].evidence:
+        raise MetricError(f"metric {spec.name} reads the hits' text against the evidence spans: only a pipeline run "
+                          f"(harness run) has both")
     if spec.window:
         if window is None:
             raise MetricError(f"metric {spec.name} needs each query's context window: only a pipeline run "
@@ -133,7 +136,8 @@ def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarr
 
 def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
              query_policy: str = "exclude", order: str = "score", trec_compat: bool = False,
-             gold_errors: Collection[str] | None = None, window: Window | None = None) -> MetricTable:
+             gold_errors: Collection[str] | None = None, window: Window | None = None,
+             columns: Mapping[MetricSpec, np.ndarray] | None = None) -> MetricTable:
     """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
     ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
     # A batch of judged queries at a time (one batch for most runs), each with its rows of the run.
@@ -154,14 +158,16 @@ def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
         return sum(1 for q in run_row if q not in judged_ids)
 
     return evaluate_parts(qrels, parts(), metrics, unjudged_run_queries=unjudged, query_policy=query_policy,
-                          order=order, trec_compat=trec_compat, gold_errors=gold_errors, window=window)
+                          order=order, trec_compat=trec_compat, gold_errors=gold_errors, window=window,
+                          columns=columns)
 
 
 def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str | MetricSpec], *,
                    unjudged_run_queries: Callable[[], int] = lambda: 0, query_policy: str = "exclude",
                    order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
                    window: Window | None = None, spill: bool = False,
-                   doc_name: Callable[[object], str] = str) -> MetricTable:
+                   doc_name: Callable[[object], str] = str,
+                   columns: Mapping[MetricSpec, np.ndarray] | None = None) -> MetricTable:
     """The table of a run given in parts, each ``(rows, judged, run, present)``: judged queries (their rows in
     ``qrels``, a query in one part at most), their judgments (``qrels.select(rows)``, its doc codes in ``run``'s
     vocabulary), run rows, each judged query's row in ``run`` (-1: absent). A part is scored as the whole run would
@@ -169,7 +175,8 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
     once every part is read; the table is built once, under one rule. ``spill``: the values go to a temporary file
     as each part is scored (``core.spilled.SpilledRows``), read back a block at a time: a large run's table holds a
     few bytes a query in memory (its counts and flags), not 8 a metric. ``doc_name`` reads a doc id of ``qrels``
-    for an error that names one (``harness eval``'s are codes)."""
+    for an error that names one (``harness eval``'s are codes). ``columns``: metrics computed elsewhere
+    (``hits.evidence``), one value per query of ``qrels``, taken as they are."""
     if query_policy not in QUERY_POLICIES:
         raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
     if trec_compat:
@@ -183,7 +190,8 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
         labels = join(judged, run, order=order, float32_scores=trec_compat, rows=present)
         cuts = window.arrays(labels.query_ids) if window is not None else None
         if specs:
-            values[rows] = np.column_stack([compute(spec, labels, cuts) for spec in specs])
+            values[rows] = np.column_stack([columns[spec][rows] if columns and spec in columns
+                                            else compute(spec, labels, cuts) for spec in specs])
         in_run[rows] = labels.in_run
         dropped += labels.dropped_duplicates
     relevant = np.repeat(np.arange(qrels.n_queries), np.diff(qrels.offsets))[qrels.grades >= 1]

@@ -6,6 +6,9 @@ A canonical name is ``family[(param=value,...)][@k]``, e.g. ``precision@5``, ``n
 ``@window`` is a cutoff too: each query's context window (the effective k from ``cutoff``: k hits, or as many as
 fit in the token budget), for the families whose definition reads naturally per window (``hit``, ``recall``,
 ``precision``, ``rr``). Only a pipeline run has windows; ``harness eval`` refuses these names.
+
+``evidence_recall``, ``evidence_precision`` and ``evidence_iou`` (``@k`` hits or ``@window``) read the hits' text
+against the evidence spans (``hits.evidence``): a pipeline run's too.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class Family:
     params: tuple[str, ...]
     reference: str
     window: bool = False  # takes ``@window``
+    evidence: bool = False  # read from the hits' text and the evidence spans (a pipeline run's), not from labels
 
 
 FAMILIES: dict[str, Family] = {
@@ -47,6 +51,14 @@ FAMILIES: dict[str, Family] = {
                "Jarvelin & Kekalainen 2002 with trec_eval's discount"),
         Family("ndcg", "DCG@k / ideal DCG@k; ideal from all judged documents by default", "optional",
                ("gain", "ideal"), "trec_eval ndcg / ndcg_cut_k"),
+        Family("evidence_recall", "share of the evidence characters (or tokens) inside the first k hits' text, "
+               "overlapping hits merged", "required", (), "Chroma chunking evaluation (token recall), exact",
+               window=True, evidence=True),
+        Family("evidence_precision", "share of the first k hits' characters (or tokens), overlapping hits merged, "
+               "that are evidence", "required", (), "Chroma chunking evaluation (token precision), exact",
+               window=True, evidence=True),
+        Family("evidence_iou", "evidence characters in the first k hits' text over the union of both", "required",
+               (), "Chroma chunking evaluation (token IoU), exact", window=True, evidence=True),
     )
 }
 
@@ -63,6 +75,7 @@ ALIASES = {
     "rprec": "rprec", "r-prec": "rprec", "r_prec": "rprec", "r-precision": "rprec", "rprecision": "rprec",
     "dcg": "dcg",
     "ndcg": "ndcg",
+    "evidence_recall": "evidence_recall", "evidence_precision": "evidence_precision", "evidence_iou": "evidence_iou",
 }
 # trec_eval spellings: P_5, recall_100, ndcg_cut_10, map_cut_10, success_5.
 _TREC_EVAL = {"p": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "ap", "success": "hit"}

@@ -39,14 +39,16 @@ from ..diagnostics.verdicts import diagnose, flags_text, summarize_verdicts
 from ..hits.parquet import CHUNKS_FILE, HITS_FILE, RunHits
 from ..core.errors import GoldSetError
 from ..metrics.engine import conventions as metric_conventions
-from ..metrics.spec import parse_metrics
+from ..metrics.spec import FAMILIES, parse_metrics
 from ..metrics.table import rule_text
 from ..retrievers import BuildContext, build_retriever
 from ..retrievers.contract import HitReport
 from ..executors import execute  # where retrieval runs (the config's executor:)
 from ..executors.retrieval import query_coverage
 from .window import depth_cut_warning, empty_window_warning, window_sizes
-from .levels import Coverage, Levels, evaluate_levels, level_qrels
+from ..hits.evidence import rule_text as evidence_rule
+from ..hits.units import CHUNK_LEVEL_RULE
+from .levels import Coverage, Levels, evaluate_levels, evidence_counter, level_qrels, unit_qrels
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
@@ -186,13 +188,18 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
 
     dq, cq = level_qrels(gold, chunks, prepared.problems)
     gold_errors = {p.query_id for p in prepared.problems}
-    levels = evaluate_levels(dq, cq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage)
+    units, uq = unit_qrels(gold, chunks, prepared.problems)
+    counter, doc_text = evidence_counter(config), None
+    if counter is not None:
+        doc_text = {d.doc_id: d.text for d in prepared.docs}
+    levels = evaluate_levels(dq, uq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage,
+                             units=units, counter=counter, doc_text=doc_text)
     verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent)
     per_query = {level: _Rows(levels.table(level)) for level in LEVELS}
 
     # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
     # of them go to hits.parquet from ``store``.
-    store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks})
+    store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks}, units)
     # golden-set order (diagnose's), read once; an object array (8 bytes a query) compares to a kind at once
     kinds = np.fromiter((v.kind for v in verdicts.values()), dtype=object, count=len(verdicts))
     query_ids = gold.query_ids()
@@ -252,10 +259,11 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     conventions["counted_queries"] = rule_text(policy)
     conventions["window_metrics"] = ("@window cuts each query at its context window (effective_k chunks; at doc "
                                      "level the documents of those chunks); precision@window divides by effective_k")
-    conventions["chunk_relevance"] = ("a chunk is relevant when it overlaps an evidence span of a relevant document"
-                                      if gold.has_evidence else
+    conventions["chunk_relevance"] = (CHUNK_LEVEL_RULE if gold.has_evidence else
                                       "no evidence spans in the golden set: every chunk of a relevant document is "
                                       "relevant (wrong_chunk cannot be diagnosed)")
+    if any(FAMILIES[s.family].evidence for s in parse_metrics(config.metrics)):
+        conventions["evidence_metrics"] = evidence_rule(counter)
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
     conventions["flags"] = flags_text(config.diagnostics)
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
@@ -297,4 +305,4 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         latency=latency,
         requests=requests,
     )
-    return result.with_memory(run, chunk_text, hits=store)
+    return result.with_memory(run, chunk_text, hits=store, units=(units, uq))

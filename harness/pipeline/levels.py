@@ -10,12 +10,14 @@ import numpy as np
 
 from ..hits.table import HitTable
 from ..hits.levelgrades import LevelGrades, as_qrels
+from ..hits.units import EvidenceUnits, evidence_units, table_items, unit_items
 from ..core.runtable import Run, Qrels, offsets_of
 from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics import engine
 from ..metrics.engine import Window, evaluate
-from ..metrics.spec import WINDOW_METRICS, MetricSpec, parse_metrics
+from ..hits.evidence import evidence_columns
+from ..metrics.spec import FAMILIES, WINDOW_METRICS, MetricSpec, parse_metrics
 from ..metrics.table import MetricTable
 
 __all__ = ["WINDOW_METRICS", "Coverage", "Levels", "doc_lists", "chunk_lists", "level_qrels", "evaluate_levels"]
@@ -34,11 +36,35 @@ def chunk_lists(lists: Sequence[RankedList], limits: Sequence[int] | None = None
             for i, r in enumerate(lists)}
 
 
+def unit_lists(lists: Sequence[RankedList], units: EvidenceUnits, window_k: Sequence[int]
+               ) -> tuple[dict[str, list[tuple[str, float]]], Window]:
+    """The chunk level's ranked lists over evidence units (``hits.units.unit_items``), and each query's window in
+    items: its cut, and its size (k plus the extra items of hits that stand for several units)."""
+    out, cut, size = {}, {}, {}
+    for i, (ranked, k) in enumerate(zip(lists, window_k)):
+        row = units.at(i, ranked.query_id)
+        hits = ranked.hits
+        items = list(unit_items(row, ((h.chunk_id, h.doc_id, h.start, h.end) for h in hits)))
+        out[ranked.query_id] = [(item, hits[j].score) for j, item, _ in items]
+        in_window = sum(1 for j, _, _ in items if j < k)
+        cut[ranked.query_id] = in_window
+        size[ranked.query_id] = k + in_window - min(k, len(hits))
+    return out, Window(cut, size)
+
+
 def level_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldProblem]
                 ) -> tuple[LevelGrades, LevelGrades]:
     """Document and chunk judgments (``gold.resolve``: a judgment whose evidence failed to resolve judges its
-    document's chunks not relevant), as columns in golden-set order."""
+    document's chunks not relevant), as columns in golden-set order. The chunk judgments say which chunks overlap
+    evidence (hits.parquet, verdicts); the chunk level's metrics read ``unit_qrels``."""
     return doc_qrels(gold), chunk_qrels(gold, chunks, problems)
+
+
+def unit_qrels(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldProblem]
+               ) -> tuple[EvidenceUnits, LevelGrades]:
+    """The evidence units of every query and the chunk level's judgments over them (``hits.units``)."""
+    units = evidence_units(gold, problems)
+    return units, units.grades()
 
 
 @dataclass(frozen=True)
@@ -81,26 +107,39 @@ def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -
 
 def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mapping[str, int]],
                     lists: Sequence[RankedList], window_k: Sequence[int], metrics: Sequence[MetricSpec | str],
-                    query_policy: str, gold_errors: Collection[str], coverage: Coverage = Coverage()) -> Levels:
-    """One table per level: the configured metrics, then the window metrics not among them."""
+                    query_policy: str, gold_errors: Collection[str], coverage: Coverage = Coverage(),
+                    units: EvidenceUnits | None = None, counter=None, doc_text: Mapping[str, str] | None = None
+                    ) -> Levels:
+    """One table per level: the configured metrics, then the window metrics not among them. With ``units``, the
+    chunk level is scored over evidence units (``cq`` then holds their grades: ``unit_qrels``), and the evidence
+    metrics are read from the hits' text (``hits.evidence``: characters, or tokens of ``counter`` over
+    ``doc_text``), the same value at both levels (the window's text is one text)."""
     specs = parse_metrics(list(metrics) + list(WINDOW_METRICS))
+    columns = None
+    if units is not None and any(FAMILIES[s.family].evidence for s in specs):
+        columns = evidence_columns(lists, units, window_k, specs, counter, doc_text)
     if isinstance(lists, HitTable):
         tables = []
         for level, qrels in (("doc", as_qrels(dq)), ("chunk", as_qrels(cq))):
-            parts, unjudged, window = _level_parts(lists, qrels, window_k, coverage, level)
+            parts, unjudged, window = _level_parts(lists, qrels, window_k, coverage, level,
+                                                   units if level == "chunk" else None)
             tables.append(engine.evaluate_parts(qrels, parts, specs, unjudged_run_queries=unjudged,
                                                 query_policy=query_policy, order="rank", gold_errors=gold_errors,
-                                                window=window, spill=len(qrels.query_ids) > engine.SPILL_VALUES_ABOVE))
+                                                window=window, spill=len(qrels.query_ids) > engine.SPILL_VALUES_ABOVE,
+                                                columns=columns))
         return Levels(*tables)
     doc_window, chunk_window = _window_cuts(lists, window_k)
+    chunk_ranked = chunk_lists(lists)
+    if units is not None:
+        chunk_ranked, chunk_window = unit_lists(lists, units, window_k)
     tables = [evaluate(as_qrels(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
-                       order="rank", gold_errors=gold_errors, window=window)
-              for qrels, ranked, window in ((dq, doc_lists(lists), doc_window), (cq, chunk_lists(lists), chunk_window))]
+                       order="rank", gold_errors=gold_errors, window=window, columns=columns)
+              for qrels, ranked, window in ((dq, doc_lists(lists), doc_window), (cq, chunk_ranked, chunk_window))]
     return Levels(*tables)
 
 
-def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverage: Coverage, level: str
-                 ) -> tuple[Iterator[tuple], Callable[[], int], Window]:
+def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverage: Coverage, level: str,
+                 units: EvidenceUnits | None = None) -> tuple[Iterator[tuple], Callable[[], int], Window]:
     """What ``_ranked_run`` and ``_window_cuts`` make from ranked lists, made from a ``HitTable``'s columns a batch
     of queries at a time (``engine.BATCH_HITS`` hits), as ``engine.evaluate_parts`` reads them: a batch's level
     run is in memory, not the whole run's (~50 bytes a hit while a level is built). At doc level each document at
@@ -112,6 +151,11 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
     k = np.asarray(window_k, dtype=np.int64)
     ids = [str(q) for q in table.query_ids.tolist()]
     vocab, item_of_chunk = table.doc_index() if level == "doc" else (table.chunk_ids(), None)
+    unit_code: dict[str, int] = {}
+    if units is not None:  # items past the chunks are units
+        unit_ids = units.unit_ids()
+        unit_code = {u: i for i, u in enumerate(unit_ids)}
+        vocab = np.concatenate([vocab, np.array(unit_ids, dtype=object)]) if unit_ids else vocab
     # The vocabulary is in first-appearance order, not sorted: ``doc_order`` gives each code's sorted position
     # (the engine looks at it only to break score ties, which order="rank" never does).
     doc_order = np.empty(len(vocab), dtype=np.int64)
@@ -136,10 +180,15 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
                 codes, scores, local = docs[keep], scores[keep], local[keep]
                 lengths = np.bincount(local, minlength=stop - start).astype(np.int64)
                 cut = np.bincount(local[in_window], minlength=stop - start)
+            sizes = k[start:stop]
+            if units is not None:
+                items = table_items(table, units, start, stop, k, unit_code)
+                codes, scores, local, lengths, cut, sizes = (items.codes, items.scores, items.local, items.lengths,
+                                                             items.cut, items.size)
             window.cut.clear()
             window.size.clear()
             window.cut.update(zip(ids[start:stop], cut.tolist()))
-            window.size.update(zip(ids[start:stop], k[start:stop].tolist()))
+            window.size.update(zip(ids[start:stop], sizes.tolist()))
             offsets = offsets_of(lengths)
             rank_in_level = np.arange(1, len(codes) + 1, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
             run = Run(table.query_ids[start:stop], offsets, vocab, codes,
@@ -162,3 +211,14 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
         return sum(1 for q in held if q not in row_of)
 
     return parts(), unjudged, window
+
+
+def evidence_counter(config):
+    """What the evidence metrics count: characters, or the tokens of ``cutoff.tokenizer`` when the config gives
+    one (a ``TokenCounter``); None when no evidence metric is asked for."""
+    if not any(FAMILIES[s.family].evidence for s in parse_metrics(config.metrics)):
+        return None
+    if "tokenizer" not in config.cutoff.settings_given():
+        return None
+    from ..text.analysis import TokenCounter
+    return TokenCounter(config.cutoff.tokenizer, "cutoff.tokenizer")

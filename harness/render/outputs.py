@@ -1,5 +1,5 @@
-"""Render a run's Result: results.json, run.trec, run.chunks.trec, hits.parquet (and chunks.parquet), per_query.csv,
-report.md, report.html. The large files are streamed into the staging folder (``core.files.atomic_open``).
+"""Render a run's Result: results.json, run.trec, run.chunks.trec and qrels.chunks.trec, hits.parquet (and
+chunks.parquet), per_query.csv, report.md, report.html. The large files are streamed into the staging folder (``core.files.atomic_open``).
 
 Numbers are rounded here and only here. Which queries a mean is over is never decided here: each query's
 ``counted`` flag says it (``metrics.table.included``)."""
@@ -210,9 +210,17 @@ def write_run_files(result: Result, folder: Path) -> None:
     run = result.run
     with atomic_open(folder / "results.json") as fh:
         result.write_json(fh)
-    for name, level in (("run.trec", "doc"), ("run.chunks.trec", "chunk")):
-        with atomic_open(folder / name) as fh:
-            fh.writelines(run.trec_lines(level))
+    with atomic_open(folder / "run.trec") as fh:
+        fh.writelines(run.trec_lines("doc"))
+    with atomic_open(folder / "run.chunks.trec") as fh:
+        if result.units is None:
+            fh.writelines(run.trec_lines("chunk"))
+        else:  # the chunk level as scored: evidence units, with qrels.chunks.trec beside it (hits.units)
+            from ..hits.units import unit_qrels_lines, unit_run_lines
+            fh.writelines(unit_run_lines(run.lists, result.units[0], run.name or "harness"))
+    if result.units is not None:
+        with atomic_open(folder / "qrels.chunks.trec") as fh:
+            fh.writelines(unit_qrels_lines(result.units[1]))
     store = result.hit_source  # the run's hits in memory (io.hitsfile.RunHits)
     write_hits(folder / result.hits_file, store, result.run_id)
     if result.chunks_file:

@@ -298,6 +298,7 @@ class Result(StoredHits, Record):
     _run: Any = PrivateAttr(default=None)
     _chunk_text: dict[str, str] = PrivateAttr(default_factory=dict)
     _hits: Any = PrivateAttr(default=None)  # io.hitsfile.RunHits (this process) or ParquetHits (a loaded file)
+    _units: Any = PrivateAttr(default=None)  # (hits.units.EvidenceUnits, their LevelGrades): run in this process
     _columns: Any = PrivateAttr(default_factory=ColumnsCache)  # per-query columns, read once (querycolumns.of)
 
     # ---- reading ----
@@ -341,11 +342,17 @@ class Result(StoredHits, Record):
         """Every chunk's text for a run in memory; the kept windows' texts for a loaded results.json."""
         return self._chunk_text or {cid: c.text for cid, c in (self.chunks or {}).items()}
 
-    def with_memory(self, run=None, chunk_text: dict[str, str] | None = None, hits=None) -> "Result":
+    def with_memory(self, run=None, chunk_text: dict[str, str] | None = None, hits=None, units=None) -> "Result":
         """A shallow copy (the records shared) with the in-memory parts beside them; this result stays as it was."""
         copy = self.model_copy()
         copy._run, copy._chunk_text, copy._hits = run, dict(chunk_text or {}), hits if hits is not None else self._hits
+        copy._units = units if units is not None else self._units
         return copy
+
+    @property
+    def units(self):
+        """(evidence units, the chunk level's judgments over them) of a run in memory; None for a loaded one."""
+        return self._units
 
     # ---- writing and reading back ----
 

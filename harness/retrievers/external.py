@@ -12,7 +12,7 @@ from typing import Literal, Mapping, Sequence
 
 from ..core.schema import Strict
 from ..core.errors import RunFileError
-from ..core.ids import data_lines
+from ..core.ids import data_lines, parse_unit_id
 from ..io.jsonl_run import read_jsonl_hits
 from ..io.runfiles import run_line_problem, score_problem
 from ..io.textfile import not_a_file, require_file, utf8_lines
@@ -193,6 +193,10 @@ def _hit(row: dict, documents: Mapping[str, Document], placer: HitPlacer) -> Hit
             span = (0, len(doc.text))  # a TREC line names a document: its whole text is the retrieved span
         elif chunk is not None:
             chunk_id, doc_id = doc_id, ""
+        elif (unit := parse_unit_id(doc_id)) is not None and unit[0] in documents:
+            # an evidence unit of harness's own run.chunks.trec: the hit that covered it, read as the unit's first
+            # span (it covers the unit again; the hit's own extent is in hits.parquet)
+            doc_id, span = unit[0], unit[1][0] if unit[1] else (0, len(documents[unit[0]].text))
     return Hit(str(chunk_id) if chunk_id else "", doc_id, row["score"], 0, span[0], span[1], text)
 
 

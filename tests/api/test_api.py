@@ -333,8 +333,8 @@ def test_run_returns_what_it_writes(demo):
     assert result.model_dump(mode="json") == saved
     assert sorted(p.name for p in (demo["tmp"] / "bm25").iterdir() if not p.name.startswith(".")) == [
         "hits.parquet", "per_query.csv", "plot_first_rank.png", "plot_precision.png", "plot_recall_ndcg.png",
-        "plot_verdicts_by_difficulty.png", "plot_verdicts_by_topic.png", "report.html", "report.md", "results.json",
-        "run.chunks.trec", "run.trec"]
+        "plot_verdicts_by_difficulty.png", "plot_verdicts_by_topic.png", "qrels.chunks.trec", "report.html",
+        "report.md", "results.json", "run.chunks.trec", "run.trec"]
     # a path and a mapping give the same numbers as the loaded config
     from_path = _quiet(harness.run, str(ROOT / "configs" / "demo-bm25.yaml"))
     assert from_path.summary == result.summary

@@ -132,7 +132,8 @@ def test_multi_evidence_partial_flag_and_evidence_across_two_chunks(tmp_path):
     v, r = verdict(p, [M1, F0, M0])
     assert v["kind"] == "ok" and "partial" in v["flags"]
     assert v["detail"]["partial"]["missing_documents"] == ["other"]
-    assert r["queries"][0]["n_relevant"]["chunk"] == 4  # M1, M2 and both chunks of "other"
+    # two evidence units (docs/evidence.md): the quote across M1 and M2, and "other" (no span: its whole document)
+    assert r["queries"][0]["n_relevant"]["chunk"] == 2
 
 
 def test_noise_is_judged_against_what_the_query_allows(tmp_path):

@@ -23,8 +23,8 @@ from clihelp import DEMO, ROOT, Case, assert_no_traceback, demo_config, harness,
 # the report's charts as PNG files beside it (the demo golden set has the tags difficulty and topic)
 PLOTS = {"plot_recall_ndcg.png", "plot_precision.png", "plot_first_rank.png", "plot_verdicts_by_difficulty.png",
          "plot_verdicts_by_topic.png"}
-OUTPUTS = {"results.json", "run.trec", "run.chunks.trec", "hits.parquet", "per_query.csv", "report.md",
-           "report.html"} | PLOTS
+OUTPUTS = {"results.json", "run.trec", "run.chunks.trec", "qrels.chunks.trec", "hits.parquet", "per_query.csv",
+           "report.md", "report.html"} | PLOTS
 MESSAGE = "interrupted: nothing half-written was left behind"
 
 

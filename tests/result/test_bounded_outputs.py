@@ -307,8 +307,12 @@ def test_large_run_files_are_bounded(large):
     page = (out / "report.html").read_text()
     assert page.count('<tr class="q"') == 500 and "Showing 500 of 6000 queries" in page
     assert len(page) < 1_500_000  # was ~1.2 KB per query (7 MB at 6,000 queries)
-    for name in ("run.trec", "run.chunks.trec"):
-        assert (out / name).read_text() == result.run.to_trec("doc" if name == "run.trec" else "chunk")
+    assert (out / "run.trec").read_text() == result.run.to_trec("doc")
+    # the chunk level over evidence units, from the hit columns as from the ranked lists
+    from harness.hits.units import unit_run_lines
+    units = result.units[0]
+    assert (out / "run.chunks.trec").read_text() == "".join(unit_run_lines(list(result.run.lists), units,
+                                                                           result.run.name))
 
 
 def test_a_saved_large_run_reads_hits_and_texts_from_beside_it(large, tmp_path):
