@@ -1,7 +1,8 @@
 """Per-query verdicts at the context window, with the evidence for each, and aggregates with advice.
 
-Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk,
-buried_evidence, ok. Flags (any number): partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
+Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk, incomplete,
+buried_evidence, ok. ``incomplete``: the window holds evidence of some of the query's evidence groups, not all
+(``hits.groups``; a query that names no group has one group, so it is never incomplete). Flags (any number): partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
 
 Diagnosed from the golden set, its problems against the corpus, the diagnostics settings, the ranked lists and the
 judgments at both levels only: no pipeline object, no half-built result.
@@ -14,6 +15,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 from ..result.model import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
+from ..hits.groups import coverage as group_coverage, group_label
 from ..hits.table import HitTable
 from ..hits.levelgrades import grades_at
 from ..result.querystore import stored_mapping
@@ -157,12 +159,28 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
     in_middle = k >= s.middle_min_window and position == "middle"
     detail.update(rank=first.rank, chunk_id=first.chunk_id, position=position,
                   above=[{"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id} for h in window[: first.rank - 1]])
+    if any(j.group is not None for j in judgments):
+        covered = group_coverage(judgments, ranked.hits, k, cq)
+        if covered.missing:
+            return _incomplete(covered, len(ranked.hits), detail, flags_t)
     if first.rank > s.buried_after or in_middle:
         why = (f"after rank {s.buried_after}" if first.rank > s.buried_after
                else f"in the middle of a {k}-chunk window")
         return _v("buried_evidence",
                   f"the evidence is in the window but first at rank {first.rank} of {k} ({why})", detail, flags_t)
     return _v("ok", f"the evidence is at rank {first.rank} of {k}", detail, flags_t)
+
+
+def _incomplete(covered, depth: int, detail: dict, flags: tuple) -> Verdict:
+    """The window holds evidence of some groups but not of ``covered.missing``: each named with where it ranked."""
+    ranks = covered.first_rank
+    detail["groups"] = [{"group": g, "first_rank": ranks[g], "in_window": covered.in_window(g)} for g in ranks]
+    detail["missing_groups"] = [{"group": g, "first_rank": ranks[g]} for g in covered.missing]
+    held = [group_label(g) for g in ranks if covered.in_window(g)]
+    missing = ", ".join(f"{group_label(g)} ({f'ranked {ranks[g]}' if ranks[g] else f'not in the top {depth}'})"
+                        for g in covered.missing)
+    return _v("incomplete", f"the window ({covered.window}) holds evidence of group{'' if len(held) == 1 else 's'} "
+              f"{', '.join(held)} but not of {missing}", detail, flags)
 
 
 def _share(n: int, total: int) -> float:

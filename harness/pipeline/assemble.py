@@ -186,7 +186,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
 
     dq, cq = level_qrels(gold, chunks, prepared.problems)
     gold_errors = {p.query_id for p in prepared.problems}
-    levels = evaluate_levels(dq, cq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage)
+    levels = evaluate_levels(dq, cq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage,
+                             gold)
     verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent)
     per_query = {level: _Rows(levels.table(level)) for level in LEVELS}
 
@@ -214,7 +215,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                 effective_k=int(k),
                 gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance,
                                  evidence=[[sp.start, sp.end] for sp in j.evidence],
-                                 evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
+                                 evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence],
+                                 group=j.group)
                       for j in judgments],
                 verdict=verdicts[qid],
                 hits=store.records(i) if i in keep_set else None,

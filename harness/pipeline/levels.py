@@ -15,8 +15,10 @@ from ..core.types import Chunk, GoldSet, RankedList, best_hits
 from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics import engine
 from ..metrics.engine import Window, evaluate
-from ..metrics.spec import WINDOW_METRICS, MetricSpec, parse_metrics
-from ..metrics.table import MetricTable
+from ..hits.groups import sufficient_values
+from ..hits.levelgrades import grades_at
+from ..metrics.spec import GROUP_METRICS, WINDOW_METRICS, MetricSpec, parse_metric, parse_metrics
+from ..metrics.table import MetricTable, with_column
 
 __all__ = ["WINDOW_METRICS", "Coverage", "Levels", "doc_lists", "chunk_lists", "level_qrels", "evaluate_levels"]
 
@@ -81,9 +83,27 @@ def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -
 
 def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mapping[str, int]],
                     lists: Sequence[RankedList], window_k: Sequence[int], metrics: Sequence[MetricSpec | str],
-                    query_policy: str, gold_errors: Collection[str], coverage: Coverage = Coverage()) -> Levels:
-    """One table per level: the configured metrics, then the window metrics not among them."""
-    specs = parse_metrics(list(metrics) + list(WINDOW_METRICS))
+                    query_policy: str, gold_errors: Collection[str], coverage: Coverage = Coverage(),
+                    gold: GoldSet | None = None) -> Levels:
+    """One table per level: the configured metrics, then the window metrics not among them, ``sufficient@window``
+    last (from ``gold``'s evidence groups; without ``gold``, no groups: it is ``hit@window``)."""
+    group_specs = [parse_metric(name) for name in GROUP_METRICS]
+    specs = [s for s in parse_metrics(list(metrics) + list(WINDOW_METRICS)) if s not in group_specs]
+    levels = _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage)
+    if gold is not None and len(gold.queries) != len(window_k):
+        raise ValueError(f"{len(window_k)} windows for {len(gold.queries)} golden-set queries")
+    has_groups = gold is not None and gold.has_groups
+    tables = []
+    for level, table in (("doc", levels.doc), ("chunk", levels.chunk)):
+        query_ids = gold.query_ids() if gold is not None else ()
+        grades_of = (lambda i: None) if level == "doc" else (lambda i: grades_at(cq, i, query_ids[i]))
+        values = sufficient_values(gold.judgments_per_query() if gold is not None else (), lists, window_k,
+                                   grades_of, table.column("hit@window"), has_groups)
+        tables.append(with_column(table, group_specs[0], values))
+    return Levels(*tables)
+
+
+def _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage) -> Levels:
     if isinstance(lists, HitTable):
         tables = []
         for level, qrels in (("doc", as_qrels(dq)), ("chunk", as_qrels(cq))):

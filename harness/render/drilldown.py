@@ -124,7 +124,7 @@ class DrillDown:
     target_rank: int | None  # the first relevant chunk's rank (evidence), else the first right document's
     rows: list[RankRow]  # ranks 1 .. max(window, target) (capped at SHOWN_ABOVE), the window boundary in_window
     more_above: int  # chunks between the shown rows and the target that are not shown
-    position: str | None  # where the evidence sits inside the window (ok, buried_evidence)
+    position: str | None  # where the evidence sits inside the window (ok, incomplete, buried_evidence)
     unjudged_share: float | None
 
     @property
@@ -205,7 +205,7 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
                             texts.chunk(h.chunk_id)))
     position = None
     detail = q.verdict.detail
-    if q.verdict.kind in ("ok", "buried_evidence") and isinstance(detail.get("rank"), int):
+    if q.verdict.kind in ("ok", "incomplete", "buried_evidence") and isinstance(detail.get("rank"), int):
         position = f"first evidence at rank {detail['rank']} of {k} ({detail.get('position', '')} of the window)"
     share = detail.get("unjudged_share")
     return DrillDown(q.id, q.verdict.kind, q.verdict.reason, list(q.verdict.flags), k, len(hits), evidence, gold_docs,

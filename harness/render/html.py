@@ -29,7 +29,7 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #dde
 .card b{display:block;font-size:20px}.muted{color:#667}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #e3e6ee;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f6fa}tr.q{cursor:pointer}tr.q:hover{background:#f8f9fc}tr.detail td{background:#fbfbfd}
-.k-ok{color:#17803d}.k-missing_document,.k-goldset_error{color:#b42318}.k-wrong_chunk{color:#b54708}.k-buried_evidence{color:#6941c6}
+.k-ok{color:#17803d}.k-missing_document,.k-goldset_error{color:#b42318}.k-wrong_chunk{color:#b54708}.k-incomplete{color:#c11574}.k-buried_evidence{color:#6941c6}
 mark{background:#fde68a}.plots{display:flex;gap:16px;flex-wrap:wrap}.plots svg{height:auto}
 select{margin-right:12px}th{cursor:pointer;user-select:none}th[data-dir=asc]::after{content:" \\25B2"}
 th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;color:#3538cd;font-size:12px;text-align:center}

@@ -28,8 +28,8 @@ from .check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa:
 
 # The verdict kinds in order of precedence and the flags: decided by ``harness.diagnostics.verdicts``, named here so the
 # schema and the diagnosis share one list.
-KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")
-RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "buried_evidence")
+KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "incomplete", "buried_evidence", "ok")
+RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "incomplete", "buried_evidence")
 FLAGS = ("partial", "noisy_context", "unjudged_in_window")
 LEVELS = ("doc", "chunk")
 
@@ -56,6 +56,7 @@ class GoldRecord(Record):
     grade: int
     evidence: list[Span]
     evidence_text: list[str] | None = None  # the text of each span (absent from results written before it was kept)
+    group: str | None = None  # its evidence group (docs/groups.md); None: the query's unnamed group
 
 
 class Verdict(Record):
@@ -149,6 +150,7 @@ class KindCounts(Record):
     no_gold: Count
     missing_document: Count
     wrong_chunk: Count
+    incomplete: Count = 0  # (absent from results written before evidence groups)
     buried_evidence: Count
     ok: Count
 
@@ -158,6 +160,7 @@ class KindShares(Record):
     no_gold: float
     missing_document: float
     wrong_chunk: float
+    incomplete: float = 0.0
     buried_evidence: float
     ok: float
 
