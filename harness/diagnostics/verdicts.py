@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 from ..result.model import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
 from ..hits.groups import coverage as group_coverage, group_label
+from .geometry import geometry_advice, geometry_counts
 from ..hits.table import HitTable
 from ..hits.levelgrades import grades_at
 from ..result.querystore import stored_mapping
@@ -23,6 +24,7 @@ from ..core.types import GoldSet, RankedList
 
 if TYPE_CHECKING:
     from ..config.schema import DiagnosticsConfig
+    from ..hits.geometry import Geometry
     from ..gold.resolve import GoldProblem
 
 
@@ -203,6 +205,9 @@ class _Tally:
         self.buried_ranks: list[int] = []  # buried_evidence's first evidence rank
         self.buried_early: list[int] = []  # ... of those not at the window's end (a smaller window could keep it)
         self.noisy_found = 0  # noisy_context with at least one relevant chunk in the window (the others: a miss)
+        self.missing_groups: Counter = Counter()  # incomplete's missing groups, by name
+        self.group_ranks: list[int] = []  # ... the ranks they were first found at, past the window
+        self.groups_unretrieved = 0  # ... and how many were not in the ranking at all
         kind_of: dict[str, int] = {}
         tags_of = gold.tags_by_query()  # only the queries that have tags: no dict of every query
         for qid, v in verdicts.items():
@@ -219,6 +224,13 @@ class _Tally:
                     self.never_tags.update(f"{t}={val}" for t, val in tags_of.get(qid, {}).items())
             elif v.kind == "wrong_chunk" and v.detail.get("distance_chars") is not None:
                 self.distances.append(v.detail["distance_chars"])
+            elif v.kind == "incomplete":
+                for m in v.detail.get("missing_groups", []):
+                    self.missing_groups[group_label(m.get("group"))] += 1
+                    if isinstance(m.get("first_rank"), int):
+                        self.group_ranks.append(m["first_rank"])
+                    else:
+                        self.groups_unretrieved += 1
             elif v.kind == "buried_evidence":
                 self.middle += v.detail.get("position") == "middle"
                 if v.detail.get("rank") is not None:
@@ -235,9 +247,11 @@ class _Tally:
 
 
 def summarize_verdicts(verdicts: Mapping[str, Verdict], gold: GoldSet,
-                       metric_means: Mapping[str, Mapping[str, float]]) -> VerdictSummary:
+                       metric_means: Mapping[str, Mapping[str, float]],
+                       geometry: "Geometry | None" = None) -> VerdictSummary:
     """Counts and shares (of all queries), per slice and per ``detail.where``, and advice. ``metric_means`` (kind
-    -> "level.metric" -> mean over the kind's counted queries) come from the metric tables, not from here."""
+    -> "level.metric" -> mean over the kind's counted queries) come from the metric tables, not from here;
+    ``geometry`` (``hits.geometry``, a pipeline run's) adds its counts and advice."""
     t = _Tally(verdicts, gold)
     total, counts = t.total, t.counts
     kind_counts = lambda c: KindCounts(**{k: c.get(k, 0) for k in KINDS})
@@ -251,7 +265,8 @@ def summarize_verdicts(verdicts: Mapping[str, Verdict], gold: GoldSet,
                   "near_cutoff": len(t.near_ranks), "absent_from_run": t.where.get("absent_from_run", 0)},
         metric_means={k: dict(m) for k, m in metric_means.items()},
         wrong_chunk_possible=gold.has_evidence,
-        advice=advice(t, gold),
+        advice=advice(t, gold) + (geometry_advice(geometry) if geometry is not None else []),
+        geometry=geometry_counts(geometry) if geometry is not None else None,
     )
 
 
@@ -303,6 +318,16 @@ def advice(t: _Tally, gold: GoldSet) -> list[str]:
             line += (f" (the {late} with the evidence at the window's end would lose it in a smaller window)" if early
                      else "; the evidence sits at the window's end, so a smaller window would drop it")
         out.append(line)
+    incomplete = t.counts.get("incomplete", 0)
+    if incomplete:
+        groups = ", ".join(f"{g} ({n})" for g, n in t.missing_groups.most_common(3))
+        ranks = t.group_ranks
+        found = (f"; missing groups found past the window at rank{'' if len(ranks) == 1 else 's'} "
+                 f"{ranks[0] if len(set(ranks)) == 1 else f'{min(ranks)}–{max(ranks)}'}" if ranks else "")
+        never = f"; {t.groups_unretrieved} not retrieved at all" if t.groups_unretrieved else ""
+        out.append(f"incomplete evidence in {incomplete} quer{'y' if incomplete == 1 else 'ies'} (missing most: "
+                   f"{groups}){found}{never}: a larger window or a reranker would bring the missing part in; for "
+                   f"groups never retrieved, query decomposition or multi-query retrieval")
     noisy, noisy_found = t.flags.get("noisy_context", 0), t.noisy_found
     if noisy_found and noisy_found >= t.total / 4:
         missed = noisy - noisy_found

@@ -47,6 +47,7 @@ from ..executors import execute  # where retrieval runs (the config's executor:)
 from ..executors.retrieval import query_coverage
 from .window import depth_cut_warning, empty_window_warning, window_sizes
 from .levels import Coverage, Levels, evaluate_levels, level_qrels
+from ..hits.geometry import evidence_geometry
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
@@ -285,7 +286,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         summary=Summary(
             doc=levels.doc.mean(), chunk=levels.chunk.mean(),
             counts=SummaryCounts(doc=_counts(levels, "doc"), chunk=_counts(levels, "chunk")),
-            verdicts=summarize_verdicts(verdicts, gold, _metric_means(levels, kinds)),
+            verdicts=summarize_verdicts(verdicts, gold, _metric_means(levels, kinds),
+                                        evidence_geometry(gold, chunks, lists, window_k, chunk_text, gold_errors)),
         ),
         diagnostics_settings=config.diagnostics.model_dump(mode="json"),
         timings={"index_s": float(timings.get("index_s", 0.0)), "retrieve_s": float(timings.get("retrieve_s", 0.0)),

@@ -178,6 +178,21 @@ class WhereCounts(Record):
     absent_from_run: Count  # the run has no ranking for the query at all (an external run that lacks it)
 
 
+class GeometryCounts(Record):
+    """Evidence geometry of the run (``hits.geometry``): each count, with up to ``GEOMETRY_SHOWN`` of its queries."""
+
+    split_evidence_units: Count  # relevant evidence units no single chunk holds whole
+    split_evidence_queries: Count
+    split_evidence_query_ids: list[str]
+    thin_first_queries: Count  # the window's first chunk has almost no content (a heading alone)
+    thin_first_query_ids: list[str]
+    mostly_noise_queries: Count  # the window holds evidence, but under half of its characters are evidence
+    mostly_noise_query_ids: list[str]
+
+
+GEOMETRY_SHOWN = 20
+
+
 class VerdictSummary(Record):
     """``diagnostics.summarize_verdicts``."""
 
@@ -191,6 +206,7 @@ class VerdictSummary(Record):
     metric_means: dict[Kind, dict[str, MetricValue]]
     wrong_chunk_possible: bool
     advice: list[str]
+    geometry: GeometryCounts | None = None  # (absent from results written before it was counted)
 
 
 class Summary(Record):
