@@ -88,6 +88,7 @@ class EvidenceRow:
     rank: int | None  # the best-ranked chunk overlapping the span (of the document, without a span); None: not retrieved
     chunk_id: str | None
     in_window: bool
+    group: str | None = None  # its evidence group (docs/groups.md); None: the unnamed one
 
 
 @dataclass(frozen=True)
@@ -186,9 +187,9 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
                 hit = next((h for h in hits if h.relevant and _overlaps(h, g.doc_id, start, end)), None)
                 text = carried[i] if i < len(carried) and carried[i] else texts.span(g.doc_id, start, end)
             evidence.append(EvidenceRow(g.doc_id, start, end, text, hit.rank if hit else None,
-                                        hit.chunk_id if hit else None, bool(hit and hit.in_window)))
+                                        hit.chunk_id if hit else None, bool(hit and hit.in_window), g.group))
     gold_docs = []
-    for g in gold:
+    for g in {g.doc_id: g for g in gold}.values():  # a document with spans in two groups is two judgments
         best = next((h for h in hits if h.doc_id == g.doc_id), None)
         text = texts.chunk(best.chunk_id) if best else None
         gold_docs.append(GoldDoc(g.doc_id, g.grade, best.rank if best else None,

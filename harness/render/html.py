@@ -139,7 +139,9 @@ def _drill_html(q, texts: Texts) -> str:
     """The detail row's body: the reason, where the evidence ranked, the gold evidence and documents, and the
     ranking down to the evidence with the window's end marked."""
     d = drilldown(q, texts)
-    spans = {g.doc_id: g.evidence for g in q.gold}
+    spans: dict[str, list] = {}
+    for g in q.gold:  # a document with spans in two evidence groups is two judgments
+        spans.setdefault(g.doc_id, []).extend(g.evidence)
     parts = [f'<p class="reason">{e(d.reason)}</p>', f'<p class="headline"><b>{e(d.headline())}</b></p>']
     if d.position:
         parts.append(f'<p class="position">{e(d.position)}</p>')
@@ -155,7 +157,7 @@ def _drill_html(q, texts: Texts) -> str:
                 text_html = f'<span class="muted ev-what">{e(what)}</span> {text_html}'
             ev_rows.append(
                 f'<tr><td>{e(ev.doc_id)}</td><td>{e("whole document" if ev.start is None else f"[{ev.start}, {ev.end})")}'
-                f'</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
+                f'{e(f" (group {ev.group})" if ev.group is not None else "")}</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
                 f'{e(" (in the window)" if ev.in_window else "")}</td><td class="ev-text">{text_html}</td></tr>')
         ev_html = "".join(ev_rows)
         whole = all(ev.start is None for ev in d.evidence)

@@ -92,7 +92,8 @@ def _drill_md(q, texts: Texts | None) -> list[str]:
     for ev in d.evidence:
         where = "the whole document" if ev.start is None else f"\\[{ev.start}, {ev.end})"
         text = f": “{md(snippet(ev.text, 200))}”" if ev.text is not None else ""
-        out.append(f"  - gold evidence in {md_code(ev.doc_id)} {where}{text}")
+        group = f" (group {md(ev.group)})" if ev.group is not None else ""
+        out.append(f"  - gold evidence in {md_code(ev.doc_id)} {where}{group}{text}")
     if d.kind == "missing_document":
         for g in d.gold_docs:
             rank = f"best rank {g.best_rank}" if g.best_rank is not None else "not retrieved"
