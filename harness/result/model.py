@@ -22,6 +22,7 @@ from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs 
 from .querycolumns import Cache as ColumnsCache
 from .querystore import QueryStore, Spooled
 from .records import ChunkRecord, Count, HitRecord, MetricValue, Record, StoredHits  # noqa: F401  (hit storage beside)
+from .records import GEOMETRY_SHOWN, GeometryCounts  # noqa: F401
 from .run_records import (ExecutorRecord, HitProblemRecord, HitProblemsRecord, LatencyRecord,  # noqa: F401
                           RequestLogRecord, RequestsRecord, Timings)
 from .check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
@@ -176,21 +177,6 @@ class WhereCounts(Record):
     not_retrieved: Count
     near_cutoff: Count
     absent_from_run: Count  # the run has no ranking for the query at all (an external run that lacks it)
-
-
-class GeometryCounts(Record):
-    """Evidence geometry of the run (``hits.geometry``): each count, with up to ``GEOMETRY_SHOWN`` of its queries."""
-
-    split_evidence_units: Count  # relevant evidence units no single chunk holds whole
-    split_evidence_queries: Count
-    split_evidence_query_ids: list[str]
-    thin_first_queries: Count  # the window's first chunk has almost no content (a heading alone)
-    thin_first_query_ids: list[str]
-    mostly_noise_queries: Count  # the window holds evidence, but under half of its characters are evidence
-    mostly_noise_query_ids: list[str]
-
-
-GEOMETRY_SHOWN = 20
 
 
 class VerdictSummary(Record):
