@@ -19,6 +19,10 @@ from ..core.types import Hit, Judgment
 
 SUFFICIENT = "sufficient@window"
 UNNAMED = None  # the group of the judgments that name none
+RULE = ("units of one evidence group are alternatives, every group of a query is needed; a judgment without a "
+        "group is in the query's unnamed group, so a query naming no group has one group (sufficient@window = "
+        "hit@window, never incomplete); a hit covers a unit when it overlaps its span in the same document (a "
+        "judgment without spans: a relevant chunk of its document; at document level, the document)")
 
 
 def group_label(group: str | None) -> str:

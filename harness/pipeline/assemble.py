@@ -48,6 +48,7 @@ from ..executors.retrieval import query_coverage
 from .window import depth_cut_warning, empty_window_warning, window_sizes
 from .levels import Coverage, Levels, evaluate_levels, level_qrels
 from ..hits.geometry import evidence_geometry
+from ..hits.groups import RULE as GROUPS_RULE
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
@@ -260,6 +261,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                                       "no evidence spans in the golden set: every chunk of a relevant document is "
                                       "relevant (wrong_chunk cannot be diagnosed)")
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
+    conventions["evidence_groups"] = GROUPS_RULE
     conventions["flags"] = flags_text(config.diagnostics)
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
     run = Run(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
