@@ -34,20 +34,25 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
         columns.add_query(rq.query_id, rq.text, rq.tags)
         given: dict[str | None, int] = {}  # group -> units given, and how many were placed
         placed: dict[str | None, int] = {}
-        found_before = len(problems)
+        why: dict[str | None, list[str]] = {}  # group -> the problems of its units
         for rj in rq.relevant:
             groups = rj.unit_groups() if rj.evidence else [rj.group]
             for g in groups:
                 given[g] = given.get(g, 0) + 1
+            before = len(problems)
             spans = _resolved_spans(rq, rj, docs.get(rj.doc_id), problems)
-            if spans is None:  # an unknown document
+            if spans is None:  # an unknown document: one problem for all its units
+                for g in dict.fromkeys(groups):
+                    why.setdefault(g, []).append(problems[-1].message)
                 columns.add_judgment(rj.doc_id, rj.grade, (), rj.group if not rj.evidence else None)
                 continue
+            failed = [g for g, sp in zip(groups, spans) if sp is None]  # each failed item made one problem, in order
+            for g, problem in zip(failed, problems[before:]):
+                why.setdefault(g, []).append(problem.message)
             doc_id = docs[rj.doc_id].doc_id  # the corpus's own id string: 1M queries hold no second copy of each
             if not rj.evidence or not any(sp is not None for sp in spans):
                 placed[rj.group] = placed.get(rj.group, 0) + (not rj.evidence)
-                columns.add_judgment(doc_id, rj.grade, (), rj.group if not rj.evidence or len(set(groups)) == 1
-                                     else None)
+                columns.add_judgment(doc_id, rj.grade, (), groups[0] if len(set(groups)) == 1 else None)
                 continue
             by_group: dict[str | None, list[Span]] = {}
             for g, sp in zip(groups, spans):
@@ -57,10 +62,10 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
                 placed[g] = placed.get(g, 0) + len(kept)
                 columns.add_judgment(doc_id, rj.grade, kept, g)
         for g, n in given.items():
-            if g is not None and not placed.get(g) and len(problems) > found_before:
-                why = "; ".join(p.message for p in problems[found_before:][:2])
+            if g is not None and not placed.get(g):
+                shown = "; ".join(why.get(g, [])[:2]) + (" ..." if len(why.get(g, [])) > 2 else "")
                 unplaced.append(f"{rq.where}: query {rq.query_id!r}: group {g!r}: none of its {n} evidence "
-                                f"unit{'' if n == 1 else 's'} resolves against the corpus ({why})")
+                                f"unit{'' if n == 1 else 's'} resolves against the corpus ({shown})")
     if unplaced:
         shown = unplaced[:50] + ([f"... and {len(unplaced) - 50} more"] if len(unplaced) > 50 else [])
         raise GoldSetError(f"{len(unplaced)} evidence group(s) with no unit in the corpus", shown)
