@@ -380,3 +380,55 @@ def test_gate_and_compare_read_incomplete():
     assert not outcome.passed and outcome.message == "incomplete share is 0.500 (2 queries)"
     c = compare_runs([a, b], ["ndcg@10"])
     assert c.transitions["b"] == {"incomplete -> ok": ["q1"]}
+
+
+# ---- the columns paths: a HitTable's lazy hits, a spilled metric table, the fingerprint ---------------------------
+
+def test_sufficient_values_read_a_hit_tables_lists_as_ranked_lists(tmp_path):
+    import numpy as np
+    from harness.hits.groups import sufficient_values
+    from harness.hits.table import HitTable
+    p = setup(tmp_path, [{"id": "q1", "query": "x", "relevant": [HOW, COST]},
+                         {"id": "q2", "query": "y", "relevant": [HOW, COST]}])
+    chunks = list(p.chunks)
+    code = {c.chunk_id: i for i, c in enumerate(chunks)}
+    order = [[M2, O0, F0], [M2, F0, M0, O0]]  # q1 holds both groups in 3; q2 only how
+    table = HitTable(np.array(["q1", "q2"], dtype=object), np.array([0, 3, 7]),
+                     np.array([code[c] for o in order for c in o], dtype=np.int32),
+                     np.arange(7, 0, -1, dtype=np.float64), tuple(chunks))
+    lists = [RankedList(q, tuple(Hit(c, c.split("#")[0], 1.0, r + 1, *map(int, c.split("#")[1].split("-")))
+                                 for r, c in enumerate(o))) for q, o in zip(("q1", "q2"), order)]
+    grades = lambda i: {M2: 1, O0: 1, M0: 0, M1: 0, O1: 0}
+    for given in (table, lists):
+        got = sufficient_values(p.gold.judgments_per_query(), given, [3, 3], grades, np.zeros(2), True)
+        assert got.tolist() == [1.0, 0.0]
+
+
+def test_with_column_on_a_spilled_table_matches_the_in_memory_one():
+    import numpy as np
+    from harness.io.spilled import SpilledRows
+    from harness.metrics.spec import parse_metric
+    from harness.metrics.table import build_table, with_column
+    values = np.arange(12, dtype=np.float64).reshape(6, 2)
+    spilled = SpilledRows(6, 2)
+    spilled[np.arange(6)] = values
+    spec = parse_metric("sufficient@window")
+    column = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+    made = [with_column(build_table([f"q{i}" for i in range(6)], [parse_metric("hit@window"),
+                                                                 parse_metric("rr@window")], v,
+                                    np.array([1, 1, 1, 1, 1, 0]), np.ones(6, bool), query_policy="exclude",
+                                    conventions={}), spec, column) for v in (values, spilled)]
+    for table in made:
+        assert table.names == ["hit@window", "rr@window", "sufficient@window"]
+        assert np.asarray(table.values).tolist() == np.column_stack([values, column]).tolist()
+        assert table.mean()["sufficient@window"] == 3 / 5  # q5 has no relevant item: not counted
+
+
+def test_a_golden_set_without_groups_keeps_its_fingerprint(tmp_path):
+    from harness.core.fingerprint import fingerprint_of_items
+    from harness.pipeline.prepare import goldset_fingerprint
+    plain = {"doc": "manual", "evidence": [{"quote": "Keys have names."}]}
+    p = setup(tmp_path, [{"id": "q", "query": "x", "relevant": [plain]}])
+    assert goldset_fingerprint(p.gold) == fingerprint_of_items([["q", "x"], ["q", "manual", 1, [[29, 45]]]])
+    grouped = setup(tmp_path, [{"id": "q", "query": "x", "relevant": [{**plain, "group": "a"}]}])
+    assert goldset_fingerprint(grouped.gold) != goldset_fingerprint(p.gold)
