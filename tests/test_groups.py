@@ -226,17 +226,14 @@ def test_a_group_with_one_unit_left_runs_and_flags_the_query(tmp_path):
 
 
 def test_cli_exits_2_and_writes_nothing_for_an_unresolved_group(tmp_path):
-    import subprocess
-    import sys
-    from conftest import ROOT
+    from clihelp import harness
     (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(d) for d in CORPUS))
     (tmp_path / "g.jsonl").write_text(json.dumps({"id": "q", "query": "x", "relevant": [
         HOW, {"doc": "other", "group": "cost", "evidence": [{"quote": "Nope."}]}]}))
     (tmp_path / "t.yaml").write_text("name: t\ncorpus: {path: c.jsonl}\ngoldset: {path: g.jsonl}\n"
                                      "chunking: {strategy: sentences, size: 1}\nretriever: {kind: bm25}\n")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", str(tmp_path / "t.yaml"), "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = harness("run", tmp_path / "t.yaml", "--out", out)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and not out.exists()
     assert f"{tmp_path / 'g.jsonl'}:1: query 'q': group 'cost': none of its 1 evidence unit resolves" in proc.stderr
@@ -280,6 +277,29 @@ def test_build_refuses_answers_in_parts_it_cannot_group(tmp_path, answers, fragm
     with pytest.raises(GoldSetError) as exc:
         read_answers(tmp_path / "a.jsonl", docs())
     assert fragment in str(exc.value.problems[0]) and str(exc.value.problems[0]).startswith(f"{tmp_path / 'a.jsonl'}:1:")
+
+
+def test_cli_build_and_check_fix_carry_groups(tmp_path):
+    from clihelp import harness
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(d) for d in CORPUS))
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "q", "query": "x", "answers": [
+        ["Rotate a key", "Invoices are monthly"]]}) + "\n")
+    proc = harness("goldset", "build", "--from", tmp_path / "a.jsonl", "--corpus", tmp_path / "c.jsonl",
+                   "-o", tmp_path / "g.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    built = json.loads((tmp_path / "g.jsonl").read_text())
+    assert [(r["doc"], [e["group"] for e in r["evidence"]]) for r in built["relevant"]] == \
+        [("manual", ["part 1"]), ("other", ["part 2"])]
+    # the corpus changes around the evidence; --fix re-anchors it, groups kept
+    moved = [{"id": "manual", "text": "New intro.\n\n" + CORPUS[0]["text"]}, CORPUS[1], CORPUS[2]]
+    (tmp_path / "c2.jsonl").write_text("\n".join(json.dumps(d) for d in moved))
+    proc = harness("goldset", "check", tmp_path / "g.jsonl", "--corpus", tmp_path / "c2.jsonl", "--against",
+                   tmp_path / "c.jsonl", "--fix", tmp_path / "fixed.jsonl")
+    assert proc.returncode == 1 and "1 label(s) re-anchored" in proc.stderr, proc.stderr
+    fixed = json.loads((tmp_path / "fixed.jsonl").read_text())
+    assert fixed["relevant"][0]["evidence"] == [{"start": 46 + 12, "end": 58 + 12, "text": "Rotate a key",
+                                                 "how": "exact", "group": "part 1"}]
+    assert fixed["relevant"][1] == built["relevant"][1]
 
 
 def test_check_fix_keeps_groups_when_re_anchoring(tmp_path):
