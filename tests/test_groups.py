@@ -59,7 +59,11 @@ def first(result):
 
 def test_two_groups_one_in_the_window_is_incomplete_and_names_where_the_other_ranked(tmp_path):
     p = setup(tmp_path, [{"id": "q", "query": "rotate invoices", "relevant": [HOW, COST]}])
-    v, m = first(run(p, [M2, M0, F0, O0]))  # how at rank 1; cost at rank 4, past the 3-chunk window
+    r = run(p, [M2, M0, F0, O0])  # how at rank 1; cost at rank 4, past the 3-chunk window
+    v, m = first(r)
+    assert r["summary"]["verdicts"]["advice"][0] == (
+        "incomplete evidence in 1 query (missing most: cost (1)); 1 missing group found past the window at rank 4: "
+        "a larger window or a reranker would bring it in")
     assert v["kind"] == "incomplete"
     assert v["reason"] == "the window (3) holds evidence of group how but not of cost (ranked 4)"
     assert v["detail"]["missing_groups"] == [{"group": "cost", "first_rank": 4}]
@@ -71,9 +75,13 @@ def test_two_groups_one_in_the_window_is_incomplete_and_names_where_the_other_ra
 
 def test_a_group_never_retrieved_is_named_as_such(tmp_path):
     p = setup(tmp_path, [{"id": "q", "query": "rotate invoices", "relevant": [HOW, COST]}])
-    v, _ = first(run(p, [M2, M0, F0]))
+    r = run(p, [M2, M0, F0])
+    v, _ = first(r)
     assert v["kind"] == "incomplete" and v["detail"]["missing_groups"] == [{"group": "cost", "first_rank": None}]
     assert v["reason"].endswith("but not of cost (not in the top 3)")
+    assert r["summary"]["verdicts"]["advice"][0] == (
+        "incomplete evidence in 1 query (missing most: cost (1)); 1 not retrieved at all: query decomposition or "
+        "multi-query retrieval would look for it")
 
 
 def test_every_group_in_the_window_is_sufficient(tmp_path):
@@ -355,9 +363,9 @@ def test_geometry_counts_split_evidence_thin_first_chunks_and_noisy_windows(tmp_
     # b's window: "Setup." (6 chars) + e (66 chars), evidence "Invoices" 8 chars: 8 / 72 < 0.5; a's holds none
     assert g["mostly_noise_queries"] == 1 and g["mostly_noise_query_ids"] == ["b"]
     advice = r["summary"]["verdicts"]["advice"]
-    assert any(a.startswith("1 evidence unit in 1 query (a) cross a chunk boundary") for a in advice)
+    assert any(a.startswith("1 evidence unit in 1 query (a) crosses a chunk boundary") for a in advice)
     assert any(a.startswith("2 queries (a, b) rank first a chunk of fewer than 5 words (e.g. 'Setup.')") for a in advice)
-    assert any(a.startswith("1 query of the 1 whose window holds evidence (b) have a window under 50% evidence by "
+    assert any(a.startswith("1 query of the 1 whose window holds evidence (b) has a window under 50% evidence by "
                             "characters (mean evidence share 11%)") for a in advice)
 
 

@@ -27,7 +27,8 @@ def geometry_advice(g: Geometry) -> list[str]:
     out = []
     if g.split_units:
         out.append(f"{g.split_units} evidence unit{'' if g.split_units == 1 else 's'} in "
-                   f"{_queries(len(g.split_queries))} ({_named(g.split_queries)}) cross a chunk boundary: no single "
+                   f"{_queries(len(g.split_queries))} ({_named(g.split_queries)}) "
+                   f"{'crosses' if g.split_units == 1 else 'cross'} a chunk boundary: no single "
                    f"chunk holds {'it' if g.split_units == 1 else 'them'} whole; larger chunks, overlap, or "
                    f"boundaries at sentences or headings would keep evidence together")
     if g.thin_first:
@@ -38,7 +39,8 @@ def geometry_advice(g: Geometry) -> list[str]:
     if g.mostly_noise:
         mean = sum(g.shares) / len(g.shares)
         out.append(f"{_queries(len(g.mostly_noise))} of the {len(g.shares)} whose window holds evidence "
-                   f"({_named(g.mostly_noise)}) have a window under {MOSTLY_NOISE:.0%} evidence by characters "
+                   f"({_named(g.mostly_noise)}) {'has' if len(g.mostly_noise) == 1 else 'have'} a window under "
+                   f"{MOSTLY_NOISE:.0%} evidence by characters "
                    f"(mean evidence share {mean:.0%}): smaller chunks, a smaller window or a token budget would send "
                    f"the model less text that is not evidence")
     return out

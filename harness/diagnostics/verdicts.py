@@ -321,13 +321,16 @@ def advice(t: _Tally, gold: GoldSet) -> list[str]:
     incomplete = t.counts.get("incomplete", 0)
     if incomplete:
         groups = ", ".join(f"{g} ({n})" for g, n in t.missing_groups.most_common(3))
-        ranks = t.group_ranks
-        found = (f"; missing groups found past the window at rank{'' if len(ranks) == 1 else 's'} "
-                 f"{ranks[0] if len(set(ranks)) == 1 else f'{min(ranks)}–{max(ranks)}'}" if ranks else "")
-        never = f"; {t.groups_unretrieved} not retrieved at all" if t.groups_unretrieved else ""
-        out.append(f"incomplete evidence in {incomplete} quer{'y' if incomplete == 1 else 'ies'} (missing most: "
-                   f"{groups}){found}{never}: a larger window or a reranker would bring the missing part in; for "
-                   f"groups never retrieved, query decomposition or multi-query retrieval")
+        ranks, never = t.group_ranks, t.groups_unretrieved
+        line = f"incomplete evidence in {incomplete} quer{'y' if incomplete == 1 else 'ies'} (missing most: {groups})"
+        if ranks:
+            at = f"rank {ranks[0]}" if len(set(ranks)) == 1 else f"ranks {min(ranks)}–{max(ranks)}"
+            line += (f"; {len(ranks)} missing group{'' if len(ranks) == 1 else 's'} found past the window at {at}: "
+                     f"a larger window or a reranker would bring {'it' if len(ranks) == 1 else 'them'} in")
+        if never:
+            line += (f"; {never} not retrieved at all: query decomposition or multi-query retrieval would look for "
+                     f"{'it' if never == 1 else 'them'}")
+        out.append(line)
     noisy, noisy_found = t.flags.get("noisy_context", 0), t.noisy_found
     if noisy_found and noisy_found >= t.total / 4:
         missed = noisy - noisy_found
