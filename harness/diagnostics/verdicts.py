@@ -2,7 +2,8 @@
 
 Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk, incomplete,
 buried_evidence, ok. ``incomplete``: the window holds evidence of some of the query's evidence groups, not all
-(``hits.groups``; a query that names no group has one group, so it is never incomplete). Flags (any number): partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
+(``hits.groups``; a query that names no group has one group, so it is never incomplete). Flags (any number):
+partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
 
 Diagnosed from the golden set, its problems against the corpus, the diagnostics settings, the ranked lists and the
 judgments at both levels only: no pipeline object, no half-built result.
