@@ -4,8 +4,9 @@ Columns are mapped in the config (``goldset.columns``); the defaults are ``query
 ``grade``, and optionally ``quote`` or ``start``/``end`` for evidence, ``group`` (the row's evidence group), and
 ``tags`` (a list of columns kept as the query's tags, for slices). Rows of one query are gathered (its text and
 tags must be the same on each); rows of one (query, document) add evidence to one judgment (their grades must
-agree). A row with an empty document cell is a query with no judgment. Each row becomes the native form and is validated by the same rules (``gold.load``).
-Quoted cells may span lines (the csv module reads them); messages name the row's first line.
+agree). A row with an empty document cell is a query with no judgment. Each row becomes the native form and is
+validated by the same rules (``gold.load``). Quoted cells may span lines (the csv module reads them); messages name
+the row's first line.
 """
 
 from __future__ import annotations
