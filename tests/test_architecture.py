@@ -110,6 +110,8 @@ ALLOWED_LATER = {
         "hits.parquet's rows are read back as the results.json hit records (HitRecord), one schema for both",
     ("harness.diagnostics.verdicts", "harness.result.model"):
         "verdicts are built as the results.json Verdict records; their schema is the Result's",
+    ("harness.diagnostics.geometry", "harness.result.model"):
+        "the evidence-geometry advice is built as its results.json record, as verdicts are",
     ("harness.diagnostics.verdicts", "harness.result.querystore"):
         "a large run's per-query records are spooled; diagnostics reads them through the store",
     ("harness.pipeline.prepare", "harness.stats.gates"):

@@ -154,7 +154,8 @@ def check(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set 
 
 @command("build")
 def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, query, answers: \\[text], doc?, grade?, "
-                                                          "tags?} a line"),
+                                                          "tags?} a line; an answer in several spans: a list of its "
+                                                          "parts' texts (part i: evidence group 'part i')"),
           corpus: Path = typer.Option(..., "--corpus", help="the corpus the answers are located in"),
           corpus_format: Optional[CorpusFormat] = typer.Option(None, "--format", help="the corpus format (default: "
                                                                "inferred: a file is jsonl, a folder with corpus.jsonl "

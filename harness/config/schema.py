@@ -71,6 +71,7 @@ class GoldColumns(Strict):
     quote: str = "quote"
     start: str = "start"
     end: str = "end"
+    group: str = "group"  # the evidence group of the row's unit (docs/groups.md); the column is optional
     tags: list[str] = []
 
 

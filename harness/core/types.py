@@ -61,12 +61,17 @@ class Query:
 
 @dataclass(frozen=True, slots=True)
 class Judgment:
-    """Document-level graded relevance, with optional evidence spans inside the document."""
+    """Document-level graded relevance, with optional evidence spans inside the document (each an evidence unit).
+
+    ``group``: the evidence group its units belong to (``docs/groups.md``): units of one group are alternatives,
+    every group of a query is needed; None is the query's unnamed group. A document whose spans lie in two groups is
+    two judgments, one per group."""
 
     query_id: str
     doc_id: str
     relevance: int
     evidence: tuple[Span, ...] = ()
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,12 @@ class GoldSet:
     def has_evidence(self) -> bool:
         known = getattr(self.judgments, "has_evidence", None)
         return known if known is not None else any(j.evidence for j in self.judgments)
+
+    @property
+    def has_groups(self) -> bool:
+        """Whether any judgment names an evidence group (without, a query's evidence is one group)."""
+        known = getattr(self.judgments, "has_groups", None)
+        return known if known is not None else any(j.group is not None for j in self.judgments)
 
 
 @dataclass(frozen=True, slots=True)

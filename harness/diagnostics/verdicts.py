@@ -1,7 +1,9 @@
 """Per-query verdicts at the context window, with the evidence for each, and aggregates with advice.
 
-Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk,
-buried_evidence, ok. Flags (any number): partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
+Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk, incomplete,
+buried_evidence, ok. ``incomplete``: the window holds evidence of some of the query's evidence groups, not all
+(``hits.groups``; a query that names no group has one group, so it is never incomplete). Flags (any number):
+partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
 
 Diagnosed from the golden set, its problems against the corpus, the diagnostics settings, the ranked lists and the
 judgments at both levels only: no pipeline object, no half-built result.
@@ -14,6 +16,8 @@ from itertools import islice
 from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 
 from ..result.model import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
+from ..hits.groups import coverage as group_coverage, group_label
+from .geometry import geometry_advice, geometry_counts
 from ..hits.table import HitTable
 from ..hits.levelgrades import grades_at
 from ..result.querystore import stored_mapping
@@ -21,6 +25,7 @@ from ..core.types import GoldSet, RankedList
 
 if TYPE_CHECKING:
     from ..config.schema import DiagnosticsConfig
+    from ..hits.geometry import Geometry
     from ..gold.resolve import GoldProblem
 
 
@@ -157,12 +162,28 @@ def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict
     in_middle = k >= s.middle_min_window and position == "middle"
     detail.update(rank=first.rank, chunk_id=first.chunk_id, position=position,
                   above=[{"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id} for h in window[: first.rank - 1]])
+    if any(j.group is not None for j in judgments):
+        covered = group_coverage(judgments, ranked.hits, k, cq)
+        if covered.missing:
+            return _incomplete(covered, len(ranked.hits), detail, flags_t)
     if first.rank > s.buried_after or in_middle:
         why = (f"after rank {s.buried_after}" if first.rank > s.buried_after
                else f"in the middle of a {k}-chunk window")
         return _v("buried_evidence",
                   f"the evidence is in the window but first at rank {first.rank} of {k} ({why})", detail, flags_t)
     return _v("ok", f"the evidence is at rank {first.rank} of {k}", detail, flags_t)
+
+
+def _incomplete(covered, depth: int, detail: dict, flags: tuple) -> Verdict:
+    """The window holds evidence of some groups but not of ``covered.missing``: each named with where it ranked."""
+    ranks = covered.first_rank
+    detail["groups"] = [{"group": g, "first_rank": ranks[g], "in_window": covered.in_window(g)} for g in ranks]
+    detail["missing_groups"] = [{"group": g, "first_rank": ranks[g]} for g in covered.missing]
+    held = [group_label(g) for g in ranks if covered.in_window(g)]
+    missing = ", ".join(f"{group_label(g)} ({f'ranked {ranks[g]}' if ranks[g] else f'not in the top {depth}'})"
+                        for g in covered.missing)
+    return _v("incomplete", f"the window ({covered.window}) holds evidence of group{'' if len(held) == 1 else 's'} "
+              f"{', '.join(held)} but not of {missing}", detail, flags)
 
 
 def _share(n: int, total: int) -> float:
@@ -185,6 +206,9 @@ class _Tally:
         self.buried_ranks: list[int] = []  # buried_evidence's first evidence rank
         self.buried_early: list[int] = []  # ... of those not at the window's end (a smaller window could keep it)
         self.noisy_found = 0  # noisy_context with at least one relevant chunk in the window (the others: a miss)
+        self.missing_groups: Counter = Counter()  # incomplete's missing groups, by name
+        self.group_ranks: list[int] = []  # ... the ranks they were first found at, past the window
+        self.groups_unretrieved = 0  # ... and how many were not in the ranking at all
         kind_of: dict[str, int] = {}
         tags_of = gold.tags_by_query()  # only the queries that have tags: no dict of every query
         for qid, v in verdicts.items():
@@ -201,6 +225,13 @@ class _Tally:
                     self.never_tags.update(f"{t}={val}" for t, val in tags_of.get(qid, {}).items())
             elif v.kind == "wrong_chunk" and v.detail.get("distance_chars") is not None:
                 self.distances.append(v.detail["distance_chars"])
+            elif v.kind == "incomplete":
+                for m in v.detail.get("missing_groups", []):
+                    self.missing_groups[group_label(m.get("group"))] += 1
+                    if isinstance(m.get("first_rank"), int):
+                        self.group_ranks.append(m["first_rank"])
+                    else:
+                        self.groups_unretrieved += 1
             elif v.kind == "buried_evidence":
                 self.middle += v.detail.get("position") == "middle"
                 if v.detail.get("rank") is not None:
@@ -217,9 +248,11 @@ class _Tally:
 
 
 def summarize_verdicts(verdicts: Mapping[str, Verdict], gold: GoldSet,
-                       metric_means: Mapping[str, Mapping[str, float]]) -> VerdictSummary:
+                       metric_means: Mapping[str, Mapping[str, float]],
+                       geometry: "Geometry | None" = None) -> VerdictSummary:
     """Counts and shares (of all queries), per slice and per ``detail.where``, and advice. ``metric_means`` (kind
-    -> "level.metric" -> mean over the kind's counted queries) come from the metric tables, not from here."""
+    -> "level.metric" -> mean over the kind's counted queries) come from the metric tables, not from here;
+    ``geometry`` (``hits.geometry``, a pipeline run's) adds its counts and advice."""
     t = _Tally(verdicts, gold)
     total, counts = t.total, t.counts
     kind_counts = lambda c: KindCounts(**{k: c.get(k, 0) for k in KINDS})
@@ -233,7 +266,8 @@ def summarize_verdicts(verdicts: Mapping[str, Verdict], gold: GoldSet,
                   "near_cutoff": len(t.near_ranks), "absent_from_run": t.where.get("absent_from_run", 0)},
         metric_means={k: dict(m) for k, m in metric_means.items()},
         wrong_chunk_possible=gold.has_evidence,
-        advice=advice(t, gold),
+        advice=advice(t, gold) + (geometry_advice(geometry) if geometry is not None else []),
+        geometry=geometry_counts(geometry) if geometry is not None else None,
     )
 
 
@@ -284,6 +318,19 @@ def advice(t: _Tally, gold: GoldSet) -> list[str]:
         if late:
             line += (f" (the {late} with the evidence at the window's end would lose it in a smaller window)" if early
                      else "; the evidence sits at the window's end, so a smaller window would drop it")
+        out.append(line)
+    incomplete = t.counts.get("incomplete", 0)
+    if incomplete:
+        groups = ", ".join(f"{g} ({n})" for g, n in t.missing_groups.most_common(3))
+        ranks, never = t.group_ranks, t.groups_unretrieved
+        line = f"incomplete evidence in {incomplete} quer{'y' if incomplete == 1 else 'ies'} (missing most: {groups})"
+        if ranks:
+            at = f"rank {ranks[0]}" if len(set(ranks)) == 1 else f"ranks {min(ranks)}–{max(ranks)}"
+            line += (f"; {len(ranks)} missing group{'' if len(ranks) == 1 else 's'} found past the window at {at}: "
+                     f"a larger window or a reranker would bring {'it' if len(ranks) == 1 else 'them'} in")
+        if never:
+            line += (f"; {never} not retrieved at all: query decomposition or multi-query retrieval would look for "
+                     f"{'it' if never == 1 else 'them'}")
         out.append(line)
     noisy, noisy_found = t.flags.get("noisy_context", 0), t.noisy_found
     if noisy_found and noisy_found >= t.total / 4:

@@ -1,6 +1,8 @@
 """``harness goldset build``: a golden set from question/answer pairs or pasted quotes.
 
-Input lines ``{"id", "query", "answers": [text, ...], "doc"?: DOC_ID, "grade"?: N, "tags"?: {...}}``. Each answer
+Input lines ``{"id", "query", "answers": [text, ...], "doc"?: DOC_ID, "grade"?: N, "tags"?: {...}}``. An answer
+in several spans is a list of texts, its parts, all needed: part i of every answer is evidence group ``part i``
+(``docs/groups.md``), so the answers of a query are all parts or all texts, with one number of parts. Each text
 is located in its document (or, without ``doc``, in the whole corpus): exact, then normalised, then a bounded fuzzy
 match (only inside a named document, or a corpus under FUZZY_CORPUS_CHARS) whose score is recorded. An answer found in
 one place becomes an evidence span ``{"start", "end", "text", "how"[, "score"]}``; one found in several places, or
@@ -29,7 +31,7 @@ class AnswerRow:
     where: str
     query_id: str
     query: str
-    answers: list[str]
+    answers: list[str] | list[list[str]]  # texts, or each answer's parts
     doc: str | None
     grade: int
     tags: dict[str, str]
@@ -73,8 +75,9 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
             problems.append(head)
             continue
         (qid, query), answers = head, row.get("answers")
-        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) and a.strip() for a in answers):
-            problems.append(f"{where}: query {qid!r}: 'answers' must be a non-empty list of texts")
+        bad = _answers_problem(answers)
+        if bad:
+            problems.append(f"{where}: query {qid!r}: {bad}")
             continue
         doc = row.get("doc")
         if doc is not None:
@@ -98,6 +101,35 @@ def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
         shown = problems[:50] + ([f"... and {len(problems) - 50} more"] if len(problems) > 50 else [])
         raise GoldSetError(f"{path}: {len(problems)} problem(s) in the answers", shown)
     return rows
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _answers_problem(answers: object) -> str | None:
+    """Why ``answers`` is not a list of texts, nor of answers in parts (lists of texts, as many in each)."""
+    shape = ("'answers' must be a non-empty list of texts, or of answers in several spans (each a list of its "
+             "parts' texts)")
+    if not isinstance(answers, list) or not answers:
+        return shape
+    if all(_text(a) for a in answers):
+        return None
+    if not all(isinstance(a, list) and a and all(_text(p) for p in a) for a in answers):
+        return shape + ("; give every answer in parts, or none (a text beside answers in parts could be any part)"
+                        if any(isinstance(a, list) for a in answers) else "")
+    sizes = sorted({len(a) for a in answers})
+    if len(sizes) > 1:
+        return (f"'answers' in parts must have one number of parts (part i of each is one evidence group), got "
+                f"{', '.join(map(str, sizes))}")
+    return None
+
+
+def _parts(answers: list) -> list[tuple[str, str | None]]:
+    """(text, group) of each text to locate, repeated texts of a group once (SQuAD lists one per annotator)."""
+    if all(isinstance(a, str) for a in answers):
+        return [(a, None) for a in dict.fromkeys(answers)]
+    return list(dict.fromkeys((part, f"part {i}") for a in answers for i, part in enumerate(a, 1)))
 
 
 def locate_answer(answer: str, candidates: list[Document], fuzzy: bool, cache: NormCache | None = None
@@ -131,22 +163,25 @@ def build_goldset(rows: list[AnswerRow], docs: Mapping[str, Document]) -> tuple[
     for row in rows:
         candidates = [docs[row.doc]] if row.doc else everything
         evidence: dict[str, list[dict]] = {}
-        for answer in dict.fromkeys(row.answers):  # an answer repeated (SQuAD lists one per annotator) counts once
+        for answer, group in _parts(row.answers):
             how, places = locate_answer(answer, candidates, bool(row.doc) or corpus_fuzzy, cache)
             outcomes.append(Located(row.where, row.query_id, answer, how, places))
+            in_group = {"group": group} if group is not None else {}
             if how in ("exact", "normalised", "fuzzy"):
                 doc_id, m = places[0]
-                span = {"start": m.start, "end": m.end, "text": docs[doc_id].text[m.start:m.end], "how": how}
+                span = {"start": m.start, "end": m.end, "text": docs[doc_id].text[m.start:m.end], "how": how,
+                        **in_group}
                 if how == "fuzzy":
                     span["score"] = m.score
                 spans = evidence.setdefault(doc_id, [])
-                if not any(s.get("start") == m.start and s.get("end") == m.end for s in spans):
+                if not any(s.get("start") == m.start and s.get("end") == m.end and s.get("group") == group
+                           for s in spans):
                     spans.append(span)
             elif row.doc:
                 # The document is known relevant, but where the answer is in it is not: kept as the quote it was
                 # given as, which a run flags (quote not found, or found twice: goldset_error) and `goldset check`
                 # lists. A judgment without evidence would make every chunk of the document relevant: a guess.
-                evidence.setdefault(row.doc, []).append({"quote": answer})
+                evidence.setdefault(row.doc, []).append({"quote": answer, **in_group})
         relevant = [{"doc": d, "grade": row.grade, **({"evidence": spans} if spans else {})}
                     for d, spans in evidence.items()]
         item: dict = {"id": row.query_id, "query": row.query, "relevant": relevant}

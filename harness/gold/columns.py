@@ -91,10 +91,12 @@ class JudgmentColumn(_Column, Sequence[Judgment]):
     spans ``span_offsets[j]:span_offsets[j+1]`` of ``starts``/``ends``."""
 
     def __init__(self, query_ids: np.ndarray, query_offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray,
-                 span_offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+                 span_offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 groups: Mapping[int, str] | None = None):
         self.query_ids, self.query_offsets = query_ids, query_offsets  # the QueryColumn's ids
         self.doc_ids, self.grades = doc_ids, grades
         self.span_offsets, self.starts, self.ends = span_offsets, starts, ends
+        self.groups = dict(groups or {})  # judgment position -> its evidence group, for the judgments that name one
 
     def __len__(self) -> int:
         return len(self.doc_ids)
@@ -106,7 +108,7 @@ class JudgmentColumn(_Column, Sequence[Judgment]):
     def _judgment(self, query_id: str, j: int) -> Judgment:
         lo, hi = int(self.span_offsets[j]), int(self.span_offsets[j + 1])
         spans = tuple(map(Span, self.starts[lo:hi].tolist(), self.ends[lo:hi].tolist())) if hi > lo else ()
-        return Judgment(query_id, self.doc_ids[j], int(self.grades[j]), spans)
+        return Judgment(query_id, self.doc_ids[j], int(self.grades[j]), spans, self.groups.get(j))
 
     def __iter__(self) -> Iterator[Judgment]:
         for i in range(len(self.query_ids)):
@@ -120,6 +122,10 @@ class JudgmentColumn(_Column, Sequence[Judgment]):
     @property
     def has_evidence(self) -> bool:
         return bool(self.span_offsets[-1] > 0)
+
+    @property
+    def has_groups(self) -> bool:
+        return bool(self.groups)
 
 
 class GoldColumnsBuilder:
@@ -136,6 +142,7 @@ class GoldColumnsBuilder:
         self._grades = array("q")
         self._span_counts = array("q")
         self._starts, self._ends = array("q"), array("q")
+        self._groups: dict[int, str] = {}
 
     def add_query(self, query_id: str, text: str, tags: Mapping[str, str]) -> None:
         if tags:
@@ -146,8 +153,10 @@ class GoldColumnsBuilder:
         self._text_lengths.append(len(data))
         self._per_query.append(0)
 
-    def add_judgment(self, doc_id: str, grade: int, spans: Sequence[Span]) -> None:
+    def add_judgment(self, doc_id: str, grade: int, spans: Sequence[Span], group: str | None = None) -> None:
         """A judgment of the query added last."""
+        if group is not None:
+            self._groups[len(self._doc_ids)] = group
         self._per_query[-1] += 1
         self._doc_ids.append(doc_id)
         self._grades.append(grade)
@@ -162,6 +171,7 @@ class GoldColumnsBuilder:
         queries = QueryColumn(ids, bytes(self._text), offsets_of(self._text_lengths), self._tags)
         judgments = JudgmentColumn(ids, offsets_of(self._per_query), object_array(self._doc_ids),
                                    np.asarray(self._grades, dtype=np.int64), offsets_of(self._span_counts),
-                                   np.asarray(self._starts, dtype=np.int64), np.asarray(self._ends, dtype=np.int64))
+                                   np.asarray(self._starts, dtype=np.int64), np.asarray(self._ends, dtype=np.int64),
+                                   self._groups)
         return queries, judgments
 

@@ -123,7 +123,15 @@ class RowProblem(str):
     """A row ``_native_rows`` read but cannot take (a key given twice): its located problem, in the row's place."""
 
 
-JUDGMENT_KEYS = {"doc", "grade", "evidence"}
+JUDGMENT_KEYS = {"doc", "grade", "evidence", "group"}
+
+
+def group_problem(value: object) -> str | None:
+    """Why ``value`` cannot name an evidence group (None: it can). A group is named by text: a number or a list
+    would be a guess at which groups are the same."""
+    if not isinstance(value, str) or not value.strip():
+        return f"'group' must be non-empty text (units with the same group are alternatives), got {_short(value)}"
+    return None
 
 
 def _read_judgments(where: str, qid: str, rels: object, problems: list[str]) -> list[RawJudgment]:
@@ -147,7 +155,7 @@ def _read_judgments(where: str, qid: str, rels: object, problems: list[str]) -> 
         unknown = set(rel) - JUDGMENT_KEYS
         if unknown:
             problems.append(f"{loc}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected doc, grade, "
-                            f"evidence")
+                            f"evidence, group")
             continue
         bad = id_problem(rel["doc"], "document id")
         if bad:
@@ -162,6 +170,10 @@ def _read_judgments(where: str, qid: str, rels: object, problems: list[str]) -> 
         if doc in first:
             problems.append(f"{loc}: document {doc!r} is judged twice in query {qid!r} (first at relevant[{first[doc]}])")
             continue
+        group = rel.get("group")
+        if group is not None and (bad := group_problem(group)):
+            problems.append(f"{loc}: {bad}")
+            continue
         first[doc] = i
         evidence = []
         raw_evidence = rel.get("evidence") or []
@@ -174,7 +186,7 @@ def _read_judgments(where: str, qid: str, rels: object, problems: list[str]) -> 
                 problems.append(f"{loc}.evidence[{j}]: {item}")
             else:
                 evidence.append(item)
-        relevant.append(RawJudgment(doc, grade, evidence))
+        relevant.append(RawJudgment(doc, grade, evidence, group))
     return relevant
 
 
@@ -192,7 +204,7 @@ def tags_of(value: object) -> tuple[dict[str, str], str | None]:
     return kept, None
 
 
-EVIDENCE_KEYS = {"quote", "start", "end", "text", "how", "score"}  # how, score: how `goldset build` found a span
+EVIDENCE_KEYS = {"quote", "start", "end", "text", "how", "score", "group"}  # how, score: how `goldset build` found it
 
 
 def evidence_of(ev: object) -> RawEvidence | str:
@@ -205,12 +217,15 @@ def evidence_of(ev: object) -> RawEvidence | str:
     if unknown:
         return f"unknown key(s) {', '.join(sorted(unknown))}; {shape}"
     has_span = "start" in ev or "end" in ev
+    group = ev.get("group")
+    if group is not None and (bad := group_problem(group)):
+        return bad
     if "quote" in ev:
         if has_span or "text" in ev:  # which of them is the evidence would be a guess
             return "a quote and a span (or its text) together; give the quote, or start/end"
         if not isinstance(ev["quote"], str) or not ev["quote"]:
             return f"'quote' must be non-empty text, got {_short(ev['quote'])}"
-        return RawEvidence(quote=ev["quote"])
+        return RawEvidence(quote=ev["quote"], group=group)
     if not (is_whole(ev.get("start")) and is_whole(ev.get("end"))):
         return shape
     if not 0 <= ev["start"] < ev["end"]:
@@ -219,7 +234,7 @@ def evidence_of(ev: object) -> RawEvidence | str:
     if text is not None and not isinstance(text, str):
         return f"'text' (what the span reads) must be text, got {_short(text)}"
     found = {k: ev[k] for k in ("how", "score") if k in ev} or None
-    return RawEvidence(ev["start"], ev["end"], text=text, found=found)
+    return RawEvidence(ev["start"], ev["end"], text=text, found=found, group=group)
 
 
 def _short(value: object) -> str:

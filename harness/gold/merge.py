@@ -138,7 +138,7 @@ def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0
     for q in raw:
         relevant = []
         for j in q.relevant:
-            row = judgment_row(j.doc_id, j.grade, map(raw_evidence_row, j.evidence))
+            row = judgment_row(j.doc_id, j.grade, map(raw_evidence_row, j.evidence), j.group)
             new = decided.pop((q.query_id, j.doc_id), None)
             if new is not None:
                 grade, quotes = new

@@ -14,6 +14,7 @@ class RawEvidence:
     # still read it, and a golden set written back keeps it, with how it was found (``how``, ``score``)
     text: str | None = None
     found: dict | None = None
+    group: str | None = None  # its evidence group, when it names its own (else its judgment's)
 
 
 @dataclass(slots=True)
@@ -21,6 +22,11 @@ class RawJudgment:
     doc_id: str
     grade: int
     evidence: list[RawEvidence] = field(default_factory=list)
+    group: str | None = None  # the evidence group of its units (an evidence item may name another)
+
+    def unit_groups(self) -> list[str | None]:
+        """The group of each evidence item (its own, else the judgment's)."""
+        return [ev.group if ev.group is not None else self.group for ev in self.evidence]
 
 
 @dataclass(slots=True)  # a golden set of 1M queries makes 2M of these at once

@@ -68,14 +68,18 @@ def repaired_rows(raw: Sequence[RawQuery], labels: Sequence[Label], docs: Mappin
                 if ev.text is not None:  # a span that recorded its text keeps recording it, as it reads now
                     span["text"] = docs[doc].text[start:end]
                 span.update(ev.found or {})  # and how its text was first found (how, score): moving it keeps that
+                if ev.group is not None:
+                    span["group"] = ev.group
                 if doc == j.doc_id:
                     kept.append(span)
                 else:
+                    if j.group is not None and ev.group is None:  # its judgment's group goes with it
+                        span["group"] = j.group
                     moved[doc].append(span)
                     grade_of.setdefault(doc, j.grade)
             all_moved = j.evidence and not kept and j.doc_id not in docs
             if not all_moved:  # a judgment whose document is gone and whose evidence all moved goes with it
-                judged[j.doc_id] = judgment_row(j.doc_id, j.grade, kept)
+                judged[j.doc_id] = judgment_row(j.doc_id, j.grade, kept, j.group)
         for doc, spans in moved.items():
             row = judged.setdefault(doc, judgment_row(doc, grade_of[doc], []))
             assert row["grade"] == grade_of[doc], (q.query_id, doc)  # _conflicts left any other grade unfixed

@@ -49,8 +49,10 @@ def query_row(query: RawQuery, relevant: list[dict]) -> dict:
     return row
 
 
-def judgment_row(doc_id: str, grade: int, evidence: Iterable[dict]) -> dict:
+def judgment_row(doc_id: str, grade: int, evidence: Iterable[dict], group: str | None = None) -> dict:
     row: dict = {"doc": doc_id, "grade": grade}
+    if group is not None:
+        row["group"] = group
     evidence = list(evidence)
     if evidence:
         row["evidence"] = evidence
@@ -59,14 +61,16 @@ def judgment_row(doc_id: str, grade: int, evidence: Iterable[dict]) -> dict:
 
 def raw_evidence_row(ev) -> dict:
     """An evidence item written back as it was read: a quote, or a span with its recorded text and how it was found."""
+    group = {"group": ev.group} if ev.group is not None else {}
     if ev.quote is not None:
-        return {"quote": ev.quote}
-    return {"start": ev.start, "end": ev.end, **({"text": ev.text} if ev.text is not None else {}), **(ev.found or {})}
+        return {"quote": ev.quote, **group}
+    return {"start": ev.start, "end": ev.end, **({"text": ev.text} if ev.text is not None else {}), **(ev.found or {}),
+            **group}
 
 
 def raw_query_row(query: RawQuery) -> dict:
     """A loaded query written back unchanged (quotes stay quotes, spans stay spans)."""
-    return query_row(query, [judgment_row(j.doc_id, j.grade, map(raw_evidence_row, j.evidence))
+    return query_row(query, [judgment_row(j.doc_id, j.grade, map(raw_evidence_row, j.evidence), j.group)
                              for j in query.relevant])
 
 

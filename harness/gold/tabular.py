@@ -1,11 +1,12 @@
 """Golden sets from tables teams keep in spreadsheets: CSV, TSV or Parquet, one row per judgment.
 
 Columns are mapped in the config (``goldset.columns``); the defaults are ``query_id``, ``query``, ``doc_id``,
-``grade``, and optionally ``quote`` or ``start``/``end`` for evidence, and ``tags`` (a list of columns kept as the
-query's tags, for slices). Rows of one query are gathered (its text and tags must be the same on each); rows of one
-(query, document) add evidence to one judgment (their grades must agree). A row with an empty document cell is a
-query with no judgment. Each row becomes the native form and is validated by the same rules (``gold.load``).
-Quoted cells may span lines (the csv module reads them); messages name the row's first line.
+``grade``, and optionally ``quote`` or ``start``/``end`` for evidence, ``group`` (the row's evidence group), and
+``tags`` (a list of columns kept as the query's tags, for slices). Rows of one query are gathered (its text and
+tags must be the same on each); rows of one (query, document) add evidence to one judgment (their grades must
+agree). A row with an empty document cell is a query with no judgment. Each row becomes the native form and is
+validated by the same rules (``gold.load``). Quoted cells may span lines (the csv module reads them); messages name
+the row's first line.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
     for where, row in _rows(cfg.path, cfg.format, problems):
         if first:
             wanted = [("query_id", cols.query_id), ("query", cols.query), ("doc", cols.doc)]
-            wanted += [(k, getattr(cols, k)) for k in ("grade", "quote", "start", "end") if k in cols.model_fields_set]
+            wanted += [(k, getattr(cols, k)) for k in ("grade", "quote", "start", "end", "group")
+                       if k in cols.model_fields_set]
             missing = [f"{key} ({name!r})" for key, name in wanted if name not in row]
             missing += [f"tags ({t!r})" for t in cols.tags if t not in row]
             if missing:
@@ -156,18 +158,29 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
         if quote not in (None, "") and has_span:  # which one is the evidence would be a guess
             problems.append(f"{where}: query {key!r} document {doc!r}: a quote and a span on one row; give one")
             continue
+        group = _cell(row, cols.group)
+        group = None if group in (None, "") else group  # (the native reader names a group that is not text)
         if quote not in (None, ""):
             evidence.append({"quote": row.get(cols.quote)})  # the cell as written: spaces may be part of a quote
         elif has_span:
             evidence.append({"start": start, "end": end})
+        if evidence and group is not None:
+            evidence[0]["group"] = group
         same = next((r for r in query["relevant"] if r["doc"] == doc), None)
         if same is None:
-            query["relevant"].append({"doc": doc, "grade": grade, "evidence": evidence})
+            query["relevant"].append({"doc": doc, "grade": grade, "evidence": evidence,
+                                      **({"group": group} if group is not None and not evidence else {})})
+        elif not evidence and group is not None and same.get("group", group) != group:
+            problems.append(f"{where}: query {key!r} document {doc!r}: judged without evidence in group {group!r} "
+                            f"here, {same['group']!r} on an earlier row; give each group's evidence (quote or "
+                            f"start/end)")
         elif same["grade"] != grade:
             problems.append(f"{where}: query {key!r} document {doc!r}: grade {grade!r} here, {same['grade']!r} on "
                             f"an earlier row; one judgment has one grade")
         else:
             same["evidence"] += evidence
+            if not evidence and group is not None:
+                same["group"] = group
     if problems:
         raise GoldSetError(f"{cfg.path}: {len(problems)} problem(s) in the golden set", problems[:50])
     return list(queries.values())

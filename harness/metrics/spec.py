@@ -23,7 +23,7 @@ from ..core.errors import MetricError
 class Family:
     name: str
     definition: str
-    k: str  # "required" | "optional" | "forbidden"
+    k: str  # "required" | "optional" | "forbidden" | "window" (@window only)
     params: tuple[str, ...]
     reference: str
     window: bool = False  # takes ``@window``
@@ -59,6 +59,9 @@ FAMILIES: dict[str, Family] = {
                window=True, evidence=True),
         Family("evidence_iou", "evidence characters in the first k hits' text over the union of both", "required",
                (), "Chroma chunking evaluation (token IoU), exact", window=True, evidence=True),
+        Family("sufficient", "1 when every required evidence group has a unit in the window, else 0 (one group per "
+               "query when the golden set names none: then hit@window)", "window", (),
+               "AutoRAG's retrieval_gt groups (docs/groups.md)", window=True),
     )
 }
 
@@ -76,6 +79,7 @@ ALIASES = {
     "dcg": "dcg",
     "ndcg": "ndcg",
     "evidence_recall": "evidence_recall", "evidence_precision": "evidence_precision", "evidence_iou": "evidence_iou",
+    "sufficient": "sufficient",
 }
 # trec_eval spellings: P_5, recall_100, ndcg_cut_10, map_cut_10, success_5.
 _TREC_EVAL = {"p": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "ap", "success": "hit"}
@@ -181,6 +185,8 @@ def _build(text: str, family: str, params: dict[str, str], k: int | None, window
         if not fam.window:
             allowed = ", ".join(f"{f.name}@{WINDOW}" for f in FAMILIES.values() if f.window)
             raise MetricError(f"metric {text!r}: {family} takes no @{WINDOW} cutoff (window metrics: {allowed})")
+    elif fam.k == "window":
+        raise MetricError(f"metric {text!r}: {family} is measured at the context window only: {family}@{WINDOW}")
     elif fam.k == "required" and k is None:
         raise MetricError(f"metric {text!r} needs a cutoff, e.g. {family}@10")
     if fam.k == "forbidden" and k is not None:
@@ -221,7 +227,9 @@ def parse_metrics(names) -> list[MetricSpec]:
 
 
 # Computed for every pipeline run, at both levels, after the configured metrics.
-WINDOW_METRICS = ("hit@window", "recall@window", "precision@window", "rr@window")
+WINDOW_METRICS = ("hit@window", "recall@window", "precision@window", "rr@window", "sufficient@window")
+# Scored beside the engine (``hits.groups``: it reads the evidence groups, not grades alone).
+GROUP_METRICS = ("sufficient@window",)
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit@5", "rr@10", "nothing_found@10", "ap", "rprec", "ndcg@10",
                    "recall@100")

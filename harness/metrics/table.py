@@ -129,6 +129,24 @@ class MetricTable:
         return {q: bool(c) for q, c in zip(self.query_ids, self.included)}
 
 
+def with_column(table: MetricTable, spec: MetricSpec, column: np.ndarray) -> MetricTable:
+    """``table`` with one more metric, its per-query values ``column`` (a metric the engine cannot score from grades
+    alone: ``sufficient@window`` reads the evidence groups). Same rows, same ``included`` mask, so it enters the
+    means by the same rule. A spilled table's values are copied a block at a time into a new spilled matrix."""
+    from dataclasses import replace
+    column = np.asarray(column, dtype=np.float64)
+    if len(column) != len(table.query_ids):
+        raise MetricError(f"{spec.name}: {len(column)} values for {len(table.query_ids)} queries")
+    if isinstance(table.values, np.ndarray):
+        values = np.column_stack([table.values, column]) if table.values.size or len(column) == 0 \
+            else column.reshape(-1, 1)
+    else:  # io.spilled.SpilledRows
+        values = type(table.values)(len(column), table.values.shape[1] + 1)
+        for lo, block in table.values.blocks():
+            values[np.arange(lo, lo + len(block))] = np.column_stack([block, column[lo:lo + len(block)]])
+    return replace(table, metrics=table.metrics + (spec,), values=values)
+
+
 def build_table(query_ids: Sequence[str], specs: Sequence[MetricSpec], values: np.ndarray, n_relevant: np.ndarray,
                 in_run: np.ndarray, *, query_policy: str, conventions: dict,
                 gold_errors: Collection[str] | None = None, unjudged_run_queries: int = 0,

@@ -49,6 +49,8 @@ from .window import depth_cut_warning, empty_window_warning, window_sizes
 from ..hits.evidence import rule_text as evidence_rule
 from ..hits.units import CHUNK_LEVEL_RULE
 from .levels import Coverage, Levels, evaluate_levels, evidence_counter, level_qrels, unit_qrels
+from ..hits.geometry import evidence_geometry
+from ..hits.groups import RULE as GROUPS_RULE
 # Loading and checking before retrieval live in prepare.py; these names are re-exported for existing callers.
 from .prepare import (Checked, Prepared, check_before_retrieval, check_rules,  # noqa: F401
                       check_runnable, fingerprint, goldset_fingerprint, merge_errors, prepare)
@@ -193,7 +195,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     if counter is not None:
         doc_text = {d.doc_id: d.text for d in prepared.docs}
     levels = evaluate_levels(dq, uq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage,
-                             units=units, counter=counter, doc_text=doc_text)
+                             units=units, counter=counter, doc_text=doc_text, gold=gold, chunk_grades=cq)
     verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent)
     per_query = {level: _Rows(levels.table(level)) for level in LEVELS}
 
@@ -221,7 +223,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                 effective_k=int(k),
                 gold=[GoldRecord(doc_id=j.doc_id, grade=j.relevance,
                                  evidence=[[sp.start, sp.end] for sp in j.evidence],
-                                 evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence])
+                                 evidence_text=[doc_text.get(j.doc_id, "")[sp.start:sp.end] for sp in j.evidence],
+                                 group=j.group)
                       for j in judgments],
                 verdict=verdicts[qid],
                 hits=store.records(i) if i in keep_set else None,
@@ -265,6 +268,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     if any(FAMILIES[s.family].evidence for s in parse_metrics(config.metrics)):
         conventions["evidence_metrics"] = evidence_rule(counter)
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
+    conventions["evidence_groups"] = GROUPS_RULE
     conventions["flags"] = flags_text(config.diagnostics)
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
     run = RankedRun(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
@@ -291,7 +295,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         summary=Summary(
             doc=levels.doc.mean(), chunk=levels.chunk.mean(),
             counts=SummaryCounts(doc=_counts(levels, "doc"), chunk=_counts(levels, "chunk")),
-            verdicts=summarize_verdicts(verdicts, gold, _metric_means(levels, kinds)),
+            verdicts=summarize_verdicts(verdicts, gold, _metric_means(levels, kinds),
+                                        evidence_geometry(gold, chunks, lists, window_k, chunk_text, gold_errors)),
         ),
         diagnostics_settings=config.diagnostics.model_dump(mode="json"),
         timings={"index_s": float(timings.get("index_s", 0.0)), "retrieve_s": float(timings.get("retrieve_s", 0.0)),

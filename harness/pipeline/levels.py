@@ -17,8 +17,10 @@ from ..gold.resolve import GoldProblem, chunk_qrels, doc_qrels
 from ..metrics import engine
 from ..metrics.engine import Window, evaluate
 from ..hits.evidence import evidence_columns
-from ..metrics.spec import FAMILIES, WINDOW_METRICS, MetricSpec, parse_metrics
-from ..metrics.table import MetricTable
+from ..hits.groups import sufficient_values
+from ..hits.levelgrades import grades_at
+from ..metrics.spec import FAMILIES, GROUP_METRICS, WINDOW_METRICS, MetricSpec, parse_metric, parse_metrics
+from ..metrics.table import MetricTable, with_column
 
 __all__ = ["WINDOW_METRICS", "Coverage", "Levels", "doc_lists", "chunk_lists", "level_qrels", "evaluate_levels"]
 
@@ -108,16 +110,36 @@ def _ranked_run(lists: dict[str, list[tuple[str, float]]], coverage: Coverage) -
 def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mapping[str, int]],
                     lists: Sequence[RankedList], window_k: Sequence[int], metrics: Sequence[MetricSpec | str],
                     query_policy: str, gold_errors: Collection[str], coverage: Coverage = Coverage(),
-                    units: EvidenceUnits | None = None, counter=None, doc_text: Mapping[str, str] | None = None
+                    units: EvidenceUnits | None = None, counter=None, doc_text: Mapping[str, str] | None = None,
+                    gold: GoldSet | None = None, chunk_grades: Mapping[str, Mapping[str, int]] | None = None
                     ) -> Levels:
-    """One table per level: the configured metrics, then the window metrics not among them. With ``units``, the
-    chunk level is scored over evidence units (``cq`` then holds their grades: ``unit_qrels``), and the evidence
-    metrics are read from the hits' text (``hits.evidence``: characters, or tokens of ``counter`` over
-    ``doc_text``), the same value at both levels (the window's text is one text)."""
-    specs = parse_metrics(list(metrics) + list(WINDOW_METRICS))
+    """One table per level: the configured metrics, then the window metrics not among them, ``sufficient@window``
+    last. With ``units``, the chunk level is scored over evidence units (``cq`` then holds their grades:
+    ``unit_qrels``), and the evidence metrics are read from the hits' text (``hits.evidence``: characters, or tokens
+    of ``counter`` over ``doc_text``), the same value at both levels (the window's text is one text).
+    ``sufficient@window`` reads ``gold``'s evidence groups (``hits.groups``; ``chunk_grades``: the chunks' own
+    grades, for judgments without spans); without ``gold``, no groups: it is ``hit@window``."""
+    group_specs = [parse_metric(name) for name in GROUP_METRICS]
+    specs = [s for s in parse_metrics(list(metrics) + list(WINDOW_METRICS)) if s not in group_specs]
     columns = None
     if units is not None and any(FAMILIES[s.family].evidence for s in specs):
         columns = evidence_columns(lists, units, window_k, specs, counter, doc_text)
+    levels = _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage, units, columns)
+    if gold is not None and len(gold.queries) != len(window_k):
+        raise ValueError(f"{len(window_k)} windows for {len(gold.queries)} golden-set queries")
+    has_groups = gold is not None and gold.has_groups
+    grades = cq if chunk_grades is None else chunk_grades
+    tables = []
+    for level, table in (("doc", levels.doc), ("chunk", levels.chunk)):
+        query_ids = gold.query_ids() if gold is not None else ()
+        grades_of = (lambda i: None) if level == "doc" else (lambda i: grades_at(grades, i, query_ids[i]))
+        values = sufficient_values(gold.judgments_per_query() if gold is not None else (), lists, window_k,
+                                   grades_of, table.column("hit@window"), has_groups)
+        tables.append(with_column(table, group_specs[0], values))
+    return Levels(*tables)
+
+
+def _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage, units, columns) -> Levels:
     if isinstance(lists, HitTable):
         tables = []
         for level, qrels in (("doc", as_qrels(dq)), ("chunk", as_qrels(cq))):

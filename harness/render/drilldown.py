@@ -88,6 +88,7 @@ class EvidenceRow:
     rank: int | None  # the best-ranked chunk overlapping the span (of the document, without a span); None: not retrieved
     chunk_id: str | None
     in_window: bool
+    group: str | None = None  # its evidence group (docs/groups.md); None: the unnamed one
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class DrillDown:
     target_rank: int | None  # the first relevant chunk's rank (evidence), else the first right document's
     rows: list[RankRow]  # ranks 1 .. max(window, target) (capped at SHOWN_ABOVE), the window boundary in_window
     more_above: int  # chunks between the shown rows and the target that are not shown
-    position: str | None  # where the evidence sits inside the window (ok, buried_evidence)
+    position: str | None  # where the evidence sits inside the window (ok, incomplete, buried_evidence)
     unjudged_share: float | None
 
     @property
@@ -186,9 +187,9 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
                 hit = next((h for h in hits if h.relevant and _overlaps(h, g.doc_id, start, end)), None)
                 text = carried[i] if i < len(carried) and carried[i] else texts.span(g.doc_id, start, end)
             evidence.append(EvidenceRow(g.doc_id, start, end, text, hit.rank if hit else None,
-                                        hit.chunk_id if hit else None, bool(hit and hit.in_window)))
+                                        hit.chunk_id if hit else None, bool(hit and hit.in_window), g.group))
     gold_docs = []
-    for g in gold:
+    for g in {g.doc_id: g for g in gold}.values():  # a document with spans in two groups is two judgments
         best = next((h for h in hits if h.doc_id == g.doc_id), None)
         text = texts.chunk(best.chunk_id) if best else None
         gold_docs.append(GoldDoc(g.doc_id, g.grade, best.rank if best else None,
@@ -205,7 +206,7 @@ def drilldown(q: QueryResult, texts: Texts | None = None, shown: int = SHOWN_ABO
                             texts.chunk(h.chunk_id)))
     position = None
     detail = q.verdict.detail
-    if q.verdict.kind in ("ok", "buried_evidence") and isinstance(detail.get("rank"), int):
+    if q.verdict.kind in ("ok", "incomplete", "buried_evidence") and isinstance(detail.get("rank"), int):
         position = f"first evidence at rank {detail['rank']} of {k} ({detail.get('position', '')} of the window)"
     share = detail.get("unjudged_share")
     return DrillDown(q.id, q.verdict.kind, q.verdict.reason, list(q.verdict.flags), k, len(hits), evidence, gold_docs,

@@ -29,7 +29,7 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #dde
 .card b{display:block;font-size:20px}.muted{color:#667}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #e3e6ee;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f6fa}tr.q{cursor:pointer}tr.q:hover{background:#f8f9fc}tr.detail td{background:#fbfbfd}
-.k-ok{color:#17803d}.k-missing_document,.k-goldset_error{color:#b42318}.k-wrong_chunk{color:#b54708}.k-buried_evidence{color:#6941c6}
+.k-ok{color:#17803d}.k-missing_document,.k-goldset_error{color:#b42318}.k-wrong_chunk{color:#b54708}.k-incomplete{color:#c11574}.k-buried_evidence{color:#6941c6}
 mark{background:#fde68a}.plots{display:flex;gap:16px;flex-wrap:wrap}.plots svg{height:auto}
 select{margin-right:12px}th{cursor:pointer;user-select:none}th[data-dir=asc]::after{content:" \\25B2"}
 th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;color:#3538cd;font-size:12px;text-align:center}
@@ -139,7 +139,9 @@ def _drill_html(q, texts: Texts) -> str:
     """The detail row's body: the reason, where the evidence ranked, the gold evidence and documents, and the
     ranking down to the evidence with the window's end marked."""
     d = drilldown(q, texts)
-    spans = {g.doc_id: g.evidence for g in q.gold}
+    spans: dict[str, list] = {}
+    for g in q.gold:  # a document with spans in two evidence groups is two judgments
+        spans.setdefault(g.doc_id, []).extend(g.evidence)
     parts = [f'<p class="reason">{e(d.reason)}</p>', f'<p class="headline"><b>{e(d.headline())}</b></p>']
     if d.position:
         parts.append(f'<p class="position">{e(d.position)}</p>')
@@ -155,7 +157,7 @@ def _drill_html(q, texts: Texts) -> str:
                 text_html = f'<span class="muted ev-what">{e(what)}</span> {text_html}'
             ev_rows.append(
                 f'<tr><td>{e(ev.doc_id)}</td><td>{e("whole document" if ev.start is None else f"[{ev.start}, {ev.end})")}'
-                f'</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
+                f'{e(f" (group {ev.group})" if ev.group is not None else "")}</td><td class="ev-rank">{e(ev.rank if ev.rank is not None else "not retrieved")}'
                 f'{e(" (in the window)" if ev.in_window else "")}</td><td class="ev-text">{text_html}</td></tr>')
         ev_html = "".join(ev_rows)
         whole = all(ev.start is None for ev in d.evidence)

@@ -92,7 +92,8 @@ def _drill_md(q, texts: Texts | None) -> list[str]:
     for ev in d.evidence:
         where = "the whole document" if ev.start is None else f"\\[{ev.start}, {ev.end})"
         text = f": “{md(snippet(ev.text, 200))}”" if ev.text is not None else ""
-        out.append(f"  - gold evidence in {md_code(ev.doc_id)} {where}{text}")
+        group = f" (group {md(ev.group)})" if ev.group is not None else ""
+        out.append(f"  - gold evidence in {md_code(ev.doc_id)} {where}{group}{text}")
     if d.kind == "missing_document":
         for g in d.gold_docs:
             rank = f"best rank {g.best_rank}" if g.best_rank is not None else "not retrieved"
@@ -174,7 +175,7 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
         out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v.advice]
     out += ["", "## Worst queries", ""]
     kinds = querycolumns.of(result)  # only each kind's records are read (a large run's are spooled)
-    for kind in ("goldset_error", "missing_document", "wrong_chunk", "buried_evidence"):
+    for kind in ("goldset_error", "missing_document", "wrong_chunk", "incomplete", "buried_evidence"):
         code = kinds.kind_names.index(kind) if kind in kinds.kind_names else -1
         total, rows = worst_of((result.queries[i] for i in (kinds.kinds == code).nonzero()[0].tolist()), kind, worst)
         if not total:

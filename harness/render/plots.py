@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from ..result.model import Result
 
 KIND_COLORS = {"goldset_error": "#b42318", "no_gold": "#98a2b3", "missing_document": "#f04438",
-               "wrong_chunk": "#f79009", "buried_evidence": "#7a5af8", "ok": "#17b26a"}
+               "wrong_chunk": "#f79009", "incomplete": "#dd2590",
+               "buried_evidence": "#7a5af8", "ok": "#17b26a"}
 
 
 # Up to this configured depth the hits are read ONCE: the sums are kept that deep and cut to the deepest counted

@@ -22,14 +22,15 @@ from .outcomes import Comparison, GateOutcome  # noqa: F401  (the typed outputs 
 from .querycolumns import Cache as ColumnsCache
 from .querystore import QueryStore, Spooled
 from .records import ChunkRecord, Count, HitRecord, MetricValue, Record, StoredHits  # noqa: F401  (hit storage beside)
+from .records import GEOMETRY_SHOWN, GeometryCounts  # noqa: F401
 from .run_records import (ExecutorRecord, HitProblemRecord, HitProblemsRecord, LatencyRecord,  # noqa: F401
                           RequestLogRecord, RequestsRecord, Timings)
 from .check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
 
 # The verdict kinds in order of precedence and the flags: decided by ``harness.diagnostics.verdicts``, named here so the
 # schema and the diagnosis share one list.
-KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "buried_evidence", "ok")
-RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "buried_evidence")
+KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "incomplete", "buried_evidence", "ok")
+RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "incomplete", "buried_evidence")
 FLAGS = ("partial", "noisy_context", "unjudged_in_window")
 LEVELS = ("doc", "chunk")
 
@@ -56,6 +57,7 @@ class GoldRecord(Record):
     grade: int
     evidence: list[Span]
     evidence_text: list[str] | None = None  # the text of each span (absent from results written before it was kept)
+    group: str | None = None  # its evidence group (docs/groups.md); None: the query's unnamed group
 
 
 class Verdict(Record):
@@ -149,6 +151,7 @@ class KindCounts(Record):
     no_gold: Count
     missing_document: Count
     wrong_chunk: Count
+    incomplete: Count = 0  # (absent from results written before evidence groups)
     buried_evidence: Count
     ok: Count
 
@@ -158,6 +161,7 @@ class KindShares(Record):
     no_gold: float
     missing_document: float
     wrong_chunk: float
+    incomplete: float = 0.0
     buried_evidence: float
     ok: float
 
@@ -188,6 +192,7 @@ class VerdictSummary(Record):
     metric_means: dict[Kind, dict[str, MetricValue]]
     wrong_chunk_possible: bool
     advice: list[str]
+    geometry: GeometryCounts | None = None  # (absent from results written before it was counted)
 
 
 class Summary(Record):

@@ -124,3 +124,18 @@ class StoredHits:
             raise InputError(f"{what}: not in this results.json; they are in {self.hits_file or 'hits.parquet'} "
                              "beside the results.json it was loaded from (load it by path)")
         return self._hits
+
+
+class GeometryCounts(Record):
+    """Evidence geometry of the run (``hits.geometry``): each count, with up to ``GEOMETRY_SHOWN`` of its queries."""
+
+    split_evidence_units: Count  # relevant evidence units no single chunk holds whole
+    split_evidence_queries: Count
+    split_evidence_query_ids: list[str]
+    thin_first_queries: Count  # the window's first chunk has almost no content (a heading alone)
+    thin_first_query_ids: list[str]
+    mostly_noise_queries: Count  # the window holds evidence, but under half of its characters are evidence
+    mostly_noise_query_ids: list[str]
+
+
+GEOMETRY_SHOWN = 20

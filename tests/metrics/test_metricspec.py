@@ -23,7 +23,11 @@ def test_aliases_normalise(alias, canonical):
     ("ndcg(gain=cubic)@5", "gain must be one of linear, exp"), ("precision(rel=0)@5", "rel must be"),
     ("recall(gain=exp)@5", "unknown parameter 'gain'"), ("P@0", "cutoff must be >= 1"),
     ("ndcg@window", "ndcg takes no @window cutoff (window metrics: precision@window, recall@window, hit@window, "
-                    "rr@window, evidence_recall@window, evidence_precision@window, evidence_iou@window)"), ("ap@window", "ap takes no @window"), ("rprec@window", "rprec takes no @window"),
+                    "rr@window, evidence_recall@window, evidence_precision@window, evidence_iou@window, "
+                    "sufficient@window)"), ("ap@window", "ap takes no @window"),
+    ("rprec@window", "rprec takes no @window"),
+    ("sufficient@5", "sufficient is measured at the context window only: sufficient@window"),
+    ("sufficient", "sufficient is measured at the context window only"),
 ])
 def test_bad_names_explain(bad, fragment):
     with pytest.raises(MetricError) as exc:
@@ -39,12 +43,12 @@ def test_all_bad_names_reported_at_once():
 
 specs = st.builds(
     lambda fam, k, rel, gain, ideal, window: MetricSpec(
-        fam, None if FAMILIES[fam].k == "forbidden" or (window and FAMILIES[fam].window)
+        fam, None if FAMILIES[fam].k in ("forbidden", "window") or (window and FAMILIES[fam].window)
         else (k if FAMILIES[fam].k == "required" or k % 2 else None),
         rel if "rel" in FAMILIES[fam].params else 1,
         gain if "gain" in FAMILIES[fam].params else "linear",
         ideal if "ideal" in FAMILIES[fam].params else "judged",
-        window and FAMILIES[fam].window),
+        (window and FAMILIES[fam].window) or FAMILIES[fam].k == "window"),  # sufficient: @window only
     st.sampled_from(sorted(FAMILIES)), st.integers(1, 1000), st.integers(1, 4),
     st.sampled_from(["linear", "exp"]), st.sampled_from(["judged", "retrieved"]), st.booleans())
 

@@ -18,7 +18,7 @@ def test_bm25_scifact_meets_the_published_ndcg(tmp_path):
     assert doc["recall@100"] > 0.9
     for q in result["queries"]:  # the verdict/metric property on real data
         kind = q["verdict"]["kind"]
-        assert (kind in ("ok", "buried_evidence")) == (q["metrics"]["chunk"]["hit@window"] == 1.0)
+        assert (kind in ("ok", "incomplete", "buried_evidence")) == (q["metrics"]["chunk"]["hit@window"] == 1.0)
         assert (kind == "missing_document") == (q["metrics"]["doc"]["hit@window"] == 0.0)
 
 

@@ -131,3 +131,47 @@ def test_report_command_on_a_result_with_payloads_in_every_string(chromium, tmp_
     assert dialogs == [] and errors == []
     assert out["missing"] == [] and out["scripts"] == 1 and out["imgs"] == 0
     assert out["shown"] == sum(1 for q in bad["queries"] if q["tags"].get(topic) == made["billing"]) > 0
+
+
+def test_incomplete_shows_like_every_verdict(chromium, tmp_path):
+    """docs/groups.md: a query whose window holds one of its two evidence groups is `incomplete`: its colour, the
+    verdict filter, the counts table, and the drill-down naming the missing group and where it ranked."""
+    from harness.config.schema import parse_config
+    from harness.pipeline.assemble import run_experiment
+    from harness.render.html import render
+
+    docs = [{"id": "keys", "text": "Rotate keys from the settings page."},
+            {"id": "bills", "text": "Invoices are sent monthly."},
+            {"id": "other", "text": "Nothing relevant here at all."}]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(d) for d in docs))
+    gold = [{"id": "q1", "query": "rotate keys settings invoices", "relevant": [
+                {"doc": "keys", "group": "how", "evidence": [{"quote": "Rotate keys"}]},
+                {"doc": "bills", "group": "cost", "evidence": [{"quote": "Invoices are sent monthly."}]}]},
+            {"id": "q2", "query": "invoices monthly", "relevant": [{"doc": "bills"}]}]
+    (tmp_path / "g.jsonl").write_text("\n".join(json.dumps(g) for g in gold))
+    cfg = parse_config({"name": "groups", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
+                        "chunking": {"strategy": "sentences", "size": 1}, "retriever": {"kind": "bm25"},
+                        "cutoff": {"k": 1}, "depth": 100}, "t", tmp_path)
+    result = run_experiment(cfg, progress=False, log=lambda m: None)
+    kinds = {q.id: q.verdict.kind for q in result.queries}
+    assert kinds == {"q1": "incomplete", "q2": "ok"}  # bm25 ranks "keys" first for q1; the window holds 1 chunk
+    path = tmp_path / "report.html"
+    path.write_text(render([result], [result.chunk_text]))
+
+    def drive(page):
+        out = {"options": page.locator("select[data-filter=verdict] option").all_inner_texts()}
+        page.select_option("select[data-filter=verdict]", "incomplete")
+        out["shown"] = page.locator("tr.q:visible").all_inner_texts()
+        cell = page.locator("tr.q:visible td.k-incomplete")
+        out["colour"] = cell.evaluate("td => getComputedStyle(td).color")
+        page.locator("tr.q:visible").first.click()
+        out["reason"] = page.locator("tr.detail:visible p.reason").inner_text()
+        out["evidence"] = page.locator("tr.detail:visible table.evidence").inner_text()
+        return out
+    out, errors = with_page(chromium, path, drive)
+    assert errors == []
+    assert "incomplete" in out["options"]
+    assert len(out["shown"]) == 1 and out["shown"][0].startswith("q1")
+    assert out["colour"] == "rgb(193, 21, 116)"  # .k-incomplete, #c11574
+    assert out["reason"] == "the window (1) holds evidence of group how but not of cost (ranked 2)"
+    assert "(group cost)" in out["evidence"] and "(group how)" in out["evidence"]
