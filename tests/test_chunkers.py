@@ -301,3 +301,51 @@ def test_config_rules_for_the_new_strategies():
     cfg = ChunkingConfig.model_validate({"strategy": "recursive", "chunker": "X", "prepend_headings": True})
     assert cfg.unused() == ["chunking.prepend_headings: has no effect with strategy recursive",
                             "chunking.chunker: has no effect with strategy recursive"]
+
+
+# ---- bad input through the CLI: one located line each, exit 2, nothing written ---------------------------------
+
+def _demo_config(tmp_path: Path, chunking: str) -> Path:
+    root = Path(__file__).resolve().parent.parent
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"name: chunked\ncorpus: {{path: {root}/goldsets/demo/corpus.jsonl}}\nchunking: {chunking}\n"
+                   f"goldset: {{path: {root}/goldsets/demo/goldset.jsonl}}\nretriever: {{kind: bm25}}\n"
+                   f"cutoff: {{k: 5}}\n", encoding="utf-8")
+    return cfg
+
+
+@pytest.mark.skipif(not installed("chonkie"), reason="chonkie not installed")
+def test_cli_a_refused_chunker_option_is_one_located_line_and_nothing_is_written(tmp_path):
+    from clihelp import harness
+
+    cfg = _demo_config(tmp_path, "{strategy: chonkie, chunker: TokenChunker, chunk_size: 64, chunk_overlap: 900}")
+    got = harness("run", cfg, "-o", tmp_path / "out")
+    assert got.returncode == 2
+    assert got.stderr.strip().splitlines() == [
+        f"error: {cfg}: chunking: chonkie TokenChunker refused chunk_size=64, chunk_overlap=900 "
+        f"(ValueError: chunk_overlap must be less than chunk_size)"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not installed("chonkie") or TOKENIZER is None, reason="chonkie or MiniLM not installed")
+def test_cli_library_chunks_off_their_offsets_are_located_lines_and_nothing_is_written(tmp_path):
+    from clihelp import harness
+
+    cfg = _demo_config(tmp_path, f"{{strategy: chonkie, chunker: TokenChunker, chunk_size: 64, tokenizer: {TOKENIZER}}}")
+    got = harness("run", cfg, "-o", tmp_path / "out")
+    assert got.returncode == 2 and "Traceback" not in got.stderr
+    lines = got.stderr.strip().splitlines()
+    assert lines[0] == f"error: {cfg}: chunking: 20+ chunk(s) not at their offsets in the document text"
+    assert lines[1].startswith(f"  - {cfg}: chunking: chonkie TokenChunker chunk 0 of document 'install-desktop' "
+                               f"says [0, ")
+    assert len(lines) == 21 and all(" is not the document's text there" in line for line in lines[1:])
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_runs_a_structure_aware_chunking(tmp_path):
+    from clihelp import harness
+
+    cfg = _demo_config(tmp_path, "{strategy: recursive, unit: characters, size: 300, overlap: 50}")
+    got = harness("run", cfg, "-o", tmp_path / "out")
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "out" / "results.json").is_file()
