@@ -157,7 +157,10 @@ def build_leaderboard(name: str, metric: str, runs: list[tuple[str, dict, Result
                       "queries": result.summary.level_counts(level).evaluated_queries,
                       "delta_vs_best": row.delta if row else 0.0,
                       "p_corrected": row.p_corrected if row else None,
-                      "tied_with_best": (row is None) or not row.significant})
+                      "tied_with_best": (row is None) or not row.significant,
+                      # what each run's window holds: bigger windows win recall trivially (compare notes it)
+                      "mean_window_chars": result.cutoff.mean_window_chars,
+                      "mean_window_tokens": result.cutoff.mean_window_tokens})
     leaderboard = {"name": name, "metric": f"{level}.{primary}", "correction": "holm",
                    "test": "randomization", "best": ranked[0][0], "runs": board}
     return leaderboard, comparison, [r[2] for r in ranked]
