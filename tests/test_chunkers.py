@@ -40,7 +40,8 @@ def _builtin_configs():
     sized = lambda strategy, unit="words", **kw: st.builds(  # noqa: E731
         lambda s, o: ChunkingConfig(strategy=strategy, size=s, overlap=min(o, s - 1), unit=unit, **kw),
         st.integers(1, 12), st.integers(0, 4))
-    options = [sized("markdown"), sized("markdown", "characters", prepend_headings=True), sized("html"),
+    options = [st.just(ChunkingConfig(strategy="none")), sized("tokens"), sized("sentences"), sized("paragraphs"),
+               sized("markdown"), sized("markdown", "characters", prepend_headings=True), sized("html"),
                sized("recursive"), sized("recursive", "characters"),
                sized("recursive", "characters", separators=[". ", " ", ""])]
     if TOKENIZER is not None:

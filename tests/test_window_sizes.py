@@ -9,7 +9,7 @@ import yaml
 import harness.api as harness_api
 from harness.pipeline.sweep import build_leaderboard
 from harness.render.sweep import leaderboard_markdown
-from harness.stats.compare import compare_runs
+from harness.stats.compare import compare_runs, window_size_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,3 +82,6 @@ def test_leaderboard_shows_each_runs_window_size(runs):
     text = leaderboard_markdown(board)
     assert "| window tokens | window chars |" in text
     assert f"| {big.cutoff.mean_window_tokens:.1f} | {big.cutoff.mean_window_chars:.0f} |" in text
+    best, other = (small, big) if board["best"] == "one-sentence" else (big, small)
+    assert board["notes"] == [window_size_note(best, other)] and board["notes"][0].startswith(f"{best.name} and ")
+    assert f"Note: {board['notes'][0].split(':')[0]}" in text

@@ -19,6 +19,7 @@ def leaderboard_markdown(board: dict) -> str:
            f"{md(board['correction'])} correction; 'tied' = not significantly different from the best.", ""]
     out += md_table(["rank", "run", "params", "mean", "queries", "delta vs best", "p (corrected)", "tied with best",
                      "window tokens", "window chars"], rows)
+    out += [line for note in board.get("notes", []) for line in ("", f"Note: {md(note)}")]
     if "selected_on" in board:
         rep = board["reported"]
         value = "n/a" if rep["mean"] is None else f"{rep['mean']:.4f}"
