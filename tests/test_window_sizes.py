@@ -85,3 +85,11 @@ def test_leaderboard_shows_each_runs_window_size(runs):
     best, other = (small, big) if board["best"] == "one-sentence" else (big, small)
     assert board["notes"] == [window_size_note(best, other)] and board["notes"][0].startswith(f"{best.name} and ")
     assert f"Note: {board['notes'][0].split(':')[0]}" in text
+
+
+def test_report_states_the_window_size(runs):
+    from harness.render.outputs import markdown
+
+    cut = runs[1].cutoff
+    assert (f"(mean effective k {cut.mean_effective_k:.2f}; mean window {cut.mean_window_tokens:.0f} words, "
+            f"{cut.mean_window_chars:.0f} characters)") in markdown(runs[1])
