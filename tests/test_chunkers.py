@@ -175,6 +175,13 @@ def test_markdown_sections_keep_their_heading_path():
     assert [c.text for c in prepended] == [c.text for c in chunks]  # only what retrievers see changes
 
 
+def test_markdown_headings_inside_an_unclosed_fence_are_code():
+    text = "# A\n\ntext\n\n```\n# code\n```\n\n## B\n\nmore\n\n~~~\n# still code\n"
+    chunks = chunk_documents([Document("d", text)], ChunkingConfig(strategy="markdown"))
+    assert [c.headings for c in chunks] == [("A",), ("A", "B")]
+    assert chunks[1].text.endswith("# still code")
+
+
 def test_markdown_section_past_size_is_cut_recursively_with_its_path():
     text = "# Big\n\n" + " ".join(f"w{i}" for i in range(25))
     chunks = chunk_documents([Document("d", text)], ChunkingConfig(strategy="markdown", size=10))
@@ -286,6 +293,10 @@ def test_semchunk_in_words_and_its_refusal():
     chunks = chunk_documents([Document("d", text)], ChunkingConfig.model_validate({"strategy": "semchunk",
                                                                                     "chunk_size": 4}))
     assert [c.text for c in chunks] == ["one two three four", "five six seven eight", "nine ten"]
+    # a blank document is one chunk, as with every strategy (semchunk gives it none)
+    blank = chunk_documents([Document("b", " \n ")], ChunkingConfig.model_validate({"strategy": "semchunk",
+                                                                                    "chunk_size": 4}))
+    assert [(c.start, c.end) for c in blank] == [(0, 3)]
     bad = ChunkingConfig.model_validate({"strategy": "semchunk", "chunk_size": 4, "overlapp": 1})
     with pytest.raises(ConfigError) as err:
         chunk_documents([Document("d", text)], bad)

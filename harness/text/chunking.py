@@ -107,7 +107,8 @@ def _library_pieces(doc: Document, chunk: Callable, label: str, where: str, prob
             continue
         if piece.strip():
             pieces.append((start, end, ()))
-    return pieces
+    # as every strategy does: a document the library leaves without a chunk (blank) is one chunk
+    return pieces or ([] if problems else [(0, len(text), ())])
 
 
 def _snippet(text: str, width: int = 40) -> str:

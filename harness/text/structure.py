@@ -6,6 +6,7 @@ rule, computed on offsets so that every piece is exactly ``text[start:end]``).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import deque
 from typing import Callable, Mapping, Sequence
 
@@ -44,12 +45,11 @@ def _sections(length: int, marks: Sequence[tuple[int, int, str]]) -> list[Sectio
 
 def markdown_sections(text: str) -> list[Section]:
     """ATX headings (``#`` .. ``######``) outside fenced code blocks: a ``# comment`` in a shell example is code."""
+    # fence lines pair up (open, close); a heading after an odd number of them is inside a block (an unclosed
+    # fence runs to the end, as CommonMark reads it)
     fences = [m.start() for m in _FENCE.finditer(text)]
-    inside = [(fences[i], fences[i + 1]) for i in range(0, len(fences) - 1, 2)]
-    if len(fences) % 2:  # an unclosed fence runs to the end, as CommonMark reads it
-        inside.append((fences[-1], len(text)))
     marks = [(m.start(), len(m.group(1)), m.group(2).strip()) for m in _HEADING.finditer(text)
-             if not any(a < m.start() < b for a, b in inside)]
+             if bisect_left(fences, m.start()) % 2 == 0]
     return _sections(len(text), marks)
 
 
