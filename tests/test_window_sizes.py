@@ -93,3 +93,25 @@ def test_report_states_the_window_size(runs):
     cut = runs[1].cutoff
     assert (f"(mean effective k {cut.mean_effective_k:.2f}; mean window {cut.mean_window_tokens:.0f} words, "
             f"{cut.mean_window_chars:.0f} characters)") in markdown(runs[1])
+
+
+def test_a_token_budgets_tokenizer_counts_the_window_tokens():
+    from test_chunkers import TOKENIZER
+
+    if TOKENIZER is None:
+        pytest.skip("the bundled MiniLM package is not installed")
+    from tokenizers import Tokenizer
+
+    from harness.render.outputs import markdown
+
+    tok = Tokenizer.from_file(str(TOKENIZER))
+    tok.no_truncation()
+    tok.no_padding()
+    result = _demo("budgeted", {"strategy": "sentences", "size": 2},
+                   {"token_budget": 200, "tokenizer": str(TOKENIZER)})
+    texts = result.chunk_text
+    tokens = [sum(len(tok.encode(texts[h.chunk_id], add_special_tokens=False).ids) for h in q.hits if h.in_window)
+              for q in result.queries]
+    assert result.cutoff.mean_window_tokens == pytest.approx(sum(tokens) / len(tokens), abs=1e-9)
+    assert max(tokens) <= 200
+    assert f"mean window {result.cutoff.mean_window_tokens:.0f} tokens, " in markdown(result)

@@ -38,15 +38,21 @@ def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: 
     return sizes
 
 
+def window_tokenizer(cutoff: CutoffConfig) -> str:
+    """What a window's tokens are counted with: the token budget's tokenizer, else whitespace words."""
+    return cutoff.tokenizer if cutoff.token_budget is not None else "words"
+
+
 def window_size_means(lists: Sequence[RankedList], sizes: Sequence[int], cutoff: CutoffConfig,
                       chunk_text: dict[str, str]) -> tuple[float, float]:
-    """The mean size of the queries' context windows: characters (the chunks' spans) and tokens (counted with
-    ``cutoff.tokenizer``: whitespace words unless a tokenizer.json is set), summed over each window's chunks as the
-    model receives them (overlapping chunks count twice), over every query with a ranked list. The one place these
-    numbers are computed: the leaderboard, compare's note and the report read them from the result."""
+    """The mean size of the queries' context windows: characters (the chunks' spans) and tokens (whitespace words,
+    or the token budget's ``cutoff.tokenizer``: with k it is read by nothing, so it may name no file), summed over
+    each window's chunks as the model receives them (overlapping chunks count twice), over every query with a
+    ranked list. The one place these numbers are computed: the leaderboard, compare's note and the report read
+    them from the result."""
     if not len(lists):
         return 0.0, 0.0
-    counter = TokenCounter(cutoff.tokenizer)
+    counter = TokenCounter(window_tokenizer(cutoff))
     costs: dict[str, int] = {}
     chars = tokens = 0
     for ranked, k in zip(lists, sizes):

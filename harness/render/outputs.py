@@ -117,9 +117,7 @@ def _window_size(result: Result) -> str:
     cut = result.cutoff
     if cut.mean_window_chars is None or cut.mean_window_tokens is None:
         return ""
-    cutoff = result.config.cutoff
-    tokenizer = cutoff.get("tokenizer", "words") if isinstance(cutoff, dict) else getattr(cutoff, "tokenizer", "words")
-    unit = "words" if tokenizer == "words" else "tokens"
+    unit = "words" if (cut.token_budget is None or cut.tokenizer in (None, "words")) else "tokens"
     return f"; mean window {cut.mean_window_tokens:.0f} {unit}, {cut.mean_window_chars:.0f} characters"
 
 
