@@ -85,6 +85,12 @@ def test_leaderboard_shows_each_runs_window_size(runs):
     best, other = (small, big) if board["best"] == "one-sentence" else (big, small)
     assert board["notes"] == [window_size_note(best, other)] and board["notes"][0].startswith(f"{best.name} and ")
     assert f"Note: {board['notes'][0].split(':')[0]}" in text
+    from harness.render.html import _leaderboard_section
+
+    page = _leaderboard_section(board)
+    assert "<th>window tokens</th><th>window chars</th>" in page
+    assert f"<td>{big.cutoff.mean_window_tokens:.1f}</td><td>{big.cutoff.mean_window_chars:.0f}</td>" in page
+    assert '<p class="muted">Note: ' in page
 
 
 def test_report_states_the_window_size(runs):

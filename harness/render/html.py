@@ -357,7 +357,8 @@ def _leaderboard_section(board: dict) -> str:
             '<table class="sortable"><thead><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>queries</th>'
             "<th>delta vs best</th>"
             f"<th>p corrected</th><th>tied with best</th><th>window tokens</th><th>window chars</th></tr></thead>"
-            f"<tbody>{rows_html}</tbody></table>{charts_html}")
+            f"<tbody>{rows_html}</tbody></table>"
+            + "".join(f'<p class="muted">Note: {e(note)}</p>' for note in board.get("notes", [])) + charts_html)
 
 
 def _texts(value) -> Texts:
