@@ -38,18 +38,25 @@ class Chunk:
     end: int
     text: str
     index_text: str
+    # The heading path of the section the chunk was cut from (markdown and html chunking), outermost first.
+    headings: tuple[str, ...] = ()
 
     @property
     def n_chars(self) -> int:
         return self.end - self.start
 
     @classmethod
-    def of_span(cls, doc: Document, start: int, end: int, include_title: bool) -> "Chunk":
+    def of_span(cls, doc: Document, start: int, end: int, include_title: bool, headings: tuple[str, ...] = (),
+                prepend_headings: bool = False) -> "Chunk":
         """The chunk of ``doc`` at ``[start, end)``; its id is deterministic (doc id + span), so the same span
-        made by the chunker or placed from a retriever's hit is the same chunk."""
+        made by the chunker or placed from a retriever's hit is the same chunk. Only ``index_text`` (what
+        retrievers see) gets the title and heading path: ``text`` stays the document's text at the span."""
         text = doc.text[start:end]
-        index_text = f"{doc.title}\n{text}" if include_title and doc.title else text
-        return cls(f"{doc.doc_id}#{start}-{end}", doc.doc_id, start, end, text, index_text)
+        prefix = [doc.title] if include_title and doc.title else []
+        if prepend_headings and headings:
+            prefix.append(" > ".join(headings))
+        index_text = "\n".join(prefix + [text])
+        return cls(f"{doc.doc_id}#{start}-{end}", doc.doc_id, start, end, text, index_text, tuple(headings))
 
 
 @dataclass(frozen=True, slots=True)

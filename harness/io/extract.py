@@ -59,14 +59,20 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
 def _markdown(text: str) -> Extracted:
-    marks = [(m.start(), m.group(2).strip()) for m in _HEADING.finditer(text)]
-    title = next((t for (s, t), m in zip(marks, _HEADING.finditer(text)) if len(m.group(1)) == 1), "")
-    return Extracted(text, title, {"sections": _spans(marks, len(text), "title")} if marks else {})
+    found = list(_HEADING.finditer(text))
+    marks = [(m.start(), m.group(2).strip()) for m in found]
+    title = next((t for (s, t), m in zip(marks, found) if len(m.group(1)) == 1), "")
+    levels = [len(m.group(1)) for m in found]
+    return Extracted(text, title, {"sections": _spans(marks, len(text), "title", levels)} if marks else {})
 
 
-def _spans(marks: list[tuple[int, object]], length: int, key: str) -> list[dict]:
-    return [{"start": start, "end": marks[i + 1][0] if i + 1 < len(marks) else length, key: value}
-            for i, (start, value) in enumerate(marks)]
+def _spans(marks: list[tuple[int, object]], length: int, key: str, levels: list[int] | None = None) -> list[dict]:
+    """``levels``: each heading's level (1 for h1/#), kept so a chunker can rebuild the heading path."""
+    spans = [{"start": start, "end": marks[i + 1][0] if i + 1 < len(marks) else length, key: value}
+             for i, (start, value) in enumerate(marks)]
+    for span, level in zip(spans, levels or ()):
+        span["level"] = level
+    return spans
 
 
 # ---- HTML: visible text, a blank line between blocks, whitespace collapsed inside them -------------------------
@@ -84,6 +90,7 @@ class _HtmlText:
         self.blocks: list[str] = []
         self.current: list[str] = []
         self.sections: list[tuple[int, str]] = []
+        self.levels: list[int] = []
         self.first_h1 = ""
 
     def flush(self) -> None:
@@ -110,6 +117,7 @@ class _HtmlText:
                 heading = _SPACE.sub(" ", child.text(separator=" ")).strip()
                 if heading:
                     self.sections.append((self.offset(), heading))
+                    self.levels.append(int(tag[1]))
                     self.first_h1 = self.first_h1 or (heading if tag == "h1" else "")
             self.walk(child)
             if block:
@@ -129,7 +137,7 @@ def _html(path: Path) -> Extracted:
     text = "\n\n".join(out.blocks)
     title_node = tree.css_first("title")
     title = _SPACE.sub(" ", title_node.text()).strip() if title_node is not None else ""
-    meta = {"sections": _spans(out.sections, len(text), "title")} if out.sections else {}
+    meta = {"sections": _spans(out.sections, len(text), "title", out.levels)} if out.sections else {}
     return Extracted(text, title or out.first_h1, meta)
 
 

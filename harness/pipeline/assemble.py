@@ -45,7 +45,7 @@ from ..retrievers import BuildContext, build_retriever
 from ..retrievers.contract import HitReport
 from ..executors import execute  # where retrieval runs (the config's executor:)
 from ..executors.retrieval import query_coverage
-from .window import depth_cut_warning, empty_window_warning, window_sizes
+from .window import depth_cut_warning, empty_window_warning, window_size_means, window_sizes
 from ..hits.evidence import rule_text as evidence_rule
 from ..hits.units import CHUNK_LEVEL_RULE
 from .levels import Coverage, Levels, evaluate_levels, evidence_counter, level_qrels, unit_qrels
@@ -186,6 +186,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     chunks = prepared.chunks
     chunk_text = {c.chunk_id: c.text for c in chunks}
     window_k = window_sizes(lists, config.cutoff, chunk_text)
+    window_chars, window_tokens = window_size_means(lists, window_k, config.cutoff, chunk_text)
     policy = config.evaluation.query_policy
 
     dq, cq = level_qrels(gold, chunks, prepared.problems)
@@ -282,7 +283,8 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         cutoff={"k": config.cutoff.k, "token_budget": config.cutoff.token_budget,
                 "tokenizer": config.cutoff.tokenizer if config.cutoff.token_budget else None,
                 "depth": config.depth, "describe": config.cutoff.describe(),
-                "mean_effective_k": sum(window_k) / len(window_k) if window_k else 0.0},
+                "mean_effective_k": sum(window_k) / len(window_k) if window_k else 0.0,
+                "mean_window_chars": window_chars, "mean_window_tokens": window_tokens},
         corpus={"documents": len(prepared.docs), "chunks": len(chunks),
                 "chunking": config.chunking.model_dump(mode="json"),
                 "fingerprint": fingerprint_of_items([c.chunk_id, len(c.text)] for c in chunks)},

@@ -78,9 +78,11 @@ def prepare(config: ExperimentConfig, *, log=None, source: str = "config") -> Pr
     errors: list = []
     docs = _attempt(lambda: load_corpus(config.corpus), errors)
     chunking = config.chunking
-    tokenizer_ok = chunking.strategy != "tokens" or chunking.unit != "tokenizer" or _attempt(
+    reads_tokenizer = chunking.tokenizer is not None and "tokenizer" not in chunking.idle_fields()
+    tokenizer_ok = not reads_tokenizer or _attempt(
         lambda: TokenCounter(str(chunking.tokenizer), where=f"{source}: chunking.tokenizer"), errors) is not None
-    chunks = _attempt(lambda: chunk_documents(docs, chunking), errors) if docs is not None and tokenizer_ok else None
+    chunks = (_attempt(lambda: chunk_documents(docs, chunking, where=f"{source}: chunking"), errors)
+              if docs is not None and tokenizer_ok else None)
     if errors:  # the golden set's own problems are listed with the corpus's
         _attempt(lambda: read_goldset(config.goldset), errors)
         raise merge_errors(errors, source)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from ..io.files import write_text
-from ..stats.compare import compare_runs, split_metric
+from ..stats.compare import compare_runs, split_metric, window_size_note
 from ..config.grid import expand  # noqa: F401  (re-exported: sweeps and their callers expand the grid here)
 from ..config.schema import ExperimentConfig, relative_paths
 from ..core.errors import ConfigError
@@ -157,9 +157,18 @@ def build_leaderboard(name: str, metric: str, runs: list[tuple[str, dict, Result
                       "queries": result.summary.level_counts(level).evaluated_queries,
                       "delta_vs_best": row.delta if row else 0.0,
                       "p_corrected": row.p_corrected if row else None,
-                      "tied_with_best": (row is None) or not row.significant})
+                      "tied_with_best": (row is None) or not row.significant,
+                      # what each run's window holds: bigger windows win recall trivially (compare notes it)
+                      "mean_window_chars": result.cutoff.mean_window_chars,
+                      "mean_window_tokens": result.cutoff.mean_window_tokens})
     leaderboard = {"name": name, "metric": f"{level}.{primary}", "correction": "holm",
                    "test": "randomization", "best": ranked[0][0], "runs": board}
+    if level == "chunk":  # ranking chunkers at k: say when the winner may just hold more text
+        notes = [note for r in ranked[1:] if (note := window_size_note(ranked[0][2], r[2]))]
+        if notes:
+            leaderboard["notes"] = notes
+            for note in notes:
+                (log or (lambda m: None))(f"note: {note}")
     return leaderboard, comparison, [r[2] for r in ranked]
 
 

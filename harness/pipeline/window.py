@@ -38,6 +38,36 @@ def window_sizes(lists: Sequence[RankedList], cutoff: CutoffConfig, chunk_text: 
     return sizes
 
 
+def window_tokenizer(cutoff: CutoffConfig) -> str:
+    """What a window's tokens are counted with: the token budget's tokenizer, else whitespace words."""
+    return cutoff.tokenizer if cutoff.token_budget is not None else "words"
+
+
+def window_size_means(lists: Sequence[RankedList], sizes: Sequence[int], cutoff: CutoffConfig,
+                      chunk_text: dict[str, str]) -> tuple[float, float]:
+    """The mean size of the queries' context windows: characters (the chunks' spans) and tokens (whitespace words,
+    or the token budget's ``cutoff.tokenizer``: with k it is read by nothing, so it may name no file), summed over
+    each window's chunks as the model receives them (overlapping chunks count twice), over every query with a
+    ranked list. The one place these numbers are computed: the leaderboard, compare's note and the report read
+    them from the result."""
+    if not len(lists):
+        return 0.0, 0.0
+    counter = TokenCounter(window_tokenizer(cutoff))
+    costs: dict[str, int] = {}
+    chars = tokens = 0
+    for ranked, k in zip(lists, sizes):
+        for hit in ranked.hits[:k]:
+            cost = costs.get(hit.chunk_id)
+            if cost is None:
+                text = chunk_text.get(hit.chunk_id)
+                if text is None:  # a chunk adopted for a hit's own span: the table knows it
+                    text = next(c.text for c in lists.chunks if c.chunk_id == hit.chunk_id)
+                cost = costs[hit.chunk_id] = counter.count(text)
+            chars += hit.end - hit.start
+            tokens += cost
+    return chars / len(lists), tokens / len(lists)
+
+
 def check_token_budget(cutoff: CutoffConfig, chunks: Sequence[Chunk]) -> None:
     """A token budget smaller than every chunk would leave every query's context window empty whatever the
     retriever does: an error before any retrieval, naming the smallest chunk's cost. Counting stops at the first

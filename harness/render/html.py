@@ -346,7 +346,9 @@ def _leaderboard_section(board: dict) -> str:
         f"<td>{e(fmt(r['mean'], 4))}</td><td>{e(r.get('queries', ''))}</td>"
         f"<td>{e('n/a' if r['delta_vs_best'] is None else format(r['delta_vs_best'], '+.4f'))}</td>"
         f"<td>{e(_p(r['p_corrected']))}</td>"
-        f"<td>{e('yes' if r['tied_with_best'] else 'no')}</td></tr>" for i, r in enumerate(board["runs"], 1))
+        f"<td>{e('yes' if r['tied_with_best'] else 'no')}</td>"
+        f"<td>{e(fmt(r.get('mean_window_tokens'), 1))}</td><td>{e(fmt(r.get('mean_window_chars'), 0))}</td></tr>"
+        for i, r in enumerate(board["runs"], 1))
     charts = charts_of.sweep_charts(board)
     try:
         charts_html = _svgs(charts) if charts != [] else ""
@@ -356,7 +358,9 @@ def _leaderboard_section(board: dict) -> str:
             f"significantly different from the best ({e(board['test'])} test, {e(board['correction'])} correction)</p>"
             '<table class="sortable"><thead><tr><th>rank</th><th>run</th><th>params</th><th>mean</th><th>queries</th>'
             "<th>delta vs best</th>"
-            f"<th>p corrected</th><th>tied with best</th></tr></thead><tbody>{rows_html}</tbody></table>{charts_html}")
+            f"<th>p corrected</th><th>tied with best</th><th>window tokens</th><th>window chars</th></tr></thead>"
+            f"<tbody>{rows_html}</tbody></table>"
+            + "".join(f'<p class="muted">Note: {e(note)}</p>' for note in board.get("notes", [])) + charts_html)
 
 
 def _texts(value) -> Texts:

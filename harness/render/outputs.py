@@ -113,6 +113,15 @@ def _drill_md(q, texts: Texts | None) -> list[str]:
     return out
 
 
+def _window_size(result: Result) -> str:
+    """"; mean window 150 words, 865 characters": what the window holds, the number chunkers are compared by."""
+    cut = result.cutoff
+    if cut.mean_window_chars is None or cut.mean_window_tokens is None:
+        return ""
+    unit = "words" if (cut.token_budget is None or cut.tokenizer in (None, "words")) else "tokens"
+    return f"; mean window {cut.mean_window_tokens:.0f} {unit}, {cut.mean_window_chars:.0f} characters"
+
+
 def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None = None) -> str:
     """report.md. Every value from the result goes through ``md`` (text) or ``md_code`` (ids), never raw.
     ``texts``: chunk (and document) texts for the worst queries' drill-downs (a dict is chunk texts by id)."""
@@ -126,7 +135,7 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
     out.append(f"Golden set **{md(g.name)}** ({md(g.queries)} queries, {md(g.judgments)} judgments); "
                f"corpus of {md(c.documents)} documents in {md(c.chunks)} chunks; retriever "
                f"{md_code(result.config.retriever.kind)}; window {md(cut.describe)} (mean effective k "
-               f"{md(format(cut.mean_effective_k, '.2f'))}), depth {md(cut.depth)}.")
+               f"{md(format(cut.mean_effective_k, '.2f'))}{md(_window_size(result))}), depth {md(cut.depth)}.")
     out.append("")
     out.append("## Metrics")
     names = list(s.doc)

@@ -217,6 +217,10 @@ class CutoffRecord(Record):
     depth: Annotated[int, Field(ge=1)]
     describe: str
     mean_effective_k: float
+    # the mean context window in characters and in tokens (words; a token budget's tokenizer's tokens);
+    # absent from results written before they were kept
+    mean_window_chars: Annotated[float, Field(ge=0)] | None = None
+    mean_window_tokens: Annotated[float, Field(ge=0)] | None = None
 
 
 class CorpusRecord(Record):

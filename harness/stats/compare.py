@@ -194,6 +194,24 @@ def check_comparable(runs: Sequence[Result]) -> list[str]:
     return warnings
 
 
+WINDOW_SIZE_TOLERANCE = 0.10  # windows further apart than this make chunk-level metrics a contest of sizes
+
+
+def window_size_note(a: Result, b: Result) -> str | None:
+    """The note for chunk-level metrics of two runs whose mean windows differ by more than 10% in characters or
+    in tokens (as ``results.json`` states them: ``cutoff.mean_window_chars`` / ``mean_window_tokens``)."""
+    pairs = [(getattr(a.cutoff, f"mean_window_{unit}", None), getattr(b.cutoff, f"mean_window_{unit}", None), unit)
+             for unit in ("tokens", "chars")]
+    apart = [(x, y, unit) for x, y, unit in pairs if x and y and max(x, y) / min(x, y) - 1 > WINDOW_SIZE_TOLERANCE]
+    if not apart:
+        return None
+    sizes = ", ".join(f"{x:.0f} against {y:.0f} {'characters' if unit == 'chars' else 'tokens'}"
+                      for x, y, unit in pairs if x is not None and y is not None)
+    return (f"{a.name} and {b.name} have context windows of different sizes (mean {sizes}): bigger windows win "
+            f"chunk-level recall trivially; compare at an equal budget (cutoff.token_budget) or on the evidence "
+            f"metrics")
+
+
 def _counting_rule(run: Result) -> str | None:
     return (getattr(run, "conventions", None) or {}).get("no_relevant_queries")
 
@@ -233,6 +251,8 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
             if differ:
                 warnings.append(f"{base.name} and {r.name} count different queries at {level} level; "
                                 f"{len(differ)} left out of the pairing: {', '.join(differ[:10])}")
+    if any(level == "chunk" for level, _ in parsed):
+        warnings += [note for r in others if (note := window_size_note(base, r))]
     rows: list[dict] = []
     for r in others:
         for level, metric in parsed:

@@ -339,10 +339,11 @@ def test_leaderboard_cells_escape_pipes_html_and_newlines():
     lines = leaderboard_markdown(board).splitlines()
     rows = [line for line in lines if line.startswith("| ")]
     assert rows[1] == ("| 1 | s-a | retriever.prompt=a\\|b \\<script>alert(1)\\</script> next \\[x\\](javascript:alert(2)), "
-                       "chunking.size=2 | 0.5000 | 43 | +0.0000 |  | yes |")
-    assert rows[2] == "| 2 | s-b | retriever.prompt=plain, chunking.size=2 | 0.2500 | 43 | -0.2500 | 0.0123 | no |"
-    # every row has exactly the table's 8 cells: 9 unescaped pipes
-    assert all(len(_unescaped(r, "|")) == 9 for r in rows)
+                       "chunking.size=2 | 0.5000 | 43 | +0.0000 |  | yes | n/a | n/a |")  # no window sizes given
+    assert rows[2] == ("| 2 | s-b | retriever.prompt=plain, chunking.size=2 | 0.2500 | 43 | -0.2500 | 0.0123 | no "
+                       "| n/a | n/a |")
+    # every row has exactly the table's 10 cells: 11 unescaped pipes
+    assert all(len(_unescaped(r, "|")) == 11 for r in rows)
     assert len(lines) == 8 and not live_html("\n".join(lines))
 
 
