@@ -126,7 +126,7 @@ def retriever_kinds() -> str:
 
 
 def verdict_kinds() -> str:
-    from ..diagnostics.verdicts import FLAGS, KINDS
+    from ..diagnostics.kinds import FLAGS, KINDS
 
     return f"Verdict kinds, in order of precedence: {', '.join(KINDS)}; flags: {', '.join(FLAGS)}."
 

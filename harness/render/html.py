@@ -13,6 +13,7 @@ import re
 
 from typing import TYPE_CHECKING
 
+from ..diagnostics.kinds import css as verdict_css
 from .drilldown import Texts, drilldown, snippet
 from .fmt import at_k_sentence, e, fmt, means_sentence, plural
 from . import plots as charts_of  # by another name: plots() here is the page's section
@@ -29,7 +30,6 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #dde
 .card b{display:block;font-size:20px}.muted{color:#667}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #e3e6ee;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f6fa}tr.q{cursor:pointer}tr.q:hover{background:#f8f9fc}tr.detail td{background:#fbfbfd}
-.k-ok{color:#17803d}.k-missing_document,.k-goldset_error{color:#b42318}.k-wrong_chunk{color:#b54708}.k-incomplete{color:#c11574}.k-buried_evidence{color:#6941c6}
 mark{background:#fde68a}.plots{display:flex;gap:16px;flex-wrap:wrap}.plots svg{height:auto}
 select{margin-right:12px}th{cursor:pointer;user-select:none}th[data-dir=asc]::after{content:" \\25B2"}
 th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;color:#3538cd;font-size:12px;text-align:center}
@@ -385,4 +385,4 @@ def render(results: list[Result | dict], chunk_texts: list[dict[str, str] | Text
     return ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<meta name="generator" content="harness"><title>{e(title)}</title>'
-            f"<style>{CSS}</style></head><body>{body_html}<script>{JS}</script></body></html>")
+            f"<style>{CSS}{verdict_css()}</style></head><body>{body_html}<script>{JS}</script></body></html>")

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..diagnostics.kinds import DRILLED
 from ..result import querycolumns
 from ..io.files import atomic_open, write_bytes, write_text
 from .drilldown import Texts, drilldown, snippet, worst_of
@@ -184,7 +185,7 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
         out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v.advice]
     out += ["", "## Worst queries", ""]
     kinds = querycolumns.of(result)  # only each kind's records are read (a large run's are spooled)
-    for kind in ("goldset_error", "missing_document", "wrong_chunk", "incomplete", "buried_evidence"):
+    for kind in DRILLED:  # the failing kinds with evidence to show (diagnostics.kinds)
         code = kinds.kind_names.index(kind) if kind in kinds.kind_names else -1
         total, rows = worst_of((result.queries[i] for i in (kinds.kinds == code).nonzero()[0].tolist()), kind, worst)
         if not total:

@@ -16,12 +16,12 @@ import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..diagnostics.kinds import COLOURS
+
 if TYPE_CHECKING:
     from ..result.model import Result
 
-KIND_COLORS = {"goldset_error": "#b42318", "no_gold": "#98a2b3", "missing_document": "#f04438",
-               "wrong_chunk": "#f79009", "incomplete": "#dd2590",
-               "buried_evidence": "#7a5af8", "ok": "#17b26a"}
+KIND_COLORS = COLOURS  # the verdict kinds' table (diagnostics.kinds)
 
 
 # Up to this configured depth the hits are read ONCE: the sums are kept that deep and cut to the deepest counted

@@ -27,11 +27,9 @@ from .run_records import (ExecutorRecord, HitProblemRecord, HitProblemsRecord, L
                           RequestLogRecord, RequestsRecord, Timings)
 from .check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
 
-# The verdict kinds in order of precedence and the flags: decided by ``harness.diagnostics.verdicts``, named here so the
-# schema and the diagnosis share one list.
-KINDS = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "incomplete", "buried_evidence", "ok")
-RETRIEVER_FAILURES = ("missing_document", "wrong_chunk", "incomplete", "buried_evidence")
-FLAGS = ("partial", "noisy_context", "unjudged_in_window")
+from ..diagnostics.kinds import FLAGS, KINDS, RETRIEVER_FAILURES  # noqa: F401  (one table of kinds)
+from .verdicts import (Flag, FlagCounts, Kind, KindCounts, KindShares, Verdict, VerdictRecord,  # noqa: F401
+                       VerdictSummary, WhereCounts)
 LEVELS = ("doc", "chunk")
 
 
@@ -43,8 +41,6 @@ def _level(level: str) -> str:
     return level
 
 
-Kind = Literal[KINDS]  # type: ignore[valid-type]
-Flag = Literal[FLAGS]  # type: ignore[valid-type]
 Level = Literal[LEVELS]  # type: ignore[valid-type]
 Span = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]  # [start, end)
 JsonObject = dict[str, JsonValue]
@@ -58,21 +54,6 @@ class GoldRecord(Record):
     evidence: list[Span]
     evidence_text: list[str] | None = None  # the text of each span (absent from results written before it was kept)
     group: str | None = None  # its evidence group (docs/groups.md); None: the query's unnamed group
-
-
-class Verdict(Record):
-    """One query's diagnosis (``harness.diagnostics.verdicts``): exactly one kind, its reason, the evidence, any flags."""
-
-    kind: Kind
-    reason: str
-    detail: JsonObject
-    flags: list[Flag]
-
-    def to_dict(self) -> dict:
-        return self.model_dump(mode="json")
-
-
-VerdictRecord = Verdict  # the name this model had while it only validated loaded files
 
 
 class QueryMetrics(Record):
@@ -142,57 +123,6 @@ class Counts(Record):
 class SummaryCounts(Record):
     doc: Counts
     chunk: Counts
-
-
-class KindCounts(Record):
-    """One count per verdict kind (fields = ``KINDS``, checked by a test)."""
-
-    goldset_error: Count
-    no_gold: Count
-    missing_document: Count
-    wrong_chunk: Count
-    incomplete: Count = 0  # (absent from results written before evidence groups)
-    buried_evidence: Count
-    ok: Count
-
-
-class KindShares(Record):
-    goldset_error: float
-    no_gold: float
-    missing_document: float
-    wrong_chunk: float
-    incomplete: float = 0.0
-    buried_evidence: float
-    ok: float
-
-
-class FlagCounts(Record):
-    partial: Count
-    noisy_context: Count
-    unjudged_in_window: Count
-
-
-class WhereCounts(Record):
-    beyond_cutoff: Count
-    not_retrieved: Count
-    near_cutoff: Count
-    absent_from_run: Count  # the run has no ranking for the query at all (an external run that lacks it)
-
-
-class VerdictSummary(Record):
-    """``diagnostics.summarize_verdicts``."""
-
-    total: Count
-    counts: KindCounts
-    shares: KindShares
-    flags: FlagCounts
-    by_slice: dict[str, dict[str, KindCounts]]  # tag -> value -> counts
-    by_where: WhereCounts
-    # kind -> "level.metric" -> mean over the kind's queries counted at that level (absent when none is)
-    metric_means: dict[Kind, dict[str, MetricValue]]
-    wrong_chunk_possible: bool
-    advice: list[str]
-    geometry: GeometryCounts | None = None  # (absent from results written before it was counted)
 
 
 class Summary(Record):

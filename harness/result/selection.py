@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..core.runtable import object_array
+from ..diagnostics import kinds
 
 # results.json keeps every query's hits up to this many queries (small runs stay one readable file); above it, the
 # hits of the shown queries only, and every hit is in hits.parquet beside it.
@@ -22,7 +23,7 @@ SHOWN_QUERIES = 500
 # still shows what passing looks like. Fixed = chosen by a hash of the query id: the same queries in every run.
 SAMPLE = 50
 # The verdict kinds whose worst queries are shown, taken in turn so each kind gets its share of the table.
-FAILING = ("goldset_error", "no_gold", "missing_document", "wrong_chunk", "incomplete", "buried_evidence")
+FAILING = kinds.FAILING
 
 # A query's drill-down shows its ranking down to its target (the first relevant chunk, else the first chunk of a
 # relevant document) at most this deep, and the target's row after a gap when it ranks deeper.

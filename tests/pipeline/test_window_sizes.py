@@ -11,7 +11,7 @@ from harness.pipeline.sweep import build_leaderboard
 from harness.render.sweep import leaderboard_markdown
 from harness.stats.compare import compare_runs, window_size_note
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
 
 
 def _demo(name: str, chunking: dict, cutoff: dict | None = None):

@@ -344,7 +344,7 @@ def test_builtin_kinds_keep_the_contract_on_the_demo(tmp_path):
     from harness.config.schema import load_config
     from harness.pipeline.assemble import prepare
 
-    p = prepare(load_config(Path(__file__).parent.parent / "configs" / "demo-bm25.yaml"), log=lambda m: None)
+    p = prepare(load_config(Path(__file__).parents[2] / "configs" / "demo-bm25.yaml"), log=lambda m: None)
     queries = list(p.gold.queries)
     for section in [{"kind": "bm25"}, {"kind": "bm25", "backend": "fast", "variant": "plus"},
                     {"kind": "hybrid", "children": [{"kind": "bm25"}, {"kind": "bm25", "variant": "l", "depth": 7}],
@@ -406,7 +406,7 @@ def test_retrievers_do_not_import_the_config():
         print(sorted(m for m in sys.modules if m.startswith("harness.config")))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).parent.parent, check=True).stdout
+                         cwd=Path(__file__).parents[2], check=True).stdout
     assert out.strip() == "[]"
 
 

@@ -321,7 +321,7 @@ def test_config_rules_for_the_new_strategies():
 # ---- bad input through the CLI: one located line each, exit 2, nothing written ---------------------------------
 
 def _demo_config(tmp_path: Path, chunking: str) -> Path:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the checkout (tests/text/ is two folders down)
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(f"name: chunked\ncorpus: {{path: {root}/goldsets/demo/corpus.jsonl}}\nchunking: {chunking}\n"
                    f"goldset: {{path: {root}/goldsets/demo/goldset.jsonl}}\nretriever: {{kind: bm25}}\n"
