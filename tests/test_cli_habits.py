@@ -69,7 +69,7 @@ def test_run_format_json_prints_the_saved_summary(tmp_path):
     saved = json.loads((tmp_path / "o" / "results.json").read_text())
     assert printed["summary"] == saved["summary"]
     assert printed["results"] == str(tmp_path / "o" / "results.json")
-    assert round(printed["summary"]["doc"]["ndcg@10"], 4) == 0.8767  # the demo number the README states
+    assert round(printed["summary"]["doc"]["ndcg@10"], 4) == 0.8767  # the demo number docs/python-api.md states
 
 
 def test_run_format_typo_is_a_usage_error(tmp_path):
