@@ -111,6 +111,16 @@ def _code(value: Any) -> str:
     return f"`{value}`" if str(value) else '`""`'
 
 
+def description(name: str, field, prefix: str) -> str:
+    """The field's description (its docstring or ``Field(description=...)``); a retriever kind's own ``kind`` field
+    says the one thing it can: which kind it selects."""
+    if field.description:
+        return " ".join(field.description.split())
+    if name == "kind" and not prefix and len(choices(field.annotation)) >= 1:
+        return "selects this retriever kind"
+    return ""
+
+
 def model_rows(model: type, prefix: str = "") -> list[tuple[str, str, str, str, str]]:
     """(key path, type, default, choices, description) for every field of ``model``, nested models flattened
     into dotted keys after the key that holds them."""
@@ -120,7 +130,7 @@ def model_rows(model: type, prefix: str = "") -> list[tuple[str, str, str, str, 
         kind = type_name(field.annotation)
         limit = bounds(field)
         rows.append((key, kind + (f" ({limit})" if limit else ""), default_text(field),
-                     ", ".join(_code(c) for c in choices(field.annotation)), field.description or ""))
+                     ", ".join(_code(c) for c in choices(field.annotation)), description(name, field, prefix)))
         for nested in _models_in(field.annotation):
             rows += model_rows(nested, f"{key}.")
     return rows

@@ -36,6 +36,7 @@ class PythonConfig(Strict):
     kind: Literal["python"] = "python"
     target: str = Field(description="module:function or module:Class")
     path: Path | None = None
+    """a folder to import target from (relative to the config)"""
     options: dict[str, JsonValue] = Field(default_factory=dict, description="keyword arguments of Class(...)")
 
     @field_validator("target")
