@@ -240,7 +240,7 @@ def test_sweep_key_errors(case, tmp_path):
 
 
 def test_sweep_metric_may_be_a_window_metric(tmp_path):
-    """A run's summary always has the window metrics (the README's example is chunk.recall@window), so a sweep can
+    """A run's summary always has the window metrics (the docs' example is chunk.recall@window), so a sweep can
     rank by one without listing it under metrics:."""
     result = harness("validate", demo_config(tmp_path, sweep="{retriever.k1: [1, 2]}",
                                              sweep_metric="chunk.recall@window"))
