@@ -75,7 +75,7 @@ def bounds(field) -> str:
             if value is not None:
                 words.append(f"{sign} {value:,}" if isinstance(value, int) else f"{sign} {value}")
         if getattr(item, "min_length", None):
-            words.append(f"at least {item.min_length} item(s)")
+            words.append(f"at least {item.min_length} item" + ("s" if item.min_length > 1 else ""))
         if getattr(item, "pattern", None):
             words.append(f"matches `{item.pattern}`")
     return ", ".join(words)
@@ -105,6 +105,11 @@ def default_text(field) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _prose(text: str) -> str:
+    """Plain text for a Markdown table cell: ``reports/<name>/`` must not read as an HTML tag."""
+    return _cell(" ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def _code(value: Any) -> str:
@@ -139,7 +144,7 @@ def model_rows(model: type, prefix: str = "") -> list[tuple[str, str, str, str, 
 def _table(rows: list[tuple[str, str, str, str, str]]) -> list[str]:
     lines = ["| key | type | default | choices | description |", "|---|---|---|---|---|"]
     lines += [f"| `{_cell(k)}` | {_cell(t)} | {_cell(_code(d) if d not in ('required', '(the keys below)') else d)} "
-              f"| {_cell(c)} | {_cell(desc)} |" for k, t, d, c, desc in rows]
+              f"| {_cell(c)} | {_prose(desc)} |" for k, t, d, c, desc in rows]
     return lines
 
 
@@ -191,7 +196,7 @@ def config_reference() -> str:
     for section, rows in kinds.items():
         kind = section.split(": ", 1)[1]
         summary = REGISTRY[kind].summary
-        out += [f"### `{kind}`", ""] + ([summary[:1].upper() + summary[1:] + ".", ""] if summary else [])
+        out += [f"### `{kind}`", ""] + ([_prose(summary[:1].upper() + summary[1:]) + ".", ""] if summary else [])
         out += _table(rows) + [""]
     return "\n".join(out)
 
@@ -247,7 +252,7 @@ def command_reference() -> str:
            "answer, a label that moved), 2 bad input (one located line per problem, never a traceback), 130/143 "
            "interrupted.", "",
            "| root option | meaning |", "|---|---|"]
-    out += [f"| `{', '.join(p.opts)}` | {_cell(p.help or '')} |" for p in root.params
+    out += [f"| `{', '.join(p.opts)}` | {_prose(p.help or '')} |" for p in root.params
             if p.param_type_name == "option" and p.name != "help"]
     out.append("")
     for name, command in commands().items():
@@ -255,12 +260,12 @@ def command_reference() -> str:
         args = [p for p in command.params if p.param_type_name == "argument"]
         usage = " ".join([f"harness {name}"] + [_arg_name(p) + ("..." if p.nargs == -1 else "")
                                                  for p in args] + ["[OPTIONS]"])
-        out += [f"## `harness {name}`", "", first, "", f"```\n{usage}\n```", ""]
+        out += [f"## `harness {name}`", "", _prose(first), "", f"```\n{usage}\n```", ""]
         for paragraph in rest.split("\n\n") if rest else []:
             if paragraph.startswith("Example: "):
                 out += ["Example:", "", f"```\n{paragraph[len('Example: '):]}\n```", ""]
             else:
-                out += [paragraph, ""]
+                out += [_prose(paragraph), ""]
         rows = []
         for p in command.params:
             if p.name == "help":
@@ -271,7 +276,7 @@ def command_reference() -> str:
             shown = "" if default in (None, (), [], False) or p.param_type_name == "argument" else \
                 (default.value if isinstance(default, Enum) else default)
             need = "required" if p.required else ""
-            rows.append(f"| `{spelled}` | {_cell(' '.join((getattr(p, 'help', None) or '').split()))} "
+            rows.append(f"| `{spelled}` | {_prose(getattr(p, 'help', None) or '')} "
                         f"| {_cell(', '.join(f'`{c}`' for c in values))} "
                         f"| {_cell(need or (f'`{shown}`' if shown != '' else ''))} |")
         if rows:
