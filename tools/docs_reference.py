@@ -261,11 +261,11 @@ def command_reference() -> str:
         usage = " ".join([f"harness {name}"] + [_arg_name(p) + ("..." if p.nargs == -1 else "")
                                                  for p in args] + ["[OPTIONS]"])
         out += [f"## `harness {name}`", "", _prose(first), "", f"```\n{usage}\n```", ""]
-        for paragraph in rest.split("\n\n") if rest else []:
-            if paragraph.startswith("Example: "):
-                out += ["Example:", "", f"```\n{paragraph[len('Example: '):]}\n```", ""]
-            else:
-                out += [_prose(paragraph), ""]
+        paragraphs = rest.split("\n\n") if rest else []
+        examples = [p[len("Example: "):] for p in paragraphs if p.startswith("Example: ")]
+        out += [x for p in paragraphs if not p.startswith("Example: ") for x in (_prose(p), "")]
+        if examples:
+            out += ["Example" + ("s:" if len(examples) > 1 else ":"), "", "```\n" + "\n".join(examples) + "\n```", ""]
         rows = []
         for p in command.params:
             if p.name == "help":
