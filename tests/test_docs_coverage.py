@@ -196,3 +196,34 @@ def test_shared_options_have_one_help_text():
                 helps.setdefault(p.opts[0], set()).add(text)
     assert set(helps) == {"--metric", "--format", "--out"}
     assert all(len(texts) == 1 for texts in helps.values()), helps
+
+
+def test_every_metric_family_and_alias_is_in_the_metric_reference():
+    """The generated metric reference is read from the declarations: a family or alias added there shows up."""
+    from harness.metrics.spec import ALIASES, FAMILIES, parse_metric
+
+    page = docs_reference.metrics_reference()
+    assert len(FAMILIES) >= 9
+    for name, family in FAMILIES.items():
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{name}` |"))
+        assert family.reference.replace("&", "&amp;") in row and all(f"`{p}`" in row for p in family.params), row
+    for alias in ALIASES:
+        assert mentions(page, f"`{alias}`"), alias
+        assert parse_metric(f"{alias}@5" if FAMILIES[ALIASES[alias]].k != "forbidden" else alias).family == ALIASES[alias]
+
+
+def test_every_public_name_of_the_api_is_on_its_page():
+    import harness
+
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    missing = [n for n in harness.__all__ if n != "__version__" and not re.search(rf"`{n}[`(]", page)]
+    assert not missing, f"docs/python-api.md does not name {missing}"
+
+
+def test_every_verdict_kind_and_flag_is_on_the_verdicts_page_in_precedence_order():
+    from harness.result.model import FLAGS, KINDS
+
+    page = (ROOT / "docs" / "verdicts.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d) \| `([a-z_]+)` \|", page, flags=re.M)
+    assert [kind for _, kind in rows] == list(KINDS) and [int(n) for n, _ in rows] == list(range(1, len(KINDS) + 1))
+    assert all(f"- `{flag}`:" in page for flag in FLAGS), FLAGS

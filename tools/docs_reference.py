@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: the harness of t
 
 CONFIG_PAGE = "reference/config.md"
 COMMANDS_PAGE = "reference/commands.md"
+METRICS_PAGE = "reference/metrics.md"
 
 
 # ---- config -------------------------------------------------------------------------------------------------------
@@ -284,7 +285,42 @@ def command_reference() -> str:
     return "\n".join(out)
 
 
-GENERATED = {CONFIG_PAGE: config_reference, COMMANDS_PAGE: command_reference}
+# ---- metrics ------------------------------------------------------------------------------------------------------
+
+def metrics_reference() -> str:
+    """Every metric family from its declaration (``harness.metrics.spec.FAMILIES``), with its parameters, and every
+    alias accepted on input."""
+    from harness.metrics.spec import _TREC_EVAL, ALIASES, DEFAULT_METRICS, FAMILIES, PARAM_CHOICES, PARAM_DEFAULTS
+
+    def params(family) -> str:
+        return ", ".join(f"`{p}`" + (f" (`{'`, `'.join(PARAM_CHOICES[p])}`; default `{PARAM_DEFAULTS[p]}`)"
+                                     if p in PARAM_CHOICES else f" (default `{PARAM_DEFAULTS[p]}`)")
+                         for p in family.params)
+
+    cutoff = {"required": "`@k` required", "optional": "`@k` optional", "forbidden": "no `@k`"}
+    out = ["# Metric reference", "",
+           "Generated from the metric declarations (`harness/metrics/spec.py`) when the site is built. A name is "
+           "`family[(param=value,...)][@k]`: `precision@5`, `ndcg(gain=exp)@10`, `precision(rel=2)@5`. "
+           "`@window` is each query's own context window (a pipeline run only). How the numbers are computed and "
+           "averaged: [Metric conventions](../metrics.md).", "",
+           "| family | definition | cutoff | `@window` | parameters | reference |", "|---|---|---|---|---|---|"]
+    out += [f"| `{f.name}` | {_prose(f.definition)} | {cutoff[f.k]} | {'yes' if f.window else ''} | {params(f)} "
+            f"| {_prose(f.reference)} |" for f in FAMILIES.values()]
+    by_family: dict[str, list[str]] = {}
+    for alias, family in sorted(ALIASES.items()):
+        if alias != family:
+            by_family.setdefault(family, []).append(alias)
+    out += ["", "Aliases accepted on input (any case), each read as its family: "
+            + "; ".join(f"{', '.join(f'`{a}`' for a in aliases)} → `{family}`"
+                        for family, aliases in sorted(by_family.items()))
+            + ". trec_eval's spellings are read too: "
+            + ", ".join(f"`{'P' if name == 'p' else name}_k` → `{family}@k`" for name, family in _TREC_EVAL.items())
+            + ".", "",
+            "The metrics a config computes when it names none: " + ", ".join(f"`{m}`" for m in DEFAULT_METRICS) + "."]
+    return "\n".join(out)
+
+
+GENERATED = {CONFIG_PAGE: config_reference, COMMANDS_PAGE: command_reference, METRICS_PAGE: metrics_reference}
 
 
 def main(argv: list[str]) -> int:
