@@ -140,3 +140,16 @@ def test_the_site_builds_strict(tmp_path):
     commands = (tmp_path / "site" / "reference" / "commands" / "index.html").read_text(encoding="utf-8")
     assert "harness goldset build" in commands and "--unresolved" in commands
     assert not list(ROOT.glob("docs/reference/*.md")), "the generated pages are never written into docs/"
+
+
+def test_the_annotated_config_of_the_docs_is_valid():
+    """docs/retrievers.md's annotated config names real keys with valid values (read as if it sat in configs/)."""
+    import yaml
+
+    from harness.config.schema import parse_config
+
+    page = (ROOT / "docs" / "retrievers.md").read_text(encoding="utf-8")
+    block = re.search(r"^## A config, annotated\n\n```yaml\n(.*?)^```", page, flags=re.M | re.S)
+    assert block, "docs/retrievers.md has no annotated config"
+    config = parse_config(yaml.safe_load(block.group(1)), "docs/retrievers.md", ROOT / "configs")
+    assert config.retriever["kind"] == "bm25" and config.cutoff.k == 5 and config.chunking.strategy == "sentences"
