@@ -3,14 +3,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, from the constraints file: the CPU build (see constraints.txt)
 	$(BIN)/pip install -q -c constraints.txt torch
-	$(BIN)/pip install -q -c constraints.txt -e '.[dense,report,dev,ray,backends,documents,http]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dense,report,dev,docs,ray,backends,documents,http]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,9 +28,13 @@ test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow" --durations=5 tests/test_architecture.py tests/metrics tests/hits \
 	    tests/text tests/diagnostics tests/cli/test_cli.py::test_demo_numbers_match_trec_eval_on_the_written_run
 
+# The site, into site/; the config and command references are generated from the code as it builds.
+docs: install
+	$(BIN)/mkdocs build --strict
+
 bench: install
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python bench/metrics_bench.py --files
 
 clean:
-	rm -rf $(VENV) .harness-cache reports/*/
+	rm -rf $(VENV) .harness-cache reports/*/ site/

@@ -1,6 +1,6 @@
 """harness: evaluate RAG retrievers with numbers you can trust, and say why they fail.
 
-The Python API (README, "Python API"): ``load_config``, ``run``, ``evaluate``, ``compare``, ``fuse``, ``gate``,
+The Python API (docs/python-api.md): ``load_config``, ``run``, ``evaluate``, ``compare``, ``fuse``, ``gate``,
 ``register_retriever`` and the types ``Qrels``, ``Run``, ``Result``, ``MetricTable``, ``HarnessError``.
 ``import harness`` loads none of numpy, pydantic, pandas or torch: the types are imported when first named, and
 each function imports what it calls.

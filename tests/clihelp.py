@@ -1,6 +1,6 @@
 """Helpers for table-driven CLI tests: run ``harness`` as a user would and check the error contract.
 
-The contract (README, "Errors"): bad input exits 2 with one located line per problem, never a traceback; a data-safety
+The contract (docs/cli.md, "Errors and exit codes"): bad input exits 2 with one located line per problem, never a traceback; a data-safety
 case must leave every file that existed before the command exactly as it was.
 """
 

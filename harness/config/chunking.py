@@ -26,13 +26,20 @@ NEWER_CHUNKING_KEYS = ("separators", "prepend_headings", "chunker", "options")
 class ChunkingConfig(Strict):
     strategy: Literal["none", "tokens", "sentences", "paragraphs", "markdown", "html", "recursive",
                       "chonkie", "langchain", "semchunk"] = "none"
+    """how documents are cut: none (a chunk per document), tokens (windows of size words or tokenizer tokens),
+    sentences or paragraphs (size of them a chunk), markdown (by heading), html (by section), recursive (separators
+    in order), or a library's splitter (chonkie, langchain, semchunk): docs/chunking.md"""
     size: int = Field(200, ge=1, le=MAX_CHUNK_UNITS,
                       description="words/tokens per chunk (tokens), sentences/paragraphs per chunk, or the largest "
                                   "chunk in `unit`s (recursive, markdown and html sections)")
     overlap: int = Field(0, ge=0, le=MAX_CHUNK_UNITS)
+    """units that consecutive chunks share; smaller than size"""
     unit: Literal["words", "tokenizer", "characters"] = "words"
+    """what size and overlap count: whitespace words, tokens of chunking.tokenizer, or characters"""
     tokenizer: Path | None = None
+    """unit tokenizer: the tokenizer.json whose tokens are counted"""
     include_title: bool = True
+    """index each chunk with its document's title before its text (spans and evidence still refer to the text alone)"""
     separators: list[str] | None = Field(None, description="recursive, markdown, html: the separators tried in "
                                                            "order (default: blank line, newline, space, character)")
     prepend_headings: bool = Field(False, description="markdown, html: prefix each chunk's index text with its "

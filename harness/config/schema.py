@@ -23,36 +23,55 @@ from .chunking import (MAX_CHUNK_UNITS, LIBRARY_STRATEGIES, RECURSIVE_STRATEGIES
 
 class CorpusConfig(Strict):
     path: Path
+    """the corpus: a JSONL file (may be .gz), a folder of documents, or a BEIR folder"""
     format: Literal["jsonl", "folder", "beir"] = "jsonl"
+    """jsonl: a document a line ({id, text, title?, metadata?}); folder: every .txt, .md, .html, .pdf and .docx file
+    under the folder, its id the file's path there; beir: a BEIR folder's corpus.jsonl"""
 
 
 class GoldColumns(Strict):
     """Which column of a CSV/TSV/Parquet golden set holds what (one row per judgment)."""
 
     query_id: str = "query_id"
+    """the column of the query id"""
     query: str = "query"
+    """the column of the query text"""
     doc: str = "doc_id"
+    """the column of the judged document's id (an empty cell: a query with no judgment)"""
     grade: str = "grade"
+    """the column of the grade, a whole number"""
     quote: str = "quote"
+    """the column of an evidence quote, located in its document"""
     start: str = "start"
+    """the column of an evidence span's start offset"""
     end: str = "end"
-    group: str = "group"  # the evidence group of the row's unit (docs/groups.md); the column is optional
+    """the column of an evidence span's end offset"""
+    group: str = "group"
+    """the column of the row's evidence group (docs/groups.md); the column is optional"""
     tags: list[str] = []
+    """columns kept as the query's tags (slices)"""
 
 
 class GoldsetConfig(Strict):
     path: Path
+    """the golden set: a native JSONL or YAML file, a BEIR folder, TREC qrels, or a CSV, TSV or Parquet table"""
     format: Literal["native", "beir", "trec", "csv", "tsv", "parquet"] = "native"
+    """native: harness's JSONL (queries, relevant documents, evidence); beir; trec (with queries); csv, tsv, parquet
+    (a row per judgment, see columns)"""
     columns: GoldColumns | None = Field(None, description="csv, tsv, parquet: the column of each field")
     split: str = "test"
+    """beir: the qrels split read (qrels/<split>.tsv)"""
     queries: Path | None = Field(None, description="trec format: the queries TSV (id<TAB>text)")
     evidence: Path | None = Field(None, description="beir format: optional evidence JSONL (SciFact style)")
 
 
 class CutoffConfig(Strict):
     k: int | None = Field(None, ge=1, le=MAX_RANK)
+    """the context window is the top k hits"""
     token_budget: int | None = Field(None, ge=1)
+    """the context window is as many hits, in rank order, as fit in this many tokens"""
     tokenizer: str = "words"
+    """token_budget: words (whitespace words), or the path of a tokenizer.json whose tokens are counted"""
 
     @model_validator(mode="after")
     def _one(self) -> "CutoffConfig":
@@ -74,16 +93,23 @@ class CutoffConfig(Strict):
 
 class EvaluationConfig(Strict):
     query_policy: Literal["exclude", "zero"] = "exclude"
+    """queries with no relevant item: exclude them from the means (listed), or count them as 0"""
     order: Literal["score", "rank"] = "score"
+    """score: hits ordered by score, ties by id descending (trec_eval); rank: by the ranks the retriever gave"""
 
 
 class DiagnosticsConfig(Strict):
     buried_after: int = Field(3, ge=1)
+    """evidence first ranked after this is buried_evidence"""
     edge: int = Field(2, ge=0)
+    """ranks at the top and at the end of the window that are not its middle"""
     middle_min_window: int = Field(6, ge=1)
+    """a window of at least this many chunks has a middle, where evidence counts as buried"""
     noisy_below: float = Field(0.2, ge=0, le=1)
+    """noisy_context: the window holds fewer relevant chunks than this share of min(k, relevant chunks)"""
     near_cutoff: int = Field(10, ge=1, description="beyond_cutoff ranks up to this many past the window count as 'just past'")
     on_gold_error: Literal["flag", "fail"] = "flag"
+    """flag: golden-set problems become goldset_error verdicts and warnings; fail: the run exits 2"""
 
 
 class RetrieverHitsConfig(Strict):
@@ -91,6 +117,8 @@ class RetrieverHitsConfig(Strict):
     hit contract): ``fail`` lists them and stops; ``skip`` drops them, counts them and lists them in results.json."""
 
     unplaceable: Literal["fail", "skip"] = "fail"
+    """hits that name no chunk of the corpus: fail stops the run listing each; skip drops them, counted and listed in
+    results.json"""
 
 
 class ExecutorConfig(Strict):
@@ -98,10 +126,12 @@ class ExecutorConfig(Strict):
     Ray cluster. It changes where the work runs, never the result: it is not part of the config hash."""
 
     kind: Literal["local", "ray"] = "local"
+    """where retrieval runs: local (this process) or ray (a Ray cluster, local or remote)"""
     address: str = Field("local", description="ray: 'local' starts a private Ray on this machine, 'auto' joins the "
                                               "cluster this machine is part of, 'ray://host:port' a remote one")
     num_workers: int = Field(1, ge=1, le=4096, description="ray: actors holding the index (per shard)")
     num_gpus_per_worker: float = Field(0, ge=0, le=64)
+    """ray: GPUs each actor reserves; encoding actors move their model there"""
     batch_size: int | None = Field(None, ge=1, description="ray: queries per task (default: the config's "
                                                            "batch_size, so query embeddings share the cache)")
     shards: int = Field(1, ge=1, le=4096, description="ray: split the index into this many slices, one per actor")
@@ -121,24 +151,38 @@ class ExecutorConfig(Strict):
 
 class ExperimentConfig(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """the experiment's name: its default output folder reports/<name>/ and its name in comparisons"""
     corpus: CorpusConfig
+    """the documents"""
     chunking: ChunkingConfig = ChunkingConfig()
+    """how documents are cut into chunks"""
     goldset: GoldsetConfig
+    """the golden set: queries, judgments, evidence"""
     retriever: dict[str, Any]
+    """the retriever: its kind and that kind's keys (see Retriever kinds below)"""
     cutoff: CutoffConfig = CutoffConfig(k=5)
+    """the context window that verdicts and the @window metrics judge: k or token_budget"""
     depth: int = Field(100, ge=1, le=MAX_RANK)
+    """hits kept per query; must cover every metric's cutoff and cutoff.k"""
     metrics: tuple[str, ...] = Field(DEFAULT_METRICS, min_length=1)
+    """metrics computed at both levels: canonical names or aliases (ndcg@10, P@5, MRR@10, ap...)"""
     evaluation: EvaluationConfig = EvaluationConfig()
+    """which queries count, and how hits are ordered"""
     diagnostics: DiagnosticsConfig = DiagnosticsConfig()
+    """the verdicts' settings"""
     retriever_hits: RetrieverHitsConfig = RetrieverHitsConfig()
+    """what a run does with hits that name no chunk"""
     output: Path | None = None
+    """the output folder (default reports/<name>/)"""
     batch_size: int = Field(256, ge=1)
+    """queries per retrieval batch"""
     sweep: dict[str, list[Any]] | None = None
-    # What a sweep ranks its runs by ("level.metric", one of metrics; default: the first metric at doc level).
+    """a grid, key path -> list of values (chunking.size: [1, 2, 4]): one run per point"""
     sweep_metric: str | None = None
-    # Choose the best run on another golden set (keys merged over goldset:, e.g. {split: train}), then report the
-    # best configuration on goldset:: no tuning on the test queries.
+    """what a sweep ranks its runs by: level.metric, one of metrics (default: the first metric at doc level)"""
     select_on: dict[str, Any] | None = None
+    """choose a sweep's best run on another golden set (keys merged over goldset, e.g. {split: train}), then report
+    it on goldset"""
 
     def unused_settings(self) -> list[str]:
         """Settings given that nothing reads: run and validate warn of them (a typo'd intent, not an error)."""
@@ -161,6 +205,7 @@ class ExperimentConfig(Strict):
             return "skip"
         return self.retriever_hits.unplaceable
     executor: ExecutorConfig = ExecutorConfig()
+    """where retrieval runs; not part of the config hash"""
 
     def output_dir(self) -> Path:
         """``output:``, else ``reports/<name>/``: both from the current folder (where harness runs), as --out is."""

@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 
 class Strict(BaseModel):
-    # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan).
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan). A field's docstring is
+    # its description: the config reference of the docs is generated from it.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)
 
     def settings_given(self) -> set[str]:
         """The fields the input set to something other than their default: a config written out whole

@@ -42,7 +42,7 @@ def _hit(row: dict, where: str, need_doc: bool) -> JsonlHit:
     if "score" not in row:
         raise KeyError("score")
     score = row["score"]
-    # A number, as the README and the API's readers say: a string ("1e400", "high") is not read as one
+    # A number, as docs/formats.md and the API's readers say: a string ("1e400", "high") is not read as one
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise TypeError(f"score {score!r} is not a number"[:200])
     if not is_finite_number(score):  # NaN, 1e400 (read as infinity), or an integer too large for a float

@@ -1,6 +1,6 @@
 """Output folders that never lose a user's data.
 
-Rules (README, "What a run writes"):
+Rules (docs/formats.md, "What a run writes"):
 - harness replaces only files it wrote itself. A folder it wrote holds a marker, ``.harness-output``, naming the
   run and listing every file the run wrote. Any other file in the folder is the user's and is never deleted or
   overwritten, not even with ``force``.

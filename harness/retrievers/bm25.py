@@ -24,9 +24,13 @@ from .ranking import top_k
 
 class AnalyzerConfig(Strict):
     lowercase: bool = True
+    """lower-case texts before tokenising"""
     pattern: str = r"\w+"
+    """the token regex (\\w+ and \\S+ are vectorised; another pattern runs per chunk)"""
     stopwords: Literal["none", "english"] = "none"
+    """none, or english (Lucene's list)"""
     stemmer: Literal["none", "english", "porter"] = "none"
+    """none, english (Snowball) or porter"""
 
     @field_validator("pattern")
     @classmethod
@@ -43,12 +47,18 @@ class AnalyzerConfig(Strict):
 class BM25Config(Strict):
     kind: Literal["bm25"] = "bm25"
     variant: Literal["okapi", "l", "plus"] = "okapi"
+    """rank-bm25's BM25Okapi, BM25L or BM25Plus"""
     k1: float = Field(1.5, ge=0)
+    """term-frequency saturation"""
     b: float = Field(0.75, ge=0, le=1)
+    """length normalisation: 0 none, 1 full"""
     epsilon: float = Field(0.25, ge=0, description="okapi: floor for negative idf, as a share of the mean idf")
     delta: float | None = Field(None, ge=0, description="l: default 0.5; plus: default 1.0")
     tokenizer: AnalyzerConfig = AnalyzerConfig()
+    """how chunk and query texts are tokenised"""
     backend: Literal["rank_bm25", "fast"] = "rank_bm25"
+    """rank_bm25: the reference library; fast: the same scores to 1e-9 from precomputed contributions, exact top k by
+    pruning, for large corpora and shards"""
 
 
 class BM25Retriever:

@@ -97,8 +97,11 @@ def _child_preflight(child: dict, where: str) -> list[str]:
 class HybridConfig(Composite, Strict):
     kind: Literal["hybrid"] = "hybrid"
     children: list[dict[str, Any]] = Field(min_length=1)
+    """the retrievers fused, each a retriever section; a child may add weight (default 1.0) and depth"""
     fusion: Literal["rrf", "minmax", "zscore"] = "rrf"
+    """rrf: sum of weight / (rrf_k + rank); minmax, zscore: weighted sum of the children's normalised scores"""
     rrf_k: float = Field(60, gt=0)
+    """RRF's k"""
     depth: int = Field(100, ge=1, le=MAX_RANK, description="hits taken from each child unless the child sets depth")
 
     def preflight(self, where: str) -> list[str]:
@@ -142,8 +145,11 @@ class HybridRetriever:
 
 class StageConfig(Strict):
     type: Literal["late-interaction", "cross-encoder"] = "late-interaction"
+    """late-interaction: MaxSim over a model's token embeddings; cross-encoder: a CrossEncoder model folder"""
     model: str = BUNDLED
+    """bundled:all-MiniLM-L6-v2, a local model folder, or hub:<name> (needs network)"""
     batch_size: int = Field(32, ge=1)
+    """texts per encoding batch"""
 
     def preflight(self, where: str) -> list[str]:
         problems = model_folder_problems(self.model, f"{where}.model")
@@ -155,9 +161,13 @@ class StageConfig(Strict):
 class RerankedConfig(Composite, Strict):
     kind: Literal["reranked"] = "reranked"
     child: dict[str, Any]
+    """the first-stage retriever section"""
     stage: StageConfig = StageConfig()
+    """the stage that re-scores the child's top hits"""
     top_n: int = Field(50, ge=1, le=MAX_RANK)
+    """how many of the child's hits are re-scored"""
     cache: bool = True
+    """cache token embeddings (late interaction), content-addressed"""
 
     def preflight(self, where: str) -> list[str]:
         return _child_preflight(self.child, f"{where}.child") + self.stage.preflight(f"{where}.stage")

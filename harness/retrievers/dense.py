@@ -21,21 +21,33 @@ from .ranking import rank_hits
 
 class HNSWConfig(Strict):
     M: int = Field(32, ge=4)
+    """graph neighbours per node"""
     efConstruction: int = Field(200, ge=8)
+    """candidate list size while building"""
     efSearch: int = Field(128, ge=8)
+    """candidate list size while searching"""
 
 
 class DenseConfig(Strict):
     kind: Literal["dense"] = "dense"
     model: str = BUNDLED
+    """bundled:all-MiniLM-L6-v2, a local sentence-transformers folder, or hub:<name> (needs network)"""
     query_prefix: str = ""
+    """text put before every query (e.g. 'query: ' for E5 models)"""
     passage_prefix: str = ""
+    """text put before every chunk"""
     normalize: bool = True
+    """L2-normalise embeddings, so the inner product is the cosine"""
     batch_size: int = Field(64, ge=1)
+    """texts per encoding batch"""
     max_length: int | None = Field(None, ge=8)
+    """truncate texts to this many model tokens (default: the model's own limit)"""
     index: Literal["flat", "hnsw"] = "flat"
+    """flat: exact inner-product search; hnsw: approximate (faiss HNSW)"""
     hnsw: HNSWConfig = HNSWConfig()
+    """index: hnsw settings"""
     cache: bool = True
+    """cache embeddings and HNSW graphs, content-addressed (see --cache-dir)"""
 
     def preflight(self, where: str) -> list[str]:
         """Problems a run would hit only when loading the model (see ``model_folder_problems``)."""

@@ -28,10 +28,13 @@ PREFLIGHT_LINES = 1_000  # the lines of an external run read first before any wo
 class ExternalConfig(Strict):
     kind: Literal["external"] = "external"
     path: Path
+    """the run file: TREC or JSONL, may be .gz"""
     format: Literal["trec", "jsonl", "auto"] = "auto"
+    """trec, jsonl, or auto: by the file's extension (.jsonl or .json: jsonl, else trec)"""
     # lenient: hits that name no chunk of the corpus are skipped and reported (results.json hit_problems), as
     # retriever_hits.unplaceable: skip does for the whole run; strict: they stop the run, each named.
     placement: Literal["strict", "lenient"] = "strict"
+    """strict: hits that name no chunk stop the run, each named; lenient: they are skipped and reported"""
 
     def preflight(self, where: str) -> list[str]:
         """The file exists. Its lines are read before any work by ``check_lines`` (once, wherever the retriever

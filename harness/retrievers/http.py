@@ -95,11 +95,13 @@ Headers = Annotated[dict[str, str], AfterValidator(lambda v: _no_secret_headers(
                     Field(default_factory=dict, description="constant headers (no secrets)")]
 HeadersEnv = Annotated[dict[str, EnvHeader | str], AfterValidator(lambda v: _env_names(v)),
                        Field(default_factory=dict, description="header -> environment variable (or {env, prefix})")]
-Concurrency = Annotated[int, Field(4, ge=1, le=256)]
-TimeoutS = Annotated[float, Field(10.0, gt=0, le=3600)]
-Retries = Annotated[int, Field(2, ge=0, le=20)]
-BackoffS = Annotated[float, Field(0.5, ge=0, le=60)]
-OnError = Annotated[Literal["fail", "skip"], Field("fail")]
+Concurrency = Annotated[int, Field(4, ge=1, le=256, description="requests in flight")]
+TimeoutS = Annotated[float, Field(10.0, gt=0, le=3600, description="seconds before a request times out")]
+Retries = Annotated[int, Field(2, ge=0, le=20, description="retries on 408, 429, 5xx, timeouts and connection errors")]
+BackoffS = Annotated[float, Field(0.5, ge=0, le=60, description="seconds before retry n: backoff_s x 2^n (a numeric "
+                                                                "Retry-After is honoured, at most 30 s)")]
+OnError = Annotated[Literal["fail", "skip"], Field("fail", description="a query whose request failed: fail stops the "
+                                                                       "run listing each; skip leaves it absent, named")]
 
 
 class LiveConfig(Strict):
@@ -118,7 +120,9 @@ class LiveConfig(Strict):
 class HttpConfig(LiveConfig):
     kind: Literal["http"] = "http"
     url: str
+    """the service's URL (http or https)"""
     method: Literal["POST", "GET"] = "POST"
+    """POST with body, or GET with params"""
     body: JsonValue = Field(default_factory=lambda: {"query": "{query}", "k": "{k}"},
                             description="POST: the JSON body; {query}, {k}, {query_id} are filled in")
     params: dict[str, str] = Field(default_factory=lambda: {"query": "{query}", "k": "{k}"},
@@ -126,6 +130,7 @@ class HttpConfig(LiveConfig):
     headers: Headers
     headers_env: HeadersEnv
     response: HitMapping = HitMapping()
+    """where the hits are in a response, and each hit's fields in a hit"""
     concurrency: Concurrency
     timeout_s: TimeoutS
     retries: Retries

@@ -28,19 +28,32 @@ from .vectorstore import (MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever
 
 class LanceConfig(VectorStoreConfig):
     kind: Literal["lancedb"] = "lancedb"
-    path: str | None = None  # the database folder; default a temporary one (build mode), removed after the run
+    path: str | None = None
+    """the database folder; build mode: default a temporary one, removed after the run"""
     table: str | None = Field(None, min_length=1)
-    column: str = "vector"  # the vector column (connect mode)
+    """the table; build mode: default a name harness derives from the vectors"""
+    column: str = "vector"
+    """the vector column (connect mode)"""
     search: Literal["vector", "fulltext"] = "vector"
-    text_column: str = "text"  # fulltext search: the indexed text column
+    """vector, or fulltext: LanceDB's BM25 over text_column (no model)"""
+    text_column: str = "text"
+    """search fulltext: the indexed text column"""
     index: Literal["flat", "ivf_flat", "ivf_pq", "ivf_hnsw_sq"] = "flat"
-    num_partitions: int | None = Field(None, ge=1)  # build: default LanceDB's choice (about sqrt of the rows)
-    num_sub_vectors: int | None = Field(None, ge=1)  # ivf_pq
-    m: int = Field(20, ge=4, le=512)  # ivf_hnsw_sq
+    """flat: exact search; ivf_flat, ivf_pq, ivf_hnsw_sq: approximate"""
+    num_partitions: int | None = Field(None, ge=1)
+    """IVF partitions built (default: LanceDB's choice, about the square root of the rows)"""
+    num_sub_vectors: int | None = Field(None, ge=1)
+    """ivf_pq: sub-vectors per vector"""
+    m: int = Field(20, ge=4, le=512)
+    """ivf_hnsw_sq: graph neighbours per node"""
     ef_construction: int = Field(300, ge=8, le=10_000)
-    nprobes: int = Field(20, ge=1)  # search-time
-    ef: int | None = Field(None, ge=1)  # search-time (hnsw)
-    refine_factor: int | None = Field(None, ge=1)  # search-time: re-rank refine_factor*k candidates exactly
+    """ivf_hnsw_sq: candidate list size while building"""
+    nprobes: int = Field(20, ge=1)
+    """partitions searched per query"""
+    ef: int | None = Field(None, ge=1)
+    """hnsw: candidate list size while searching"""
+    refine_factor: int | None = Field(None, ge=1)
+    """re-rank refine_factor x k candidates exactly"""
 
     @model_validator(mode="after")
     def _where(self):

@@ -57,12 +57,19 @@ class HitMapping(Strict):
     """Where the hits are in a response and where each hit field is in one hit (``null``: the field is not used)."""
 
     hits: str = "$.hits"
+    """the path of the list of hits in a response ($.hits, $.data.results)"""
     chunk_id: Optional[str] = "chunk_id"
+    """the path of a hit's chunk id (null: not used)"""
     doc_id: Optional[str] = "doc_id"
+    """the path of a hit's document id (null: not used)"""
     start: Optional[str] = "start"
+    """the path of a hit's span start (null: not used)"""
     end: Optional[str] = "end"
+    """the path of a hit's span end (null: not used)"""
     text: Optional[str] = "text"
+    """the path of a hit's text, located in its document (null: not used)"""
     score: str = "score"
+    """the path of a hit's score"""
 
     @field_validator("hits", "chunk_id", "doc_id", "start", "end", "text", "score")
     @classmethod

@@ -29,24 +29,36 @@ from .vectorstore import (MARKER_PREFIX, VectorStoreConfig, VectorStoreRetriever
 
 class PgHNSW(Strict):
     m: int = Field(16, ge=2, le=100)
+    """graph neighbours per node"""
     ef_construction: int = Field(64, ge=4, le=1000)
-    ef_search: int = Field(100, ge=1, le=1000)  # search-time
+    """candidate list size while building"""
+    ef_search: int = Field(100, ge=1, le=1000)
+    """candidate list size while searching (raised to depth: pgvector returns at most ef_search rows)"""
 
 
 class PgIVFFlat(Strict):
     lists: int = Field(100, ge=1, le=32768)
-    probes: int = Field(10, ge=1, le=32768)  # search-time
+    """inverted lists built"""
+    probes: int = Field(10, ge=1, le=32768)
+    """lists searched per query"""
 
 
 class PgvectorConfig(VectorStoreConfig):
     kind: Literal["pgvector"] = "pgvector"
-    dsn_env: str | None = None  # environment variable with the DSN (postgresql://...); else pgserver is started
-    path: str | None = None  # pgserver's data folder (kept); default a temporary one, removed after the run
+    dsn_env: str | None = None
+    """the environment variable holding the DSN (postgresql://...); without it a PostgreSQL is started with pgserver"""
+    path: str | None = None
+    """pgserver's data folder, kept; default a temporary one, removed after the run"""
     table: str | None = None
-    column: str = "embedding"  # the vector column
+    """the table; build mode: default a name harness derives from the vectors"""
+    column: str = "embedding"
+    """the vector column"""
     index: Literal["flat", "hnsw", "ivfflat"] = "flat"
+    """flat: exact search, no index; hnsw or ivfflat: approximate"""
     hnsw: PgHNSW = PgHNSW()
+    """index: hnsw settings"""
     ivfflat: PgIVFFlat = PgIVFFlat()
+    """index: ivfflat settings"""
 
     @model_validator(mode="after")
     def _names(self):

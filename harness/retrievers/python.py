@@ -7,7 +7,7 @@
 A hit is a mapping with the external JSONL run's hit fields (``chunk_id``, or ``doc_id`` + ``start``/``end``, or
 ``doc_id`` + ``text``, and ``score``) or an object with those attributes; it is placed on the run's chunks like
 every retriever's hit. ``path`` (a folder, relative to where harness runs) is searched first for the module, so an
-adapter can live beside the config. The README shows LangChain and LlamaIndex adapters.
+adapter can live beside the config. docs/retrievers.md shows LangChain and LlamaIndex adapters.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class PythonConfig(Strict):
     kind: Literal["python"] = "python"
     target: str = Field(description="module:function or module:Class")
     path: Path | None = None
+    """a folder to import target from (relative to the config)"""
     options: dict[str, JsonValue] = Field(default_factory=dict, description="keyword arguments of Class(...)")
 
     @field_validator("target")

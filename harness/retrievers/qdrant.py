@@ -28,20 +28,31 @@ UPLOAD_BATCH = 256
 
 class QdrantHNSW(Strict):
     m: int = Field(16, ge=4, le=512)
+    """graph neighbours per node"""
     ef_construct: int = Field(100, ge=4, le=10_000)
-    ef: int = Field(128, ge=1, le=100_000)  # search-time
+    """candidate list size while building"""
+    ef: int = Field(128, ge=1, le=100_000)
+    """candidate list size while searching"""
 
 
 class QdrantConfig(VectorStoreConfig):
     kind: Literal["qdrant"] = "qdrant"
-    path: str | None = None  # a local folder, or ":memory:" (the default when neither path nor url is given)
+    path: str | None = None
+    """a local folder, or :memory: (the default when neither path nor url is given)"""
     url: str | None = None
-    api_key_env: str | None = None  # the environment variable holding the API key (never the key itself)
+    """a Qdrant server, http(s)://host:port"""
+    api_key_env: str | None = None
+    """the environment variable holding the API key (never the key itself)"""
     collection: str | None = Field(None, min_length=1)
-    vector_name: str | None = None  # a named vector of the collection (connect mode)
+    """the collection; build mode: default a name harness derives from the vectors"""
+    vector_name: str | None = None
+    """a named vector of the collection (connect mode)"""
     index: Literal["flat", "hnsw"] = "flat"
+    """flat: exact search; hnsw: approximate"""
     hnsw: QdrantHNSW = QdrantHNSW()
+    """index: hnsw settings (a server only: local mode always searches exactly)"""
     filter: dict[str, Any] | None = None
+    """a Qdrant payload filter applied to every search"""
 
     @field_validator("url")
     @classmethod

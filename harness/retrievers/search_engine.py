@@ -29,11 +29,17 @@ class SourceFields(Strict):
     """Where each hit field is in one entry of ``hits.hits`` (``null``: not used)."""
 
     chunk_id: Optional[str] = "_source.chunk_id"
+    """where a hit's chunk id is in an entry of hits.hits (null: not used)"""
     doc_id: Optional[str] = "_source.doc_id"
+    """where a hit's document id is (null: not used)"""
     start: Optional[str] = "_source.start"
+    """where a hit's span start is (null: not used)"""
     end: Optional[str] = "_source.end"
+    """where a hit's span end is (null: not used)"""
     text: Optional[str] = None
+    """where a hit's text is, located in its document (null: not used)"""
     score: str = "_score"
+    """where a hit's score is"""
 
     @field_validator("chunk_id", "doc_id", "start", "end", "text", "score")
     @classmethod
@@ -44,10 +50,13 @@ class SourceFields(Strict):
 class SearchEngineConfig(LiveConfig):
     kind: Literal["elasticsearch", "opensearch"]
     url: str = "http://localhost:9200"
+    """the cluster's URL"""
     index: str
+    """the index searched"""
     field: str = Field("text", description="the field the default match query searches")
     query: JsonValue = Field(None, description="the query DSL; default {match: {<field>: '{query}'}}")
     fields: SourceFields = SourceFields()
+    """where each hit field is in an entry of hits.hits"""
     headers: Headers
     headers_env: HeadersEnv = Field(description="e.g. Authorization: {env: ES_API_KEY, prefix: 'ApiKey '}")
     concurrency: Concurrency

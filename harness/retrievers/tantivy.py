@@ -29,6 +29,7 @@ _WORD = re.compile(r"\w+")
 class TantivyConfig(Strict):
     kind: Literal["tantivy"] = "tantivy"
     tokenizer: Literal["default", "en_stem"] = "en_stem"
+    """tantivy's analyzer: default, or en_stem (English stemming)"""
     heap_mb: int = Field(128, ge=16, le=4096, description="the index writer's memory budget")
     threads: int = Field(1, ge=1, le=64, description="indexing threads")
     on_disk: bool = Field(False, description="build the index in a temporary folder instead of memory")

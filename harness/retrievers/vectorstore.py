@@ -36,10 +36,15 @@ class FieldMap(Strict):
     """Which record fields name the chunk (connect mode): chunk_id, or doc_id + start + end, or doc_id + text."""
 
     chunk_id: str | None = None
+    """the record field holding the chunk id"""
     doc_id: str | None = None
+    """the record field holding the document id"""
     start: str | None = None
+    """the record field holding the span start"""
     end: str | None = None
+    """the record field holding the span end"""
     text: str | None = None
+    """the record field holding the text, located in its document"""
 
     @model_validator(mode="after")
     def _enough(self):
@@ -57,16 +62,27 @@ class VectorStoreConfig(Strict):
     """The fields every vector-database kind has; the encoder fields are ``dense``'s."""
 
     mode: Literal["build", "connect"] = "build"
+    """build: harness creates and fills the collection or table; connect: search an existing one, read-only"""
     model: str = BUNDLED
+    """the encoder: bundled:all-MiniLM-L6-v2, a local folder, or hub:<name>; in connect mode, the model the
+    collection was filled with"""
     query_prefix: str = ""
+    """text put before every query"""
     passage_prefix: str = ""
+    """text put before every chunk"""
     normalize: bool = True
+    """L2-normalise embeddings"""
     batch_size: int = Field(64, ge=1)
+    """texts per encoding batch"""
     max_length: int | None = Field(None, ge=8)
+    """truncate texts to this many model tokens (default: the model's own limit)"""
     cache: bool = True
+    """cache embeddings, shared with dense"""
     # dot = dense's inner product (the same ranking as `dense`); cosine divides by the norms.
     metric: Literal["dot", "cosine"] = "dot"
-    fields: FieldMap | None = None  # connect mode: how a record names its chunk
+    """dot: the inner product (dense's ranking); cosine: divided by the norms"""
+    fields: FieldMap | None = None
+    """connect mode: which record fields name the chunk (chunk_id, or doc_id + start + end, or doc_id + text)"""
 
     @model_validator(mode="after")
     def _mode_fields(self):

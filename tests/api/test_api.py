@@ -1,4 +1,4 @@
-"""The Python API (README, "Python API"): the README's example runs as written and prints what the README shows;
+"""The Python API (docs/python-api.md): the page's example runs as written and prints what the page shows;
 each function gives the numbers of an independent computation (pytrec_eval, RRF spelled out as sums of
 1/(k+rank), scipy's paired t-test) and the same numbers as the CLI; a wrong argument is a HarnessError naming it,
 never an AttributeError, KeyError or TypeError from deep inside; ``import harness`` stays light."""
@@ -92,18 +92,19 @@ def test_public_names():
         harness.nope  # noqa: B018
 
 
-# ---- the README example runs as written ---------------------------------------------------------------------------
+# ---- the documented example runs as written -----------------------------------------------------------------------
 
-def readme_cells() -> list[tuple[str, str | None]]:
-    """(python code, the text block right after it or None) for every python block under '## Python API'."""
+API_PAGE = ROOT / "docs" / "python-api.md"
+
+
+def page_cells() -> list[tuple[str, str | None]]:
+    """(python code, the text block right after it or None) for every python block of docs/python-api.md."""
     blocks: list[tuple[str, list[str], bool]] = []  # (language, lines, only blank lines since the previous block)
     inside, fence, gap_blank = False, None, True
-    for line in (ROOT / "README.md").read_text().split("\n"):
+    for line in API_PAGE.read_text(encoding="utf-8").split("\n"):
         if not inside:
-            inside = line == "## Python API"
+            inside = line == "# Python API"
             continue
-        if fence is None and line.startswith("## "):  # the next section (a '## ' inside a fence is output)
-            break
         if fence is None and line.startswith("```"):
             fence = (line[3:].strip(), [], gap_blank)
         elif fence is not None and line == "```":
@@ -113,7 +114,7 @@ def readme_cells() -> list[tuple[str, str | None]]:
             fence[1].append(line)
         elif line.strip():
             gap_blank = False
-    assert inside, "README.md has no '## Python API' section"
+    assert inside, "docs/python-api.md has no '# Python API' title"
     cells = []
     for i, (language, lines, _) in enumerate(blocks):
         if language == "python":
@@ -123,15 +124,15 @@ def readme_cells() -> list[tuple[str, str | None]]:
     return cells
 
 
-def test_readme_python_api_example_runs_as_written(monkeypatch):
+def test_documented_python_api_example_runs_as_written(monkeypatch):
     from harness.retrievers import REGISTRY, base, kinds
 
-    cells = readme_cells()
+    cells = page_cells()
     assert len(cells) >= 4 and all(shown is not None for _, shown in cells)
     monkeypatch.chdir(ROOT)
     before = set(kinds())  # the built-in kinds, loaded: only what the example adds is removed after it
     # The cells share one module, as a notebook's cells share __main__ (pydantic resolves annotations through it).
-    module = types.ModuleType("readme_python_api")
+    module = types.ModuleType("docs_python_api")
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace = module.__dict__
     try:
@@ -139,7 +140,7 @@ def test_readme_python_api_example_runs_as_written(monkeypatch):
             out = io.StringIO()
             with contextlib.redirect_stdout(out), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                exec(compile(code, f"README.md Python API cell {n}", "exec"), namespace)
+                exec(compile(code, f"docs/python-api.md cell {n}", "exec"), namespace)
             assert out.getvalue() == shown, f"cell {n} printed:\n{out.getvalue()}"
     finally:
         for name in set(REGISTRY) - before:  # the example registers a kind: leave the registry as it was

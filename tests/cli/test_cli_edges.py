@@ -64,7 +64,7 @@ USAGE_ERRORS = [
     usage("unknown-option-compare", ["compare", "a.json", "b.json", "--metrik", "x"], "No such option: --metrik"),
     usage("unknown-option-top", ["--verbose"], "Usage: harness [OPTIONS] COMMAND", "No such option: --verbose"),
     # missing argument / option
-    # (arguments named as the README names them: CONFIG, RESULTS; typer wrote {config}, {results})
+    # (arguments named as the docs name them: CONFIG, RESULTS; typer wrote {config}, {results})
     usage("missing-argument-run", ["run"], "Usage: harness run [OPTIONS] {{CONFIG}}", "Error: Missing argument 'CONFIG'"),
     usage("missing-argument-gate", ["gate"], "Usage: harness gate [OPTIONS] {{RESULTS}}",
           "Error: Missing argument 'RESULTS'"),

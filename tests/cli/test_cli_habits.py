@@ -69,7 +69,7 @@ def test_run_format_json_prints_the_saved_summary(tmp_path):
     saved = json.loads((tmp_path / "o" / "results.json").read_text())
     assert printed["summary"] == saved["summary"]
     assert printed["results"] == str(tmp_path / "o" / "results.json")
-    assert round(printed["summary"]["doc"]["ndcg@10"], 4) == 0.8767  # the demo number the README states
+    assert round(printed["summary"]["doc"]["ndcg@10"], 4) == 0.8767  # the demo number docs/python-api.md states
 
 
 def test_run_format_typo_is_a_usage_error(tmp_path):
@@ -240,7 +240,7 @@ def test_sweep_key_errors(case, tmp_path):
 
 
 def test_sweep_metric_may_be_a_window_metric(tmp_path):
-    """A run's summary always has the window metrics (the README's example is chunk.recall@window), so a sweep can
+    """A run's summary always has the window metrics (the docs' example is chunk.recall@window), so a sweep can
     rank by one without listing it under metrics:."""
     result = harness("validate", demo_config(tmp_path, sweep="{retriever.k1: [1, 2]}",
                                              sweep_metric="chunk.recall@window"))

@@ -288,7 +288,7 @@ def test_a_runs_own_chunk_level_trec_file_imports_as_an_external_run(tmp_path):
 
 
 def test_a_config_written_out_whole_and_run_again_says_nothing_unused():
-    """`harness.run(config.resolved())` (the README's pattern) warned of chunking.unit, chunking.tokenizer and
+    """`harness.run(config.resolved())` (the pattern of docs/python-api.md) warned of chunking.unit, chunking.tokenizer and
     cutoff.tokenizer: the dump writes every default, which read as settings the user chose."""
     import warnings
 

@@ -140,7 +140,7 @@ def test_bad_input_exits_2_with_a_located_line(case, tmp_path):
 
 
 def test_fix_keeps_how_a_span_was_found(files, tmp_path):
-    """README: check --fix writes a re-anchored span back with its how and score (a newcomer found them dropped)."""
+    """docs/goldsets.md: check --fix writes a re-anchored span back with its how and score (a newcomer found them dropped)."""
     gold, old, new = files
     rows = [json.loads(line) for line in gold.read_text().splitlines()]
     for row in rows:

@@ -1,5 +1,5 @@
 """Publishing a run's outputs is all or nothing, and a file harness wrote that someone changed since is not silently
-replaced (README, "What a run writes"; harness/io/outdir.py, harness/io/outmarker.py).
+replaced (docs/formats.md, "What a run writes"; harness/io/outdir.py, harness/io/outmarker.py).
 
 A rename that fails is simulated by patching os.replace (a test cannot rely on chattr +i): the previous outputs stay
 byte for byte, the error is one line naming the file and the reason, exit 2, and no staging or backup is left."""

@@ -1,6 +1,6 @@
 """Output folders never lose a user's data, and an interrupted run leaves nothing behind.
 
-Rules under test (README, "What a run writes"; harness/io/outdir.py): harness replaces only files it wrote (listed in
+Rules under test (docs/formats.md, "What a run writes"; harness/io/outdir.py): harness replaces only files it wrote (listed in
 the folder's .harness-output marker), refuses any other non-empty folder unless --force, never overwrites or
 deletes a file it did not write (not even with --force), never writes outside the output folder, allows one run
 per folder at a time, and on SIGINT/SIGTERM exits 130/143 with nothing half-written left behind."""

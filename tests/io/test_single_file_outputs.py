@@ -384,7 +384,7 @@ def test_gate_writes_its_summary_and_junit_together(run, tmp_path, monkeypatch):
 
 
 def test_goldset_commands_never_write_over_a_run_output(run, tmp_path):
-    """README: no command but `report` writes over a file a run's marker lists; --force does not change that (the
+    """docs/formats.md: no command but `report` writes over a file a run's marker lists; --force does not change that (the
     next run into the folder would stop: changed since harness wrote it). The same words as gate --summary."""
     import shutil
 
