@@ -69,8 +69,8 @@ def harness_inprocess(*args, cwd: Path | str = ROOT, input: str | None = None) -
     setting), in ``cwd``, with its own stdin/stdout/stderr and plain Python's warning filters; the environment,
     cwd and streams are restored after. An exception the CLI lets through prints a traceback and exits 1, as the
     interpreter does."""
-    from harness.cli.main.main import app
-    from harness.cli.main.boundary import run_app
+    from harness.cli.main import app
+    from harness.cli.boundary import run_app
 
     argv = ["harness", *map(str, args)]
     saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, os.getcwd(), dict(os.environ))

@@ -252,7 +252,7 @@ def test_sweep_metric_may_be_a_window_metric(tmp_path):
 def test_flags_read_as_flags_and_every_command_has_an_example():
     import typer.main
 
-    from harness.cli.main.main import app
+    from harness.cli.main import app
 
     root = typer.main.get_command(app)
     for name in [None, *root.commands]:

@@ -15,7 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from clihelp import ROOT
-from harness.cli.main.main import app
+from harness.cli.main import app
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 GROUP = typer.main.get_command(app)

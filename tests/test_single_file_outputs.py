@@ -388,7 +388,7 @@ def test_goldset_commands_never_write_over_a_run_output(run, tmp_path):
     next run into the folder would stop: changed since harness wrote it). The same words as gate --summary."""
     import shutil
 
-    from harness.cli.main.goldset import _out_ok
+    from harness.cli.goldset import _out_ok
     from harness.core.errors import InputError
 
     folder = tmp_path / "r"

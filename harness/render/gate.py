@@ -6,11 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import Sequence
 
 from ..result.outcomes import GateResult
-
-
-def _cell(text: str) -> str:
-    # Rule names are user text: a '|' or a newline would break the Markdown table.
-    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+from .fmt import md, md_code
 
 
 def summary_markdown(name: str, results: Sequence[GateResult]) -> str:
@@ -20,9 +16,10 @@ def summary_markdown(name: str, results: Sequence[GateResult]) -> str:
     verdict = "PASS" if not failed else f"FAIL ({failed} of {checked} {'checked ' if skipped else ''}rules)"
     if skipped:
         verdict += f", {skipped} rule{'s' if skipped > 1 else ''} SKIPPED"
-    head = f"## Retrieval gate for `{_cell(name)}`: {verdict}"
+    head = f"## Retrieval gate for {md_code(name)}: {verdict}"
     icon = lambda r: "⏭️ SKIPPED" if r.skipped else ("✅" if r.passed else "❌")
-    rows = [f"| {icon(r)} | {_cell(r.rule.name)} | {_cell(r.message)} |" for r in results]
+    # Rule names, slice tags and values are user text: escaped as report.md escapes them.
+    rows = [f"| {icon(r)} | {md(r.rule.name)} | {md(r.message)} |" for r in results]
     return "\n".join([head, "", "| | rule | observed |", "|---|---|---|", *rows]) + "\n"
 
 
