@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from harness.render.fmt import md
+from clihelp import demo_config, harness as run_harness
 from resultfactory import fake_result
 
 
@@ -29,3 +32,30 @@ def test_gate_and_compare_markdown_escape_user_text_as_report_md_does():
     out = to_markdown(compare_runs([run, other], ["ndcg@10"]))
     assert "<b>" not in out.replace("\\<b>", "") and "| b | doc.ndcg@10 |" in out
     assert f"| {md(tag)}={md(value)} |" in out
+
+
+@pytest.mark.parametrize("module, body, said", [  # a module name each: the CLI runs in this interpreter
+    ("quit_zero", "sys.exit(0)", "called sys.exit(0)"),
+    ("quit_text", "raise SystemExit('bye')", "called sys.exit('bye')"),
+    ("quit_ctrl_c", "raise KeyboardInterrupt", "raised KeyboardInterrupt"),
+])
+def test_a_python_retriever_that_exits_of_its_own_fails_the_run(tmp_path, module, body, said):
+    (tmp_path / f"{module}.py").write_text(f"import sys\n\n\ndef search(texts, k):\n    {body}\n")
+    config = demo_config(tmp_path, retriever=f"{{kind: python, target: '{module}:search', path: {tmp_path}}}")
+    # A KeyboardInterrupt is told from a Ctrl-C by the CLI's signal handlers, which a real process installs.
+    proc = run_harness("run", config, "--out", tmp_path / "out", "-q", fresh="Keyboard" in body)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith(f"error: retriever.kind 'python' ({module}:search) failed in retrieve: " + said)
+    assert last.endswith(f"{module}.py:5)") and not (tmp_path / "out").exists()
+
+
+def test_through_the_api_a_retrievers_own_exit_is_a_harness_error_not_the_end_of_the_interpreter(tmp_path):
+    import harness
+    from harness.core.errors import HarnessError
+
+    (tmp_path / "quitter2.py").write_text("import sys\n\n\ndef search(texts, k):\n    sys.exit(3)\n")
+    config = demo_config(tmp_path, retriever=f"{{kind: python, target: 'quitter2:search', path: {tmp_path}}}")
+    with pytest.raises(HarnessError, match=r"quitter2:search\) failed in retrieve: called sys.exit\(3\)") as exc:
+        harness.run(harness.load_config(config), progress=False)
+    assert exc.value.exit_code == 2
