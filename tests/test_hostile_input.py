@@ -59,3 +59,13 @@ def test_through_the_api_a_retrievers_own_exit_is_a_harness_error_not_the_end_of
     with pytest.raises(HarnessError, match=r"quitter2:search\) failed in retrieve: called sys.exit\(3\)") as exc:
         harness.run(harness.load_config(config), progress=False)
     assert exc.value.exit_code == 2
+
+
+def test_a_csv_golden_set_with_a_cell_over_128_kib_is_read(tmp_path):
+    from harness.config.schema import GoldsetConfig
+    from harness.gold.load import read_goldset
+
+    long_query = "why " * 60_000  # 240,000 characters: past the csv module's default 131,072 per field
+    (tmp_path / "gold.csv").write_text(f'query_id,query,doc_id,grade\nq1,"{long_query}",d1,1\nq2,short,d2,2\n')
+    queries = read_goldset(GoldsetConfig(path=tmp_path / "gold.csv", format="csv"))
+    assert [(q.query_id, len(q.text)) for q in queries] == [("q1", len(long_query.strip())), ("q2", 5)]
