@@ -16,7 +16,7 @@ from harness.retrievers.bm25 import BM25Config, FastBM25, RankBM25
 from harness.retrievers.bm25_index import BM25Index
 from harness.retrievers.bm25_tokens import _table, tokenize_corpus
 from harness.retrievers.ranking import merge_shard_lists, top_k
-from harness.text.analysis.analysis import Analyzer
+from harness.text.analysis import Analyzer
 
 # ---- tokenisation -----------------------------------------------------------------------------------------------
 

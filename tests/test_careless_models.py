@@ -26,7 +26,7 @@ def model():
 
 
 def test_a_models_tokenizer_json_counts_real_tokens(model, tmp_path):
-    from harness.text.analysis.analysis import TokenCounter
+    from harness.text.analysis import TokenCounter
 
     counter = TokenCounter(f"{model}/tokenizer.json")
     text = "word " * 300

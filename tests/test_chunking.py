@@ -1,8 +1,8 @@
 from hypothesis import given, strategies as st
 
-from harness.text.analysis.chunking import chunk_documents
+from harness.text.chunking import chunk_documents
 from harness.config.schema import ChunkingConfig
-from harness.text.analysis.analysis import sentence_spans
+from harness.text.analysis import sentence_spans
 from harness.core.types import Document
 
 texts = st.lists(st.sampled_from(["Alpha beta.", "Gamma delta epsilon!", "Zeta?", "eta theta", "\n\n", " ", "iota."]),

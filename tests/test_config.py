@@ -115,7 +115,7 @@ def test_metric_parameter_given_twice_and_inf_floats(tmp_path):
 
 
 def test_bad_token_pattern_is_a_config_error_and_analyzer_checks_when_built(tmp_path):
-    from harness.text.analysis.analysis import Analyzer
+    from harness.text.analysis import Analyzer
 
     msg = problems_of(tmp_path, BASE.replace("kind: bm25", "kind: bm25, tokenizer: {pattern: '[a-'}"))
     assert "retriever.tokenizer.pattern: not a valid regular expression: unterminated character set" in msg

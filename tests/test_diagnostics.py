@@ -198,7 +198,7 @@ def test_ties_at_the_cutoff_resolve_by_chunk_id(tmp_path):
 def test_diagnose_reads_plain_data_and_names_a_query_absent_from_the_run(tmp_path):
     """No pipeline object: the golden set, its problems, the settings, ranked lists and judgments are all it needs.
     A query the run has no ranking for says so, instead of 'nor in the top 0 retrieved'."""
-    from harness.diagnostics.verdicts.verdicts import diagnose
+    from harness.diagnostics.verdicts import diagnose
     from harness.gold.resolve import chunk_qrels, doc_qrels
 
     p = setup(tmp_path, [{"id": "q", "query": "rotate", "relevant": [EVIDENCE]},
@@ -220,13 +220,13 @@ class _Gold:
 
 
 def _advice(verdicts):
-    from harness.diagnostics.verdicts.verdicts import _Tally, advice
+    from harness.diagnostics.verdicts import _Tally, advice
 
     return advice(_Tally(dict(enumerate(verdicts)), _Gold()), _Gold())
 
 
 def test_advice_suggests_a_smaller_window_only_where_it_keeps_the_evidence():
-    from harness.diagnostics.verdicts.verdicts import _v
+    from harness.diagnostics.verdicts import _v
 
     at_end = [_v("buried_evidence", "", {"rank": r, "position": "end"}) for r in (4, 5, 5)]
     (line,) = [a for a in _advice(at_end + [_v("ok", "")]) if a.startswith("evidence buried")]
@@ -239,7 +239,7 @@ def test_advice_suggests_a_smaller_window_only_where_it_keeps_the_evidence():
 
 
 def test_noise_advice_leaves_out_queries_with_nothing_relevant_in_the_window():
-    from harness.diagnostics.verdicts.verdicts import _v
+    from harness.diagnostics.verdicts import _v
 
     noise = lambda p: {"noisy_context": {"chunk_precision": p}}
     misses = [_v("missing_document", "", {"where": "not_retrieved", **noise(0.0)}, ["noisy_context"])] * 3
@@ -250,7 +250,7 @@ def test_noise_advice_leaves_out_queries_with_nothing_relevant_in_the_window():
 
 
 def test_near_cutoff_advice_names_one_rank_once():
-    from harness.diagnostics.verdicts.verdicts import _v
+    from harness.diagnostics.verdicts import _v
 
     one = [_v("missing_document", "", {"where": "beyond_cutoff", "near": True, "first_rank": 15})]
     (line,) = [a for a in _advice(one) if "just past" in a]

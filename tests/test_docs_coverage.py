@@ -119,7 +119,7 @@ def test_help_has_an_example_and_shows_every_choice(name):
     ("gate", ("verdict",))])
 def test_help_lists_registry_choices(name, expected):
     """Read from the registries when help is shown: a kind registered later shows up by itself."""
-    from harness.diagnostics.verdicts.verdicts import FLAGS, KINDS
+    from harness.diagnostics.verdicts import FLAGS, KINDS
     from harness.retrievers import kinds
 
     output = CliRunner().invoke(app, [name, "--help"], env=WIDE, prog_name="harness").output

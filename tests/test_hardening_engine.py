@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from clihelp import DEMO, ROOT, Case, assert_input_error, demo_config, harness, run_case
-from harness.text.analysis.chunking import chunk_documents
+from harness.text.chunking import chunk_documents
 from harness.config.schema import MAX_RANK, ChunkingConfig, CorpusConfig
 from harness.io.documents import load_corpus
-from harness.text.analysis.analysis import SPACE_CODE_POINTS, paragraph_spans, sentence_spans, word_spans
+from harness.text.analysis import SPACE_CODE_POINTS, paragraph_spans, sentence_spans, word_spans
 
 # --------------------------------------------------------------------------------------------------------------
 # The chunkers before they were made linear: the reference their spans must equal byte for byte.
@@ -121,7 +121,7 @@ texts = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
 @settings(max_examples=400, deadline=None)
 @given(texts, st.sampled_from(CONFIGS + [ChunkingConfig(strategy="none")]))
 def test_chunks_equal_the_old_implementation_on_random_text(text, cfg):
-    from harness.text.analysis.chunking import chunk_spans
+    from harness.text.chunking import chunk_spans
 
     assert chunk_spans(text, cfg) == old_chunk_spans(text, cfg)
     assert sentence_spans(text) == old_sentence_spans(text)

@@ -255,7 +255,7 @@ def test_every_demo_results_json_validates_and_round_trips(config, tmp_path):
 
 
 def test_schema_literals_follow_the_diagnostics():
-    from harness.diagnostics.verdicts.verdicts import FLAGS, KINDS
+    from harness.diagnostics.verdicts import FLAGS, KINDS
     from harness.result.model import FlagCounts, Kind, KindCounts, KindShares
 
     assert typing.get_args(Kind) == KINDS

@@ -129,7 +129,7 @@ def test_diagnose_gives_the_same_verdicts_from_lazy_hits(seed):
     one from the fully made lists, over random rankings, windows, evidence spans, grades and absent queries."""
     from harness.config.schema import DiagnosticsConfig
     from harness.core.types import GoldSet, Judgment, Query, Span
-    from harness.diagnostics.verdicts.verdicts import diagnose
+    from harness.diagnostics.verdicts import diagnose
     from harness.gold.resolve import chunk_qrels, doc_qrels
 
     rng = random.Random(seed)

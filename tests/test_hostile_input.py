@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -69,3 +70,80 @@ def test_a_csv_golden_set_with_a_cell_over_128_kib_is_read(tmp_path):
     (tmp_path / "gold.csv").write_text(f'query_id,query,doc_id,grade\nq1,"{long_query}",d1,1\nq2,short,d2,2\n')
     queries = read_goldset(GoldsetConfig(path=tmp_path / "gold.csv", format="csv"))
     assert [(q.query_id, len(q.text)) for q in queries] == [("q1", len(long_query.strip())), ("q2", 5)]
+
+
+BIG = "9" * 5000  # past the 4,300 digits Python turns into an int
+
+
+def test_a_json_integer_past_4300_digits_is_one_located_line_in_every_reader(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text(f'{{"doc_id": "d1", "text": "hello world", "n": {BIG}}}\n')
+    (tmp_path / "gold.jsonl").write_text(f'{{"id": "q1", "query": "hello", "relevant": [{{"doc": "d1", '
+                                         f'"grade": {BIG}}}]}}\n')
+    (tmp_path / "cfg.yaml").write_text("name: t\ncorpus: {path: corpus.jsonl}\ngoldset: {path: gold.jsonl}\n"
+                                       "retriever: {kind: bm25}\n")
+    proc = run_harness("run", "cfg.yaml", "--out", "out", "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    said = "holds an integer of 5,000 digits, past the 4,300 that are read"
+    assert f"corpus.jsonl:1: {said}" in proc.stderr and f"gold.jsonl:1: {said}" in proc.stderr
+    (tmp_path / "run.jsonl").write_text(f'{{"query_id": "q1", "hits": [{{"doc_id": "d1", "score": {BIG}}}]}}\n')
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    proc = run_harness("eval", "qrels.txt", "run.jsonl", "-m", "ndcg@10", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and f"run.jsonl:1: {said}" in proc.stderr
+
+
+def test_a_results_json_and_a_dict_holding_a_huge_integer_are_refused_in_words(tmp_path):
+    import json
+
+    import harness
+    from harness.core.errors import InputError
+
+    from resultfactory import fake_result
+    data = json.loads(fake_result("r", [0.5], ["ok"]).to_json())
+    text = json.dumps(data).replace('"depth": 10', f'"depth": {BIG}', 1)
+    assert BIG in text
+    (tmp_path / "results.json").write_text(text)
+    from harness.result.read import load_result
+    with pytest.raises(InputError, match=r"results.json:1: not valid JSON \(holds an integer of 5,000 digits"):
+        load_result(tmp_path / "results.json")
+    with pytest.raises(InputError, match=r"qrels\['q1'\]\['d1'\]: grade an integer of 5,001 digits is out of range"):
+        harness.evaluate({"q1": {"d1": 10 ** 5000}}, {"q1": {"d1": 1.0}}, ["ndcg@10"])
+    with pytest.raises(InputError, match=r"run\['q1'\]\['d1'\]: score an integer of 5,001 digits is not a finite"):
+        harness.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 10 ** 5000}}, ["ndcg@10"])
+
+
+def test_one_number_rule_across_inputs(tmp_path):
+    """2.0 is the whole number 2 in a native golden set (JSON and YAML) as in qrels and CSV; "2" is text in a
+    config, refused as true is."""
+    import harness
+    from harness.config.schema import GoldsetConfig
+    from harness.core.errors import ConfigError
+    from harness.gold.load import read_goldset
+
+    (tmp_path / "g.jsonl").write_text('{"id": "q1", "query": "a", "relevant": [{"doc": "d1", "grade": 2.0, '
+                                      '"evidence": [{"start": 0.0, "end": 3.0}]}]}\n')
+    (tmp_path / "g.yaml").write_text("- id: q1\n  query: a\n  relevant: [{doc: 1.10, grade: 2.0}]\n")
+    (tmp_path / "g.csv").write_text("query_id,query,doc_id,grade\nq1,a,d1,2.0\n")
+    (tmp_path / "q.txt").write_text("q1 0 d1 2.0\n")
+    (tmp_path / "queries.tsv").write_text("q1\ta\n")
+    grades = {}
+    for name, fmt in [("g.jsonl", "native"), ("g.yaml", "native"), ("g.csv", "csv"), ("q.txt", "trec")]:
+        queries = read_goldset(GoldsetConfig(path=tmp_path / name, format=fmt,
+                                             queries=tmp_path / "queries.tsv" if fmt == "trec" else None))
+        grades[name] = [(j.doc_id, j.grade, type(j.grade)) for q in queries for j in q.relevant]
+    assert grades == {"g.jsonl": [("d1", 2, int)], "g.yaml": [("1.10", 2, int)], "g.csv": [("d1", 2, int)],
+                      "q.txt": [("d1", 2, int)]}
+    span = read_goldset(GoldsetConfig(path=tmp_path / "g.jsonl"))[0].relevant[0].evidence[0]
+    assert (span.start, span.end, type(span.start)) == (0, 3, int)
+    (tmp_path / "g.jsonl").write_text('{"id": "q1", "query": "a", "relevant": [{"doc": "d1", "grade": 2.5}]}\n')
+    with pytest.raises(Exception, match=r"'grade' must be a whole number, got 2.5"):
+        read_goldset(GoldsetConfig(path=tmp_path / "g.jsonl"))
+    for value, said in [('"2"', "is text here (quoted); this setting takes a number"), ("true", "is a boolean here")]:
+        (tmp_path / "c.yaml").write_text(demo_config(tmp_path).read_text().replace("size: 2", f"size: {value}"))
+        with pytest.raises(ConfigError, match=r"chunking.size: " + re.escape(said)):
+            harness.load_config(tmp_path / "c.yaml")
+    (tmp_path / "c.yaml").write_text(demo_config(tmp_path).read_text().replace("size: 2", "size: '${SIZE_X}'"))
+    os.environ["SIZE_X"] = "3"  # a ${VAR} that is the whole value reads as the number it spells
+    try:
+        assert harness.load_config(tmp_path / "c.yaml").chunking.size == 3
+    finally:
+        del os.environ["SIZE_X"]

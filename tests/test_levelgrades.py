@@ -110,7 +110,7 @@ def test_a_run_judged_by_columns_equals_one_judged_by_dicts():
     """Verdicts, levels and hit records of the demo with the pipeline's columns and with plain dicts."""
     from conftest import ROOT
     from harness.config.schema import load_config
-    from harness.diagnostics.verdicts.verdicts import diagnose
+    from harness.diagnostics.verdicts import diagnose
     from harness.hits.parquet import RunHits
     from harness.metrics.spec import parse_metrics
     from harness.pipeline.assemble import prepare

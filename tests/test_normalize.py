@@ -3,7 +3,7 @@
 import random
 import unicodedata
 
-from harness.text.analysis.normalize import LooseText, find_loose, normalise
+from harness.text.normalize import LooseText, find_loose, normalise
 from harness.gold.locate import locate
 
 

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
-from ..core.schema import MAX_RANK, Strict, format_validation_error  # noqa: F401  (re-exported)
+from ..core.schema import MAX_RANK, EnvText, Strict, format_validation_error  # noqa: F401  (re-exported)
 from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, parse_metrics
 
 
@@ -212,6 +212,8 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _interpolate(node: Any, path: str, problems: list[str]) -> Any:
+    if isinstance(node, str) and _ENV.fullmatch(node) and node[2:-1] in os.environ:
+        return EnvText(os.environ[node[2:-1]])  # a number setting reads it as the number it spells
     if isinstance(node, str):
         def sub(m: re.Match) -> str:
             if m[1] not in os.environ:

@@ -13,6 +13,16 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 
+# Text pydantic would read as a number. Not 1e-3: YAML 1.1 reads a plain exponent without a dot as text, so it is
+# taken as the number the user wrote (a float setting) or said how to write (an integer setting).
+_NUMERIC = re.compile(r"[+-]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9]+)|[+-]?(?:inf|nan)", re.I)
+
+
+class EnvText(str):
+    """A config value that was one ``${VAR}`` and nothing else: text the environment gave, which a number setting
+    reads as the number it spells (``depth: ${DEPTH}``)."""
+
+
 class Strict(BaseModel):
     # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan).
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -26,14 +36,20 @@ class Strict(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_booleans_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        """pydantic reads true as 1 for a number (``cutoff.k: true`` ran with k = 1, ``k1: true`` with 1.0): YAML
-        makes true, yes and on booleans, so a boolean where a number belongs is a mistake, said as one."""
-        if isinstance(value, bool) and info.field_name in cls.model_fields:
+    def _numbers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """The number rule (``core.ids.whole``) for settings: pydantic reads true as 1 for a number
+        (``cutoff.k: true`` ran with k = 1, ``k1: true`` with 1.0) and "2" as 2, where the strict config means to
+        refuse both: YAML makes true, yes and on booleans, and a quoted "2" is text. A ``${VAR}`` that is the whole
+        value is read as the number it holds (an environment variable is always text)."""
+        if isinstance(value, (bool, str)) and not isinstance(value, EnvText) and info.field_name in cls.model_fields:
             annotation = cls.model_fields[info.field_name].annotation
-            if _accepts(annotation, (int, float)) and not _accepts(annotation, (bool,)):
+            if not _accepts(annotation, (int, float)) or _accepts(annotation, (type(value),)):
+                return value
+            if isinstance(value, bool):
                 raise ValueError("is a boolean here (YAML reads true/false, yes/no, on/off as booleans); this "
                                  "setting takes a number")
+            if _NUMERIC.fullmatch(value.strip()):  # other text gets pydantic's own "should be a valid number"
+                raise ValueError("is text here (quoted); this setting takes a number: write it without quotes")
         return value
 
 

@@ -11,15 +11,14 @@ Quoted cells may span lines (the csv module reads them); messages name the row's
 from __future__ import annotations
 
 import csv
-import re
 from pathlib import Path
 from typing import Iterator
 
 from ..config.schema import GoldColumns, GoldsetConfig
 from ..core.errors import GoldSetError
+from ..core.ids import whole, whole_text
 from ..io.textfile import read_utf8, require_file
 
-_WHOLE = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 
 
 def _rows(path: Path, fmt: str, problems: list[str]) -> Iterator[tuple[str, dict]]:
@@ -107,11 +106,11 @@ def _cell(row: dict, column: str | None) -> object:
 def whole_number(value: object) -> object:
     """A table's text "2" or "2.0" (ASCII digits) as the integer it is; anything else as it is (validation names
     it). The one reading of a number in a table: golden-set tables and judging sheets (``goldset merge``)."""
-    if isinstance(value, str) and _WHOLE.fullmatch(value):
-        return int(value.split(".")[0])  # not through a float: 99999999999999999999 stays itself (and is refused)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    if isinstance(value, str):
+        # not through a float: 99999999999999999999 stays itself (and is refused by its range)
+        return value if whole_text(value) is None else whole_text(value)
+    number = whole(value)  # a Parquet cell: the one number rule
+    return value if number is None else number
 
 
 def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
-from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem
+from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem, whole_text
 from ..io.jsonl import one_document, parse_line
 from ..io.textfile import read_utf8, require_file, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
@@ -25,11 +25,12 @@ def _grade(text: str) -> int | str:
     Only whole numbers (2, -1, 1.0) read the same both ways; any other is an error rather than a guess."""
     whole = _WHOLE.fullmatch(text)
     if whole:
-        value = int(whole.group(1))
-        if not -GRADE_LIMIT < value < GRADE_LIMIT:
-            return f"relevance {text} is out of range (|grade| < 2**31)"
+        value = whole_text(text)  # None past 30 digits: out of range, and not turned into an int at all
+        if value is None or not -GRADE_LIMIT < value < GRADE_LIMIT:
+            return f"relevance {text[:40]}{'...' if len(text) > 40 else ''} is out of range (|grade| < 2**31)"
         return value
-    lead = re.match(r"[+-]?[0-9]+", text)
+    text = text if len(text) <= 40 else text[:40] + "..."
+    lead = re.match(r"[+-]?[0-9]{1,30}", text)
     try:
         number = text.isascii() and "_" not in text and float(text)
     except ValueError:

@@ -28,6 +28,7 @@ from pydantic import AfterValidator, Field, JsonValue, field_validator, model_va
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
+from ..io.jsonl import loads
 from .urls import service_url_problem
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
@@ -263,7 +264,7 @@ class HttpEngine:
         ranked, dropped = None, 0
         if response is not None:
             try:
-                data = json.loads(response.content)
+                data = loads(response.content)
             except (ValueError, RecursionError) as exc:
                 error = f"the response is not JSON ({type(exc).__name__}: {str(exc)[:80]})"
             else:
