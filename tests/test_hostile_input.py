@@ -147,3 +147,28 @@ def test_one_number_rule_across_inputs(tmp_path):
         assert harness.load_config(tmp_path / "c.yaml").chunking.size == 3
     finally:
         del os.environ["SIZE_X"]
+
+
+@pytest.mark.parametrize("query, named", [("api_key=abc123", "api_key"), ("q=x&access_token=t0k", "access_token"),
+                                          ("X-Amz-Signature=f00&page=1", "X-Amz-Signature"), ("apiKey=s3cr3t", "apiKey"),
+                                          ("password=hunter2", "password")])
+def test_a_secret_in_an_http_urls_query_is_refused_as_user_pass_is(tmp_path, query, named):
+    config = demo_config(tmp_path, retriever=f"{{kind: http, url: 'http://localhost:8000/search?{query}'}}")
+    proc = run_harness("validate", config)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"retriever.url: the URL must not carry credentials (query parameter {named}): put them in headers_env" \
+        in proc.stderr
+    assert query.split("=")[-1] not in proc.stderr  # the value is never echoed
+
+
+def test_ordinary_query_parameters_stay_accepted():
+    from harness.retrievers.urls import secret_params
+
+    assert secret_params("keywords=a&author=b&monkey=1&page=2&top_k=5&q=token") == []
+
+
+def test_user_pass_in_an_http_url_is_not_echoed_either(tmp_path):
+    config = demo_config(tmp_path, retriever="{kind: http, url: 'http://me:hunter2@localhost:8000/search'}")
+    proc = run_harness("validate", config)
+    assert proc.returncode == 2 and "the URL must not carry credentials" in proc.stderr
+    assert "hunter2" not in proc.stderr

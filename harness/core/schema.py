@@ -71,6 +71,10 @@ def _accepts(annotation: Any, types: tuple[type, ...]) -> bool:
 # beyond any corpus a run can rank, and small enough that nothing sized by it overflows or allocates gigabytes.
 MAX_RANK = 1_000_000
 
+# Said by a validator refusing a value that holds a secret (a URL with user:pass@ or ?api_key=): the value is then
+# never repeated in the message.
+CREDENTIALS = "must not carry credentials"
+
 _EXPONENT = re.compile(r"^[+-]?[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]+$")
 
 
@@ -113,7 +117,7 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix
             problems.append(f"{path}: required key is missing")
             continue
         got = err.get("input")
-        got_text = "" if isinstance(got, dict) else f" (got {got!r})"
+        got_text = "" if isinstance(got, dict) or CREDENTIALS in msg else f" (got {got!r})"
         if err["type"] == "int_parsing" and isinstance(got, str) and _EXPONENT.match(got.strip()):
             got_text += "; YAML reads a number like 1e8 as text: write it out (100000000)"
         problems.append(f"{path}: {msg}{got_text}")
