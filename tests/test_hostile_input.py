@@ -8,7 +8,7 @@ import re
 import pytest
 
 from harness.render.fmt import md
-from clihelp import demo_config, harness as run_harness
+from clihelp import DEMO, demo_config, harness as run_harness
 from resultfactory import fake_result
 
 
@@ -187,3 +187,25 @@ def test_matplotlibs_own_warnings_do_not_reach_stderr(recwarn):
     finally:
         plt.close(fig)
     assert [str(w.message) for w in recwarn if "Glyph" in str(w.message)] == []
+
+
+def test_thousands_of_metric_names_validate_in_linear_time_and_are_summarised(tmp_path):
+    """20,000 names: 0.4 s each way (measured); 5,000 valid ones took 9.9 s before (a list searched per name) and
+    5,000 invalid ones made an 849 KB message."""
+    import time
+
+    from harness.config.schema import parse_config
+    from harness.core.errors import ConfigError
+
+    base = {"name": "t", "corpus": {"path": str(DEMO / "corpus.jsonl")}, "depth": 20_000,
+            "goldset": {"path": str(DEMO / "goldset.jsonl")}, "retriever": {"kind": "bm25"}}
+    t0 = time.perf_counter()
+    config = parse_config(dict(base, metrics=[f"ndcg@{k}" for k in range(1, 20_001)]))
+    assert len(config.metrics) == 20_000
+    with pytest.raises(ConfigError) as exc:
+        parse_config(dict(base, metrics=[f"nope{k}@5" for k in range(20_000)]))
+    assert time.perf_counter() - t0 < 8  # quadratic, the valid list alone took minutes
+    lines = str(exc.value).splitlines()
+    assert len(lines) == 22 and len(str(exc.value)) < 5_000  # the head, 20 problems, the count
+    assert lines[1].startswith("  - metrics: ") and "nope0@5" in lines[1]
+    assert lines[-1] == "  - ... and 19,980 more invalid metric names"

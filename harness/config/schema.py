@@ -334,6 +334,16 @@ def _rank_problems(config: ExperimentConfig, specs: list) -> list[str]:
     return problems
 
 
+SHOWN_PROBLEMS = 20  # a list longer than this is its first ones and a count: 20,000 bad names made a 228 KB line
+
+
+def summarised(problems: list[str], what: str) -> list[str]:
+    """``problems``, or its first ``SHOWN_PROBLEMS`` and how many more ``what`` there are."""
+    if len(problems) <= SHOWN_PROBLEMS + 1:
+        return problems
+    return problems[:SHOWN_PROBLEMS] + [f"... and {len(problems) - SHOWN_PROBLEMS:,} more {what}"]
+
+
 def parse_config(data: Any, source: str = "<config>", base: Path | None = None) -> ExperimentConfig:
     """Validate a config mapping; every problem is reported in one ConfigError."""
     from ..retrievers import validate_retriever_config
@@ -357,12 +367,12 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
         try:
             specs = parse_metrics([str(m) for m in metrics])
         except MetricError as exc:
-            problems += [f"metrics: {p}" for p in exc.problems]
+            problems += summarised([f"metrics: {p}" for p in dict.fromkeys(exc.problems)], "invalid metric names")
         else:
             if config is not None:
                 problems += _rank_problems(config, specs) + _sweep_problems(config, specs)
     if problems:
-        raise ConfigError(f"{source}: invalid config", sorted(set(problems), key=problems.index))
+        raise ConfigError(f"{source}: invalid config", summarised(list(dict.fromkeys(problems)), "problems"))
     assert config is not None
     return config
 
