@@ -209,3 +209,147 @@ def test_thousands_of_metric_names_validate_in_linear_time_and_are_summarised(tm
     assert len(lines) == 22 and len(str(exc.value)) < 5_000  # the head, 20 problems, the count
     assert lines[1].startswith("  - metrics: ") and "nope0@5" in lines[1]
     assert lines[-1] == "  - ... and 19,980 more invalid metric names"
+
+
+def test_a_folder_file_whose_name_is_not_utf8_is_skipped_and_named(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "refunds.txt").write_text("Refunds take five days.")
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "w") as fh:  # Latin-1 bytes in the name
+        fh.write("Coffee is served all day.")
+    (tmp_path / "gold.jsonl").write_text('{"id": "q1", "query": "how long do refunds take", '
+                                         '"relevant": [{"doc": "refunds.txt"}]}\n')
+    (tmp_path / "cfg.yaml").write_text("name: t\ncorpus: {path: docs, format: folder}\ngoldset: {path: gold.jsonl}\n"
+                                       "retriever: {kind: bm25}\nmetrics: [hit@5]\ndepth: 5\n")
+    proc = run_harness("run", "cfg.yaml", "--out", "out", "-q", cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert (f"warning: {folder}/caf\\xe9.txt: its name is not UTF-8 (a document id is the file's path); rename the "
+            f"file to read it; skipped") in proc.stderr.splitlines()
+    import json
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["corpus"]["documents"] == 1 and results["summary"]["doc"]["hit@5"] == 1.0
+
+
+# ---- size limits: every reader is bounded (docs/limits.md) ------------------------------------------------------
+
+def _peak_mb(call) -> tuple[float, BaseException | None]:
+    """The peak of Python-allocated memory while ``call`` runs (MB), and what it raised."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+        raised = None
+    except BaseException as exc:  # noqa: BLE001 (returned to the test)
+        raised = exc
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return peak, raised
+
+
+HUGE_LINE = 100 * 2**20  # 100 MB of one line, a 100 KB .gz: past a 2 MB limit
+
+
+def _gz(path, head: bytes, filler: bytes, tail: bytes = b"\n") -> None:
+    import gzip
+
+    with gzip.open(path, "wb", compresslevel=1) as fh:
+        fh.write(head)
+        for _ in range(HUGE_LINE // 2**20):
+            fh.write(filler * (2**20 // len(filler)))
+        fh.write(tail)
+
+
+def test_a_gz_corpus_golden_set_and_run_holding_one_huge_line_are_refused_with_memory_bounded(tmp_path, monkeypatch):
+    from harness.config.schema import CorpusConfig, GoldsetConfig
+    from harness.gold.load import read_goldset
+    from harness.io.documents import load_corpus
+    from harness.io.limits import TooLarge
+    from harness.io.runfiles import read_run
+
+    monkeypatch.setenv("HARNESS_MAX_LINE_MB", "2")
+    monkeypatch.setenv("HARNESS_MAX_EXTRACTED_MB", "4")
+    _gz(tmp_path / "corpus.jsonl.gz", b'{"doc_id": "d1", "text": "', b"a")
+    _gz(tmp_path / "gold.jsonl.gz", b'{"id": "q1", "query": "', b"a")
+    _gz(tmp_path / "run.trec.gz", b"q1 Q0 d", b"1")
+    _gz(tmp_path / "gold.csv.gz", b"query_id,query,doc_id,grade\nq1,", b"a", b",d1,1\n")
+    cases = [(lambda: load_corpus(CorpusConfig(path=tmp_path / "corpus.jsonl.gz")), "corpus.jsonl.gz:1: a line"),
+             (lambda: read_goldset(GoldsetConfig(path=tmp_path / "gold.jsonl.gz")), "gold.jsonl.gz:1: a line"),
+             (lambda: read_run(tmp_path / "run.trec.gz"), "run.trec.gz: a line"),
+             (lambda: read_goldset(GoldsetConfig(path=tmp_path / "gold.csv.gz", format="csv")),
+              "gold.csv.gz: its decompressed text")]
+    for call, where in cases:
+        peak, raised = _peak_mb(call)
+        assert isinstance(raised, TooLarge) and where in str(raised), (where, raised)
+        assert "MB line limit; set HARNESS_MAX_LINE_MB" in str(raised) or "MB extracted limit" in str(raised)
+        # The 100 MB line is never held whole (2-3 GB before, for a multi-GB line): a run is read in 64 MB blocks,
+        # so its bound is a block and the line limit; the others hold at most the limit.
+        assert peak < (80 if "run" in where else 30), (where, peak)
+
+
+def test_the_cli_refuses_a_huge_line_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_MAX_LINE_MB", "2")
+    _gz(tmp_path / "run.trec.gz", b"q1 Q0 d", b"1")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    proc = run_harness("eval", "qrels.txt", "run.trec.gz", "-m", "ndcg@10", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "error: run.trec.gz: a line is larger than the 2 MB line limit; set HARNESS_MAX_LINE_MB")
+
+
+def test_a_docx_that_inflates_past_the_limit_is_refused_before_it_is_inflated(tmp_path, monkeypatch):
+    import zipfile
+
+    from harness.io.extract import extract
+    from harness.io.limits import TooLarge
+
+    monkeypatch.setenv("HARNESS_MAX_EXTRACTED_MB", "4")
+    bomb = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("word/document.xml", " " * HUGE_LINE)
+    assert bomb.stat().st_size < 200_000
+    peak, raised = _peak_mb(lambda: extract(bomb))
+    assert isinstance(raised, TooLarge) and peak < 10, (raised, peak)
+    assert str(raised) == f"{bomb}: its content (100 MB inflated) is larger than the 4 MB extracted limit; set " \
+                          f"HARNESS_MAX_EXTRACTED_MB (megabytes) to read it"
+    monkeypatch.setenv("HARNESS_MAX_DOCUMENT_MB", "1")
+    (tmp_path / "long.txt").write_text("word " * 300_000)
+    with pytest.raises(TooLarge, match=r"long.txt: the file is larger than the 1 MB document limit"):
+        extract(tmp_path / "long.txt")
+
+
+def test_an_http_answer_past_max_response_mb_fails_its_query_without_being_read_whole(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import harness
+    from harness.core.errors import HarnessError
+
+    class Huge(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            try:
+                self.wfile.write(b'{"hits": [' + b" " * (8 * 2**20) + b"]}")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Huge)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/search"
+        config = demo_config(tmp_path, retriever=f"{{kind: http, url: '{url}', max_response_mb: 1, retries: 0}}")
+        with pytest.raises(HarnessError, match=r"the response body is larger than the 1 MB limit "
+                                               r"\(retriever.max_response_mb\)") as exc:
+            harness.run(harness.load_config(config))
+        assert "q01" in str(exc.value)
+    finally:
+        server.shutdown()
+        server.server_close()
