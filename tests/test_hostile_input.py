@@ -353,3 +353,36 @@ def test_an_http_answer_past_max_response_mb_fails_its_query_without_being_read_
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_registered_kind_that_exits_while_indexing_is_a_harness_error_naming_it(tmp_path):
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    import harness
+    from harness.core.errors import HarnessError
+    from harness.retrievers import base
+
+    class Quits(BaseModel):
+        kind: Literal["quits"] = "quits"
+
+    class Retriever:
+        def __init__(self, config, context):
+            pass
+
+        def index(self, chunks):
+            raise SystemExit(0)
+
+        def retrieve(self, queries, k):
+            return []
+
+    harness.register_retriever("quits", Quits, Retriever)
+    try:
+        config = harness.load_config(demo_config(tmp_path, retriever="{kind: quits}"))
+        with pytest.raises(HarnessError, match=r"retriever.kind 'quits' \(.*\) failed in index: called sys.exit\(0\)"
+                           ) as exc:
+            harness.run(config)
+        assert exc.value.exit_code == 2
+    finally:
+        del base.REGISTRY["quits"]
