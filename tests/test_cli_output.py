@@ -238,8 +238,7 @@ def test_gate_summary_markdown(tmp_path):
         "|---|---|---|\n"
         "| ❌ | doc.ndcg@10 >= 0.75 | doc.ndcg@10 is 0.7103 over 3 queries |\n"
         "| ✅ | doc.rr@10 >= 0.6 | doc.rr@10 is 0.6111 over 3 queries |\n"
-        "| ❌ | missing_document share \\<= 0.5 | missing_document share is 0.667 (2 queries) |\n"  # \\< shows as <
-
+        "| ❌ | missing_document share <= 0.5 | missing_document share is 0.667 (2 queries) |\n"
         "| ⏭️ SKIPPED | no significant regression of doc.ndcg@10 beyond 0.02 | regression rules need --baseline "
         "(a results.json of the main branch) |\n")
     assert (proc.returncode, proc.stdout) == (1, expected), proc.stderr

@@ -15,9 +15,10 @@ def e(value) -> str:
     return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
-# Characters that start HTML (<), an entity, a link, code, emphasis or a table cell; '_' only where it could open or
-# close emphasis (CommonMark never does so inside a word, so snake_case ids stay readable).
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<&|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# Characters that start HTML, an entity, a link, code, emphasis or a table cell; '<' except before '=', a space or a
+# digit, which open no tag, comment or autolink (a rule's "<= 0.5" stays as written); '_' only where it could open
+# or close emphasis (CommonMark never does so inside a word, so snake_case ids stay readable).
+_MD_SPECIAL = re.compile(r"[\\`*\[\]&|]|<(?![=\s0-9]|$)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def md(value) -> str:
