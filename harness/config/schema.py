@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
-from ..core.schema import MAX_RANK, Strict, format_validation_error  # noqa: F401  (re-exported)
+from ..core.schema import MAX_RANK, EnvText, Strict, format_validation_error  # noqa: F401  (re-exported)
 from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, parse_metrics
 from .chunking import (MAX_CHUNK_UNITS, LIBRARY_STRATEGIES, RECURSIVE_STRATEGIES, DEFAULT_SEPARATORS, NEWER_CHUNKING_KEYS, ChunkingConfig)  # noqa: F401  (re-exported)
 
@@ -230,6 +230,8 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _interpolate(node: Any, path: str, problems: list[str]) -> Any:
+    if isinstance(node, str) and _ENV.fullmatch(node) and node[2:-1] in os.environ:
+        return EnvText(os.environ[node[2:-1]])  # a number setting reads it as the number it spells
     if isinstance(node, str):
         def sub(m: re.Match) -> str:
             if m[1] not in os.environ:
@@ -352,6 +354,16 @@ def _rank_problems(config: ExperimentConfig, specs: list) -> list[str]:
     return problems
 
 
+SHOWN_PROBLEMS = 20  # a list longer than this is its first ones and a count: 20,000 bad names made a 228 KB line
+
+
+def summarised(problems: list[str], what: str) -> list[str]:
+    """``problems``, or its first ``SHOWN_PROBLEMS`` and how many more ``what`` there are."""
+    if len(problems) <= SHOWN_PROBLEMS + 1:
+        return problems
+    return problems[:SHOWN_PROBLEMS] + [f"... and {len(problems) - SHOWN_PROBLEMS:,} more {what}"]
+
+
 def parse_config(data: Any, source: str = "<config>", base: Path | None = None) -> ExperimentConfig:
     """Validate a config mapping; every problem is reported in one ConfigError."""
     from ..retrievers import validate_retriever_config
@@ -375,12 +387,12 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
         try:
             specs = parse_metrics([str(m) for m in metrics])
         except MetricError as exc:
-            problems += [f"metrics: {p}" for p in exc.problems]
+            problems += summarised([f"metrics: {p}" for p in dict.fromkeys(exc.problems)], "invalid metric names")
         else:
             if config is not None:
                 problems += _rank_problems(config, specs) + _sweep_problems(config, specs)
     if problems:
-        raise ConfigError(f"{source}: invalid config", sorted(set(problems), key=problems.index))
+        raise ConfigError(f"{source}: invalid config", summarised(list(dict.fromkeys(problems)), "problems"))
     assert config is not None
     return config
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .errors import InputError
-from .ids import GRADE_LIMIT, id_problem, is_finite_number
+from .ids import GRADE_LIMIT, id_problem, is_finite_number, shown, whole
 
 MAX_SHOWN = 20
 RANK_LIMIT = 2**62  # a rank is stored as int64
@@ -47,23 +47,22 @@ def checked_id(value: Any, what: str, where: str, problems: list[str]) -> str | 
 def grade_value(value: Any) -> int | str:
     """The grade ``value`` holds, or why it holds none."""
     value = plain(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # 1.0 is 1, as in a qrels file
-    if isinstance(value, bool) or not isinstance(value, int):
-        return f"expected a whole-number grade, got {value!r}"
-    if not -GRADE_LIMIT < value < GRADE_LIMIT:
-        return f"grade {value} is out of range (|grade| < 2**31)"
-    return value
+    grade = whole(value)  # 1.0 is 1, as in a qrels file
+    if grade is None:
+        return f"expected a whole-number grade, got {shown(value)}"
+    if not -GRADE_LIMIT < grade < GRADE_LIMIT:
+        return f"grade {shown(grade)} is out of range (|grade| < 2**31)"
+    return grade
 
 
 def score_value(value: Any) -> float | str:
     value = plain(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"expected a number as score, got {value!r}"
+        return f"expected a number as score, got {shown(value)}"
     if value != value:
         return "a NaN score has no place in a ranking"
     if not is_finite_number(value):  # inf, or an int too large for a float
-        return f"score {value!r} is not a finite number: an infinite score has no place in a ranking"
+        return f"score {shown(value)} is not a finite number: an infinite score has no place in a ranking"
     return float(value)
 
 
@@ -75,31 +74,31 @@ def checked_nested(data: Mapping, name: str, inner: str, value: Callable[[Any], 
     out: dict[str, dict[str, Any]] = {}
     good_docs: set[str] = set()  # string doc ids already checked: a doc recurs across queries
     for raw_q, docs in data.items():
-        where = f"{name}[{raw_q!r}]"
+        where = f"{name}[{shown(raw_q)}]"
         qid = checked_id(raw_q, "query id", where, problems)
         if not isinstance(docs, Mapping):
-            problems.append(f"{where}: expected a dict {inner}, got {type(docs).__name__} {docs!r}"[:300])
+            problems.append(f"{where}: expected a dict {inner}, got {type(docs).__name__} {shown(docs)}"[:300])
             continue
         if qid is None:
             continue
         if qid in out:
-            problems.append(f"{where}: query id {qid!r} is given twice (as a string and as a number)")
+            problems.append(f"{where}: query id {shown(qid)} is given twice (as a string and as a number)")
             continue
         hits: dict[str, Any] = {}
         for raw_d, raw_v in docs.items():
             if type(raw_d) is str and raw_d in good_docs:
                 doc: str | None = raw_d
             else:
-                doc = checked_id(raw_d, "document id", f"{where}[{raw_d!r}]", problems)
+                doc = checked_id(raw_d, "document id", f"{where}[{shown(raw_d)}]", problems)
                 if doc is not None and type(raw_d) is str:
                     good_docs.add(doc)
             v = raw_v if fast(raw_v) else value(raw_v)
             if isinstance(v, str):
-                problems.append(f"{where}[{raw_d!r}]: {v}{hint(raw_v)}")
+                problems.append(f"{where}[{shown(raw_d)}]: {v}{hint(raw_v)}")
             if doc is None or isinstance(v, str):
                 continue
             if doc in hits:
-                problems.append(f"{where}[{raw_d!r}]: document id {doc!r} is given twice (as a string and as a number)")
+                problems.append(f"{where}[{shown(raw_d)}]: document id {shown(doc)} is given twice (as a string and as a number)")
                 continue
             hits[doc] = v
         out[qid] = hits
@@ -150,20 +149,20 @@ def checked_lists(data: Any, name: str) -> dict[str, list[tuple[str, float]]]:
     problems: list[str] = []
     out: dict[str, list[tuple[str, float]]] = {}
     for raw_q, hits in data.items():
-        where = f"{name}[{raw_q!r}]"
+        where = f"{name}[{shown(raw_q)}]"
         qid = checked_id(raw_q, "query id", where, problems)
         if isinstance(hits, (str, bytes, Mapping)) or not isinstance(hits, (list, tuple)):
             problems.append(f"{where}: expected a list of (doc_id, score) pairs, got {type(hits).__name__} "
-                            f"{hits!r}"[:300])
+                            f"{shown(hits)}"[:300])
             continue
         if qid is not None and qid in out:
-            problems.append(f"{where}: query id {qid!r} is given twice (as a string and as a number)")
+            problems.append(f"{where}: query id {shown(qid)} is given twice (as a string and as a number)")
             continue
         pairs: list[tuple[str, float]] = []
         for i, pair in enumerate(hits):
             at = f"{where}[{i}]"
             if isinstance(pair, (str, bytes)) or not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                problems.append(f"{at}: expected a (doc_id, score) pair, got {pair!r}"[:300])
+                problems.append(f"{at}: expected a (doc_id, score) pair, got {shown(pair)}"[:300])
                 continue
             doc = checked_id(pair[0], "document id", at, problems)
             score = score_value(pair[1])
@@ -187,15 +186,15 @@ def checked_ranks(ranks: Any, lists: Mapping, name: str) -> dict[str, list[int]]
     by_id = {str(plain(key)): value for key, value in ranks.items()}  # keyed as the lists' ids are read: 1 is "1"
     for raw_q, hits in lists.items():
         given = by_id.get(str(plain(raw_q)))
-        where = f"{name}[{raw_q!r}]"
+        where = f"{name}[{shown(raw_q)}]"
         listed = isinstance(given, (list, tuple, np.ndarray))
         if not listed or isinstance(hits, (str, bytes, Mapping)) or len(given) != len(hits):
-            problems.append(f"{where}: expected {len(hits)} rank(s), one per hit, got {given!r}"[:300])
+            problems.append(f"{where}: expected {len(hits)} rank(s), one per hit, got {shown(given)}"[:300])
             continue
         values = [plain(r) for r in given]
         bad = [r for r in values if not is_rank(r)]
         if bad:
-            problems.append(f"{where}: a rank is a whole number, got {bad[0]!r}")
+            problems.append(f"{where}: a rank is a whole number, got {shown(bad[0])}")
             continue
         out[str(plain(raw_q))] = values
     raise_problems(name, "cannot read the ranks", problems)

@@ -72,13 +72,41 @@ def crash_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})"
 
 
+def own_exit(exc: BaseException) -> bool:
+    """``exc`` is an exit user code raised of its own (``sys.exit()``, ``raise SystemExit``, or a
+    ``KeyboardInterrupt`` with no Ctrl-C behind it), not a signal: a failure of that code, never the end of the
+    command. Without the CLI's handlers (a library user's process) a ``KeyboardInterrupt`` may be their Ctrl-C and
+    is left as it is."""
+    from . import interrupt
+
+    if isinstance(exc, interrupt.Terminated):
+        return False
+    if isinstance(exc, SystemExit):
+        return True
+    return isinstance(exc, KeyboardInterrupt) and interrupt._CLI is not None and interrupt.received() is None
+
+
+def exit_line(exc: BaseException) -> str:
+    """An own exit of user code in words: ``called sys.exit(3)`` or ``raised KeyboardInterrupt``, and where."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    what = f"called sys.exit({exc.code!r})" if type(exc) is SystemExit else f"raised {type(exc).__name__}"
+    return what + (f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else "")
+
+
 def guarded_call(call, failed: str, error: type[HarnessError] = HarnessError):
     """``call()``, with a crash of code harness does not own (a plugin's, a user's function) raised as one ``error``
     line, ``failed`` (what failed, and where) then ``crash_line``; harness's own errors and interrupts pass as they
-    are."""
+    are. User code that exits of its own (``own_exit``) fails the same way, with exit status 2: a ``sys.exit(0)`` in
+    a retriever must not end a CI job green with no output."""
     try:
         return call()
-    except (HarnessError, KeyboardInterrupt, MemoryError):
+    except (HarnessError, MemoryError):
         raise
+    except (SystemExit, KeyboardInterrupt) as exc:
+        if not own_exit(exc):
+            raise
+        raise (error if error.exit_code == 2 else InputError)(f"{failed}: {exit_line(exc)}") from None
     except Exception as exc:
         raise error(f"{failed}: {crash_line(exc)}") from exc

@@ -38,7 +38,9 @@ def id_problem(value: object, what: str) -> str | None:
     """Why ``value`` cannot be an id (``what`` names it, as in "document id"), or None. A string or an integer:
     a float, bool, list or mapping would be written back differently from how the user wrote it."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return f"{what} must be a string, got {type(value).__name__} {value!r}"
+        return f"{what} must be a string, got {type(value).__name__} {shown(value)}"
+    if isinstance(value, int) and value.bit_length() > 200:  # str() of one past 4,300 digits is a ValueError
+        return f"{what} is {shown(value)}: not an id"
     text = str(value)
     if not text:
         return f"{what} is empty"
@@ -54,6 +56,47 @@ def is_whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+class NumberText(str):
+    """A number as a YAML golden set wrote it (``2.0``), kept as its text so an id written ``1.10`` stays itself;
+    ``whole`` reads it as the number it is where a number belongs."""
+
+
+_WHOLE_TEXT = re.compile(r"[+-]?[0-9]{1,30}(?:\.0*)?")
+
+
+def whole(value: object) -> int | None:
+    """THE rule for a whole number (grades, ranks, offsets, counts) in every input: an integer, or a finite number
+    with nothing after the point (``2.0`` is 2, as qrels files, CSV cells and JSON writers give it). Never a boolean;
+    never text in a typed input (JSON, YAML, a config, a dict handed to the API): ``"2"`` is a string there, said
+    so. Text formats (qrels, runs, CSV/TSV cells) read their cells with ``whole_text``, the same rule on text."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, NumberText):
+        return whole_text(value)
+    return None
+
+
+def whole_text(text: str) -> int | None:
+    """A cell's text ``2``, ``+2`` or ``2.0`` (ASCII digits, at most 30 of them) as its integer, else None."""
+    return int(text.split(".")[0]) if _WHOLE_TEXT.fullmatch(text) else None
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for a message, whatever the value holds: Python refuses to print an integer of more than
+    4,300 digits (a ValueError where the message was being made), so such an integer is described by its size."""
+    if is_whole(value) and value.bit_length() > 200:
+        return f"an integer of {math.floor(math.log10(abs(value))) + 1:,} digits"
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} holding an integer too long to print"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def is_finite_number(value: object) -> bool:
     """A number a ranking can hold: an int or float, not a bool, not NaN or infinite, and an int small enough to
     be a float (JSON reads 1 followed by 400 zeros as an int that ``float`` refuses with OverflowError)."""
@@ -66,10 +109,12 @@ def is_finite_number(value: object) -> bool:
 
 
 def grade_problem(value: object) -> str | None:
-    if not is_whole(value):
-        return f"'grade' must be a whole number, got {value!r}"
-    if not -GRADE_LIMIT < value < GRADE_LIMIT:
-        return f"grade {value} is out of range (|grade| < 2**31)"
+    """Why ``value`` is no grade (``whole``'s rule, and |grade| < 2**31), or None."""
+    grade = whole(value)
+    if grade is None:
+        return f"'grade' must be a whole number, got {shown(value)}"
+    if not -GRADE_LIMIT < grade < GRADE_LIMIT:
+        return f"grade {shown(grade)} is out of range (|grade| < 2**31)"
     return None
 
 

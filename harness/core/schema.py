@@ -13,6 +13,16 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 
+# Text pydantic would read as a number. Not 1e-3: YAML 1.1 reads a plain exponent without a dot as text, so it is
+# taken as the number the user wrote (a float setting) or said how to write (an integer setting).
+_NUMERIC = re.compile(r"[+-]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9]+)|[+-]?(?:inf|nan)", re.I)
+
+
+class EnvText(str):
+    """A config value that was one ``${VAR}`` and nothing else: text the environment gave, which a number setting
+    reads as the number it spells (``depth: ${DEPTH}``)."""
+
+
 class Strict(BaseModel):
     # inf and nan are never a meaningful setting here (k1: .inf makes every BM25 score nan). A field's docstring is
     # its description: the config reference of the docs is generated from it.
@@ -27,14 +37,20 @@ class Strict(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_booleans_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        """pydantic reads true as 1 for a number (``cutoff.k: true`` ran with k = 1, ``k1: true`` with 1.0): YAML
-        makes true, yes and on booleans, so a boolean where a number belongs is a mistake, said as one."""
-        if isinstance(value, bool) and info.field_name in cls.model_fields:
+    def _numbers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """The number rule (``core.ids.whole``) for settings: pydantic reads true as 1 for a number
+        (``cutoff.k: true`` ran with k = 1, ``k1: true`` with 1.0) and "2" as 2, where the strict config means to
+        refuse both: YAML makes true, yes and on booleans, and a quoted "2" is text. A ``${VAR}`` that is the whole
+        value is read as the number it holds (an environment variable is always text)."""
+        if isinstance(value, (bool, str)) and not isinstance(value, EnvText) and info.field_name in cls.model_fields:
             annotation = cls.model_fields[info.field_name].annotation
-            if _accepts(annotation, (int, float)) and not _accepts(annotation, (bool,)):
+            if not _accepts(annotation, (int, float)) or _accepts(annotation, (type(value),)):
+                return value
+            if isinstance(value, bool):
                 raise ValueError("is a boolean here (YAML reads true/false, yes/no, on/off as booleans); this "
                                  "setting takes a number")
+            if _NUMERIC.fullmatch(value.strip()):  # other text gets pydantic's own "should be a valid number"
+                raise ValueError("is text here (quoted); this setting takes a number: write it without quotes")
         return value
 
 
@@ -55,6 +71,10 @@ def _accepts(annotation: Any, types: tuple[type, ...]) -> bool:
 # The largest rank setting accepted (depth, cutoff.k, metric cutoffs, a hybrid child's depth, reranked top_n): far
 # beyond any corpus a run can rank, and small enough that nothing sized by it overflows or allocates gigabytes.
 MAX_RANK = 1_000_000
+
+# Said by a validator refusing a value that holds a secret (a URL with user:pass@ or ?api_key=): the value is then
+# never repeated in the message.
+CREDENTIALS = "must not carry credentials"
 
 _EXPONENT = re.compile(r"^[+-]?[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]+$")
 
@@ -98,7 +118,7 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix
             problems.append(f"{path}: required key is missing")
             continue
         got = err.get("input")
-        got_text = "" if isinstance(got, dict) else f" (got {got!r})"
+        got_text = "" if isinstance(got, dict) or CREDENTIALS in msg else f" (got {got!r})"
         if err["type"] == "int_parsing" and isinstance(got, str) and _EXPONENT.match(got.strip()):
             got_text += "; YAML reads a number like 1e8 as text: write it out (100000000)"
         problems.append(f"{path}: {msg}{got_text}")

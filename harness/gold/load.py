@@ -16,8 +16,8 @@ import yaml
 
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
-from ..core.ids import grade_problem, id_problem, is_whole, read_id
-from ..io.jsonl import REPEATED_KEY, one_document, parse_line
+from ..core.ids import NumberText, grade_problem, id_problem, read_id, shown, whole
+from ..io.jsonl import MAX_INT_DIGITS, REPEATED_KEY, one_document, parse_line
 from ..io.safeyaml import CheckedLoader, parse_yaml_node
 from ..io.textfile import base_suffix, read_utf8, require_file, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
@@ -62,10 +62,17 @@ def _scalar_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
 
 def _plain_int(loader: yaml.SafeLoader, node: yaml.Node) -> int | str:
     text = loader.construct_scalar(node)
-    return int(text) if re.fullmatch(r"-?(0|[1-9][0-9]*)", text) else text
+    if len(text) > MAX_INT_DIGITS or not re.fullmatch(r"-?(0|[1-9][0-9]*)", text):
+        return text  # kept as text: an id reads it as written, a grade or span refuses it by the number rule
+    return int(text)
 
 
-for _tag in ("bool", "float", "timestamp"):
+def _number_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    return NumberText(loader.construct_scalar(node))  # 2.0: 2 as a grade (``whole``), "2.0" as an id
+
+
+_TextKeepingLoader.add_constructor("tag:yaml.org,2002:float", _number_text)
+for _tag in ("bool", "timestamp"):
     _TextKeepingLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _scalar_text)
 _TextKeepingLoader.add_constructor("tag:yaml.org,2002:int", _plain_int)
 
@@ -186,7 +193,7 @@ def _read_judgments(where: str, qid: str, rels: object, problems: list[str]) -> 
                 problems.append(f"{loc}.evidence[{j}]: {item}")
             else:
                 evidence.append(item)
-        relevant.append(RawJudgment(doc, grade, evidence, group))
+        relevant.append(RawJudgment(doc, whole(grade), evidence, group))
     return relevant
 
 
@@ -226,19 +233,20 @@ def evidence_of(ev: object) -> RawEvidence | str:
         if not isinstance(ev["quote"], str) or not ev["quote"]:
             return f"'quote' must be non-empty text, got {_short(ev['quote'])}"
         return RawEvidence(quote=ev["quote"], group=group)
-    if not (is_whole(ev.get("start")) and is_whole(ev.get("end"))):
+    start, end = whole(ev.get("start")), whole(ev.get("end"))
+    if start is None or end is None:
         return shape
-    if not 0 <= ev["start"] < ev["end"]:
-        return f"need 0 <= start < end, got {ev['start']}..{ev['end']}"
+    if not 0 <= start < end:
+        return f"need 0 <= start < end, got {shown(start)}..{shown(end)}"
     text = ev.get("text")
     if text is not None and not isinstance(text, str):
         return f"'text' (what the span reads) must be text, got {_short(text)}"
     found = {k: ev[k] for k in ("how", "score") if k in ev} or None
-    return RawEvidence(ev["start"], ev["end"], text=text, found=found, group=group)
+    return RawEvidence(start, end, text=text, found=found, group=group)
 
 
 def _short(value: object) -> str:
-    text = repr(value)
+    text = shown(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

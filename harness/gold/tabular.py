@@ -12,15 +12,14 @@ the row's first line.
 from __future__ import annotations
 
 import csv
-import re
 from pathlib import Path
 from typing import Iterator
 
 from ..config.schema import GoldColumns, GoldsetConfig
 from ..core.errors import GoldSetError
+from ..core.ids import whole, whole_text
 from ..io.textfile import read_utf8, require_file
 
-_WHOLE = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 
 
 def _rows(path: Path, fmt: str, problems: list[str]) -> Iterator[tuple[str, dict]]:
@@ -50,10 +49,26 @@ def csv_table(path: Path, text: str, *, delimiter: str = ",", tab_hint: str = ""
     or a row with another number of cells than the header, is an error (``tab_hint`` is added to the latter when
     the row holds a tab): which cell is which column would be a guess. Such a row is skipped and named in
     ``problems``, so the caller reports it with every other problem of the file. Every reader of a table uses this."""
+    # A cell is at most the whole text, which the file-size limit already bounds: the csv module's own cap (128 KiB)
+    # would refuse a long, legal query. Raising it (process-wide; it is only ever raised) cannot admit more memory.
+    if len(text) >= csv.field_size_limit():
+        csv.field_size_limit(min(len(text) + 1, 2**31 - 1))
     reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter)
     line = 1
     header: list[str] | None = None
-    for cells in reader:
+
+    def read() -> Iterator[list[str]]:
+        while True:
+            try:
+                yield next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:  # e.g. a NUL byte: one located line, not the csv module's traceback
+                raise error(f"{path}:{reader.line_num}: not readable as {'TSV' if delimiter == chr(9) else 'CSV'} "
+                            f"({exc})") from None
+
+    cells_of = read()
+    for cells in cells_of:
         where, line = f"{path}:{line}", reader.line_num + 1
         if any(c.strip() for c in cells):
             header = [c.strip() for c in cells]
@@ -66,7 +81,7 @@ def csv_table(path: Path, text: str, *, delimiter: str = ",", tab_hint: str = ""
         nonlocal line
         if header is None:
             return
-        for cells in reader:
+        for cells in cells_of:
             where, line = f"{path}:{line}", reader.line_num + 1
             if not any(c.strip() for c in cells):
                 continue
@@ -92,11 +107,11 @@ def _cell(row: dict, column: str | None) -> object:
 def whole_number(value: object) -> object:
     """A table's text "2" or "2.0" (ASCII digits) as the integer it is; anything else as it is (validation names
     it). The one reading of a number in a table: golden-set tables and judging sheets (``goldset merge``)."""
-    if isinstance(value, str) and _WHOLE.fullmatch(value):
-        return int(value.split(".")[0])  # not through a float: 99999999999999999999 stays itself (and is refused)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    if isinstance(value, str):
+        # not through a float: 99999999999999999999 stays itself (and is refused by its range)
+        return value if whole_text(value) is None else whole_text(value)
+    number = whole(value)  # a Parquet cell: the one number rule
+    return value if number is None else number
 
 
 def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config.schema import GoldsetConfig
 from ..core.errors import GoldSetError
-from ..core.ids import GRADE_LIMIT, data_lines, id_problem, is_whole, split_line, tab_problem
+from ..core.ids import GRADE_LIMIT, data_lines, id_problem, split_line, tab_problem, whole, whole_text
 from ..io.jsonl import one_document, parse_line
 from ..io.textfile import read_utf8, require_file, utf8_lines
 from .raw import RawEvidence, RawJudgment, RawQuery
@@ -25,11 +25,12 @@ def _grade(text: str) -> int | str:
     Only whole numbers (2, -1, 1.0) read the same both ways; any other is an error rather than a guess."""
     whole = _WHOLE.fullmatch(text)
     if whole:
-        value = int(whole.group(1))
-        if not -GRADE_LIMIT < value < GRADE_LIMIT:
-            return f"relevance {text} is out of range (|grade| < 2**31)"
+        value = whole_text(text)  # None past 30 digits: out of range, and not turned into an int at all
+        if value is None or not -GRADE_LIMIT < value < GRADE_LIMIT:
+            return f"relevance {text[:40]}{'...' if len(text) > 40 else ''} is out of range (|grade| < 2**31)"
         return value
-    lead = re.match(r"[+-]?[0-9]+", text)
+    text = text if len(text) <= 40 else text[:40] + "..."
+    lead = re.match(r"[+-]?[0-9]{1,30}", text)
     try:
         number = text.isascii() and "_" not in text and float(text)
     except ValueError:
@@ -180,9 +181,11 @@ def _read_evidence(path: Path) -> dict[tuple[str, str], list[RawEvidence]]:
             if not isinstance(raw_quotes, list) or not isinstance(answers, list):
                 raise ValueError("'sentence_texts' and 'answers' must be lists")
             quotes = [q for q in raw_quotes if isinstance(q, str) and q]
-            spans = [RawEvidence(a["answer_start"], a["answer_start"] + len(a["text"]), text=a["text"])
-                     for a in answers]  # (resolve checks the span reads the answer's text)
-            if len(quotes) != len(raw_quotes) or not all(is_whole(s.start) and 0 <= s.start < s.end for s in spans):
+            starts = [whole(a["answer_start"]) for a in answers]  # the number rule: 12.0 is 12
+            spans = [RawEvidence(start, start + len(a["text"]), text=a["text"])
+                     for start, a in zip(starts, answers) if start is not None]  # (resolve checks the text)
+            if len(quotes) != len(raw_quotes) or len(spans) != len(answers) or \
+                    not all(0 <= s.start < s.end for s in spans):
                 raise ValueError("a quote is not text, or an answer is not {'text', 'answer_start'}")
         except (json.JSONDecodeError, RecursionError, KeyError, TypeError, AttributeError, ValueError) as exc:
             problems.append(f"{path}:{lineno}: expected {{'query-id', 'corpus-id', 'sentence_texts': [text] or "

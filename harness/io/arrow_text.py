@@ -37,7 +37,7 @@ def delimiter_of(path: Path) -> bytes | None:
         return None
     try:
         with open_binary(path) as fh:
-            return b"\t" if b"\t" in fh.readline() else b" "
+            return b"\t" if b"\t" in fh.readline(1 << 20) else b" "  # a huge first line is the readers' to refuse
     except (OSError, *GZIP_ERRORS):
         return None
 

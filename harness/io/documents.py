@@ -16,6 +16,7 @@ from ..core.errors import CorpusError
 from ..core.ids import id_problem, read_id
 from .jsonl import one_document, parse_line
 from .outmarker import MARKER, STAGING
+from .limits import TooLarge, max_bytes, too_large
 from .textfile import GZIP_ERRORS, open_binary, require_file
 from ..core.types import Document
 
@@ -43,7 +44,10 @@ def _load_jsonl(path: Path) -> list[Document]:
     first_line: dict[str, int] = {}
     try:
         with open_binary(path) as fh:  # corpus.jsonl.gz is read through gzip
-            for lineno, raw in enumerate(fh, start=1):
+            longest = max_bytes("line")
+            for lineno, raw in enumerate(iter(lambda: fh.readline(longest + 1), b""), start=1):
+                if len(raw) > longest:  # never more than the limit of one line in memory
+                    raise too_large(f"{path}:{lineno}", "a line", "line")
                 _read_line(path, lineno, raw, docs, problems, first_line)
     except GZIP_ERRORS as exc:
         raise CorpusError(f"{path}: not a complete gzip file ({exc})") from None
@@ -131,6 +135,12 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
     docs, problems, unreadable = [], [], []
     for file in _folder_files(path, warn):
         rel = file.relative_to(path).as_posix()
+        if not _utf8_name(rel):
+            # Its id could be written to no run file, results.json or report (it crashed in the fingerprint after
+            # retrieval): skipped, named with its bytes escaped, as an unreadable file is.
+            unreadable.append(f"{os.fsencode(file).decode('utf-8', 'backslashreplace')}: its name is not UTF-8 "
+                              f"(a document id is the file's path); rename the file to read it")
+            continue
         bad_id = id_problem(rel, "document id (the file's path in the folder)")
         if bad_id:
             problems.append(f"{file}: {bad_id}; rename the file")
@@ -144,6 +154,9 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
             continue
         except OSError as exc:
             problems.append(f"{file}: cannot be read ({exc.strerror or exc})")
+            continue
+        except TooLarge as exc:  # listed with the folder's other problems
+            problems.append(str(exc))
             continue
         if not got.text.strip():
             problems.append(f"{file}: empty document")
@@ -162,6 +175,15 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
         raise CorpusError(f"{path}: no readable document in the folder (read: {', '.join(DOC_SUFFIXES)})",
                           unreadable)
     return docs
+
+
+def _utf8_name(name: str) -> bool:
+    """A file name as os.walk gives it holds lone surrogates for the bytes that are not UTF-8 (surrogateescape)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _harness_output(folder: Path, warn: Callable[[str], None] | None = None) -> bool:

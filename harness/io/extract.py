@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import MissingDependencyError
+from .limits import MB, max_bytes, too_large
 
 EXTRA = "pip install 'rag-harness[documents]'"
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
@@ -33,12 +34,22 @@ class Extracted:
 
 
 def extract(path: Path) -> Extracted:
+    """The file's text; ``io.limits.TooLarge`` past the ``document`` limit (its text, or a text file's bytes) or,
+    for a DOCX, past the ``extracted`` limit in any of its parts (read before anything is inflated)."""
+    got = _extract(path)
+    if len(got.text) > max_bytes("document"):  # characters, at most as many as its UTF-8 bytes
+        raise too_large(str(path), "its extracted text", "document")
+    return got
+
+
+def _extract(path: Path) -> Extracted:
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
         return _html(path)
     if suffix == ".pdf":
         return _pdf(path)
     if suffix == ".docx":
+        _docx_parts_bounded(path)
         return _docx(path)
     text = _utf8(path)
     if suffix in (".md", ".markdown"):
@@ -46,7 +57,26 @@ def extract(path: Path) -> Extracted:
     return Extracted(text)
 
 
+def _docx_parts_bounded(path: Path) -> None:
+    """A DOCX is a zip: a 2.5 MB one inflated to 2-3 GB in python-docx. Each part's size as the zip declares it
+    (zipfile never inflates a part past it) is checked first."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            sizes = [(info.file_size, info.filename) for info in z.infolist()]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return  # python-docx says what is wrong with it
+    limit = max_bytes("extracted")
+    big = max(sizes, default=(0, ""))
+    if big[0] > limit or sum(size for size, _ in sizes) > limit:
+        raise too_large(str(path), f"its content ({sum(size for size, _ in sizes) / MB:,.0f} MB inflated)",
+                        "extracted")
+
+
 def _utf8(path: Path) -> str:
+    if path.stat().st_size > max_bytes("document"):  # never read whole past the limit
+        raise too_large(str(path), "the file", "document")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

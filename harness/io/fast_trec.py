@@ -40,7 +40,7 @@ def _only_delimiter_separates(path: Path, delimiter: bytes) -> bool:
     characters and comments are looked for in the parsed columns, where it is cheaper: see ``check_ids``.)
     The run reader checks its blocks as it reads them; this is the same check over a whole file (the qrels)."""
     with open_binary(path) as fh:
-        return all(only_delimiter_separates(block, delimiter) for block in line_blocks(fh.read, 1 << 24))
+        return all(only_delimiter_separates(block, delimiter) for block in line_blocks(fh.read, 1 << 24, str(path)))
 
 
 def _scan(path: Path, delimiter: bytes) -> bool:

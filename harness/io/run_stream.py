@@ -95,7 +95,7 @@ def parsed_blocks(path: Path, packed: bool, encode_docs: bool = True, size: int 
     with arrow_source(path) as source, ThreadPoolExecutor(workers) as pool:
         parsing: deque = deque()  # (future, bytes of its block)
         try:
-            for block in line_blocks(source.read, size):
+            for block in line_blocks(source.read, size, str(path)):
                 if not only_delimiter_separates(block, delimiter):
                     raise Declined
                 # At most ``workers`` blocks' worth of text in flight, plus the block just read. Counted in bytes,

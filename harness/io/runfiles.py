@@ -57,8 +57,8 @@ def score_problem(text: str) -> str | None:
 
 
 def _rank_problem(text: str) -> str | None:
-    if not _INT.fullmatch(text) or not -2**63 <= int(text) < 2**63:
-        return f"rank {text!r} is not a whole number"
+    if not _INT.fullmatch(text) or len(text) > 30 or not -2**63 <= int(text) < 2**63:
+        return f"rank {text[:40]!r} is not a whole number"
     return None
 
 

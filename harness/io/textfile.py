@@ -49,9 +49,16 @@ def open_binary(path: Path) -> BinaryIO:
 
 
 def read_utf8(path: Path, error: type[InputError]) -> str:
+    """The whole file as text; a ``.gz`` is refused past the ``extracted`` limit once decompressed (a 3 MB file
+    can hold gigabytes), a plain file is what the disk shows."""
+    from .limits import max_bytes, read_at_most
+
     try:
         with open_binary(path) as fh:
-            data = fh.read()
+            if is_gzip(path):
+                data = read_at_most(fh, max_bytes("extracted"), str(path), "its decompressed text", "extracted")
+            else:
+                data = fh.read()
     except GZIP_ERRORS as exc:
         raise error(f"{path}: not a complete gzip file ({exc})") from None
     try:
@@ -67,6 +74,9 @@ def utf8_lines(path: Path, error: type[InputError], block: int = 1 << 23) -> Ite
     """``numbered_lines(read_utf8(path, error))`` a block of bytes at a time: every line that is not blank, numbered
     from 1, ending at "\\n" only, the byte-order mark stripped. A 1M-query golden set (110 MB) read whole was its
     bytes, its text and a list of its lines at once: ~300 MB above the run's peak while it loaded."""
+    from .limits import max_bytes, too_large
+
+    longest = max_bytes("line")
     lineno, offset, rest = 0, 0, b""
     try:
         with open_binary(path) as fh:
@@ -74,7 +84,11 @@ def utf8_lines(path: Path, error: type[InputError], block: int = 1 << 23) -> Ite
                 data = fh.read(block)
                 lines = (rest + data).split(b"\n")
                 rest = lines.pop() if data else b""
+                if len(rest) > longest:  # a line not ended yet, already past the limit: never read further
+                    raise too_large(f"{path}:{lineno + len(lines) + 1}", "a line", "line")
                 for raw in lines:
+                    if len(raw) > longest:
+                        raise too_large(f"{path}:{lineno + 1}", "a line", "line")
                     lineno += 1
                     try:
                         line = raw.decode("utf-8")

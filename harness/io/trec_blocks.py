@@ -22,16 +22,26 @@ class Block:
         return memoryview(self.data)[self.start:self.end]
 
 
-def line_blocks(read: Callable[[int], bytes], size: int) -> Iterator[Block]:
+def line_blocks(read: Callable[[int], bytes], size: int, where: str = "") -> Iterator[Block]:
     """The bytes ``read`` gives, about ``size`` at a time, in blocks of whole lines, in file order. The line that
     spans two reads is a block of its own (so no read is copied to join it to its end); a line longer than
-    ``size`` is a longer block."""
+    ``size`` is a longer block, up to the ``line`` limit (``io.limits``: ``where``, the file, names it)."""
+    from .limits import max_bytes, too_large
+
+    longest = max_bytes("line")
     carried: list[bytes] = []  # the start of a line that began in an earlier read
+    held = 0  # bytes in ``carried``
     while data := read(size):
         first = data.find(b"\n") + 1
         if first == 0:
             carried.append(data)
+            held += len(data)
+            if held > longest:
+                raise too_large(where or "input", "a line", "line")
             continue
+        if held + first > longest:
+            raise too_large(where or "input", "a line", "line")
+        held = 0
         start = 0
         if carried:
             joint = b"".join([*carried, data[:first]])
@@ -41,6 +51,7 @@ def line_blocks(read: Callable[[int], bytes], size: int) -> Iterator[Block]:
         if cut > start:
             yield Block(data, start, cut)
         carried = [data[cut:]] if cut < len(data) else []
+        held = len(data) - cut
     if carried:
         tail = b"".join(carried)
         yield Block(tail, 0, len(tail))

@@ -131,21 +131,25 @@ def transition_lines(c: Comparison) -> list[tuple[str, str, list[str]]]:
 
 
 def to_markdown(c: Comparison) -> str:
-    out = [f"## Comparison against `{c.baseline}` {_tested(c)}", ""]
-    out += [f"- {line}" for line in decision_lines(c)] + [""]
+    """Run names, metric names, slice tags and values, ids and warnings are user text: each goes through ``md``."""
+    from .fmt import md, md_code
+
+    out = [f"## Comparison against {md_code(c.baseline)} {_tested(c)}", ""]
+    out += [f"- {md(line)}" for line in decision_lines(c)] + [""]
     for w in c.warnings:  # a blank line after each: a table right after a quote is read as part of the quote
-        out += [f"> warning: {' '.join(str(w).splitlines())}", ""]
+        out += [f"> warning: {md(w)}", ""]
     out += ["| " + " | ".join(headers(c)) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(cells(r)) + " |" for r in c.rows]
+    out += ["| " + " | ".join([md(r.run), md(r.metric)] + cells(r)[2:]) + " |" for r in c.rows]
     out += ["", note(c)]
     heads, rows = slice_table(c)
     if rows:
-        out += ["", SLICE_NOTE, "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-        out += ["| " + " | ".join(row) + " |" for row in rows]
+        out += ["", SLICE_NOTE, "", "| " + " | ".join(md(h) for h in heads) + " |", "|" + "---|" * len(heads)]
+        out += ["| " + " | ".join([md(row[0])] + row[1:]) + " |" for row in rows]
     for run, trans in c.transitions.items():
         if trans:
-            out += ["", f"Verdict transitions, {c.baseline} -> {run}:"]
-            out += [f"- {k}: {len(v)} ({', '.join(v[:12])}{' …' if len(v) > 12 else ''})" for k, v in trans.items()]
+            out += ["", f"Verdict transitions, {md(c.baseline)} -> {md(run)}:"]
+            out += [f"- {md(k)}: {len(v)} ({md(', '.join(v[:12]))}{' …' if len(v) > 12 else ''})"
+                    for k, v in trans.items()]
     return "\n".join(out) + "\n"
 
 

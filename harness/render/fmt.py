@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,6 +13,36 @@ if TYPE_CHECKING:
 def e(value) -> str:
     """The one HTML escaping helper: any value as HTML text, safe inside a quoted attribute too."""
     return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+# Characters that start HTML, an entity, a link, code, emphasis or a table cell; '<' except before '=', a space or a
+# digit, which open no tag, comment or autolink (a rule's "<= 0.5" stays as written); '_' only where it could open
+# or close emphasis (CommonMark never does so inside a word, so snake_case ids stay readable).
+_MD_SPECIAL = re.compile(r"[\\`*\[\]&|]|<(?![=\s0-9]|$)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md(value) -> str:
+    """Any value as inert Markdown text on one line: newlines become spaces and the special characters are
+    backslash-escaped, so ``<script>`` shows as text and a ``|`` stays inside its table cell."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m[0], " ".join(str(value).splitlines()))
+
+
+def md_code(value, in_table: bool = False) -> str:
+    """A value as a Markdown code span on one line: the fence is longer than any backtick run inside (CommonMark),
+    so the value cannot close it, and HTML in it shows as text. In a table, ``|`` is escaped (GFM reads ``\\|``
+    inside code spans in cells as a literal pipe)."""
+    text = " ".join(str(value).splitlines())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    if in_table:
+        text = text.replace("|", "\\|")
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_table(headers: list, rows: list[list]) -> list[str]:
+    """A Markdown table; every cell, headers included, goes through ``md``."""
+    return ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "---|" * len(headers)] + [
+        "| " + " | ".join(md(c) for c in row) + " |" for row in rows]
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

@@ -6,11 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import Sequence
 
 from ..result.outcomes import GateResult
-
-
-def _cell(text: str) -> str:
-    # Rule names are user text: a '|' or a newline would break the Markdown table.
-    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+from .fmt import md, md_code
 
 
 def icon(r: GateResult) -> str:
@@ -32,8 +28,9 @@ def summary_markdown(name: str, results: Sequence[GateResult]) -> str:
         verdict += f", {accepted} INCONCLUSIVE accepted"
     if skipped:
         verdict += f", {skipped} rule{'s' if skipped > 1 else ''} SKIPPED"
-    head = f"## Retrieval gate for `{_cell(name)}`: {verdict}"
-    rows = [f"| {icon(r)} | {_cell(r.rule.name)} | {_cell(r.message)} |" for r in results]
+    head = f"## Retrieval gate for {md_code(name)}: {verdict}"
+    # Rule names, slice tags and values are user text: escaped as report.md escapes them.
+    rows = [f"| {icon(r)} | {md(r.rule.name)} | {md(r.message)} |" for r in results]
     return "\n".join([head, "", "| | rule | observed |", "|---|---|---|", *rows]) + "\n"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +15,7 @@ from ..diagnostics.kinds import DRILLED
 from ..result import querycolumns
 from ..io.files import atomic_open, write_bytes, write_text
 from .drilldown import Texts, drilldown, snippet, worst_of
-from .fmt import at_k_sentence, fmt, means_sentence, plural
+from .fmt import at_k_sentence, fmt, md, md_code, md_table, means_sentence, plural  # noqa: F401 (md* re-exported)
 
 if TYPE_CHECKING:
     from ..io.outdir import OutputFolder
@@ -53,35 +52,6 @@ def write_per_query_csv(result: Result, fh) -> None:
                          q.effective_k, int(q.counted.doc), int(q.counted.chunk),
                          *[repr(q.metrics.doc[m]) for m in doc_metrics],
                          *[repr(q.metrics.chunk[m]) for m in chunk_metrics]])
-
-
-# Characters that start HTML (<), an entity, a link, code, emphasis or a table cell; '_' only where it could open or
-# close emphasis (CommonMark never does so inside a word, so snake_case ids stay readable).
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<&|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-
-
-def md(value) -> str:
-    """Any value as inert Markdown text on one line: newlines become spaces and the special characters are
-    backslash-escaped, so ``<script>`` shows as text and a ``|`` stays inside its table cell."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m[0], " ".join(str(value).splitlines()))
-
-
-def md_code(value, in_table: bool = False) -> str:
-    """A value as a Markdown code span on one line: the fence is longer than any backtick run inside (CommonMark),
-    so the value cannot close it, and HTML in it shows as text. In a table, ``|`` is escaped (GFM reads ``\\|``
-    inside code spans in cells as a literal pipe)."""
-    text = " ".join(str(value).splitlines())
-    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    if in_table:
-        text = text.replace("|", "\\|")
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def md_table(headers: list, rows: list[list]) -> list[str]:
-    """A Markdown table; every cell, headers included, goes through ``md``."""
-    return ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "---|" * len(headers)] + [
-        "| " + " | ".join(md(c) for c in row) + " |" for row in rows]
 
 
 def _drill_md(q, texts: Texts | None) -> list[str]:

@@ -13,8 +13,10 @@ the page says so and no PNG is written.
 from __future__ import annotations
 
 import io
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..diagnostics.kinds import COLOURS
 
@@ -165,14 +167,27 @@ class Chart:
 
     def svg(self) -> str:
         buf = io.StringIO()
-        self.figure.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        with matplotlib_quiet():
+            self.figure.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
         text = buf.getvalue()
         return text[text.index("<svg"):]
 
     def png(self) -> bytes:
         buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", bbox_inches="tight", dpi=150, metadata={"Software": None})
+        with matplotlib_quiet():
+            self.figure.savefig(buf, format="png", bbox_inches="tight", dpi=150, metadata={"Software": None})
         return buf.getvalue()
+
+
+@contextmanager
+def matplotlib_quiet() -> Iterator[None]:
+    """matplotlib's own warnings (a glyph missing from the font for a run name, a layout it could not fit) held
+    back: they name matplotlib's source files, not anything the user can act on, and reached stderr under -q. What
+    a chart cannot show is no part of a number (the tables hold them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def _pyplot():
@@ -193,6 +208,11 @@ def label(name: str) -> str:
 
 
 def run_charts(results: Sequence[Result]) -> list[Chart] | None:
+    with matplotlib_quiet():
+        return _run_charts(results)
+
+
+def _run_charts(results: Sequence[Result]) -> list[Chart] | None:
     """The charts of one run or of several compared (None without matplotlib)."""
     plt = _pyplot()
     if plt is None:
@@ -270,6 +290,11 @@ def verdict_mix(plt, result: Result, named: bool = False) -> list[Chart]:
 
 
 def sweep_charts(board: dict) -> list[Chart] | None:
+    with matplotlib_quiet():
+        return _sweep_charts(board)
+
+
+def _sweep_charts(board: dict) -> list[Chart] | None:
     """The leaderboard's metric against each swept parameter (numbers on a line, other values as categories)."""
     plt = _pyplot()
     if plt is None:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.errors import InputError
-from ..io.jsonl import lone_surrogate_at
+from ..io.jsonl import loads, lone_surrogate_at
 from .model import QueryResult, Result
 from .check import consistency_problems
 from ..io.textfile import require_file
@@ -86,7 +86,7 @@ _YAML_KEY = re.compile(r"(?:[ \t]*(?:#[^\r\n]*)?\r?\n)*[ \t]*[A-Za-z_][\w.-]*:(?
 
 def _json(text: str, path: Path) -> Any:
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         if path.suffix.lower() in (".yaml", ".yml") or _YAML_KEY.match(text):
             raise InputError(f"{path}: a YAML file (a config?), not a results.json: give the results.json a run "

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, exit_line, own_exit
 from ..core.types import Chunk, Document, Query, RankedList
 
 ENTRY_POINT_GROUP = "harness.retrievers"
@@ -158,6 +158,10 @@ def plugin_problems() -> tuple[str, ...]:
                 register(RetrieverKind(obj.name, obj.config_model, obj.factory, obj.summary, origin))
         except Exception as exc:  # a broken plugin is reported, not a crash of every command
             problems.append(f"{origin}: cannot be loaded ({type(exc).__name__}: {exc})"[:300])
+        except (SystemExit, KeyboardInterrupt) as exc:  # nor is one that exits of its own while loading
+            if not own_exit(exc):
+                raise
+            problems.append(f"{origin}: cannot be loaded (it {exit_line(exc)})"[:300])
     return tuple(problems)
 
 

@@ -28,10 +28,11 @@ from pydantic import AfterValidator, Field, JsonValue, field_validator, model_va
 from ..core.errors import ConfigError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
+from ..io.jsonl import loads
 from .urls import service_url_problem
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
-from .http_transport import Failed, TimedOut, transport
+from .http_transport import BodyTooLarge, Failed, TimedOut, transport
 from .live_hits import HitMapping, hits_of
 from .ranking import rank_distinct
 
@@ -102,6 +103,11 @@ BackoffS = Annotated[float, Field(0.5, ge=0, le=60, description="seconds before 
                                                                 "Retry-After is honoured, at most 30 s)")]
 OnError = Annotated[Literal["fail", "skip"], Field("fail", description="a query whose request failed: fail stops the "
                                                                        "run listing each; skip leaves it absent, named")]
+# A response past this is refused (an error of that query) after reading no more than it: a service answering 100 MB
+# a query took a run to 1.1 GB.
+MAX_RESPONSE_MB = 16
+MaxResponseMB = Annotated[float, Field(MAX_RESPONSE_MB, gt=0, le=4096,
+                                       description="the largest response body read, in megabytes")]
 
 
 class LiveConfig(Strict):
@@ -114,7 +120,7 @@ class LiveConfig(Strict):
     def engine(self, mapping: HitMapping, documents: Mapping[str, Document]) -> "HttpEngine":
         return HttpEngine(expand_headers(self.headers, self.headers_env), mapping, concurrency=self.concurrency,
                           timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.backoff_s,
-                          documents=documents)
+                          documents=documents, max_response_mb=getattr(self, "max_response_mb", MAX_RESPONSE_MB))
 
 
 class HttpConfig(LiveConfig):
@@ -131,6 +137,7 @@ class HttpConfig(LiveConfig):
     headers_env: HeadersEnv
     response: HitMapping = HitMapping()
     """where the hits are in a response, and each hit's fields in a hit"""
+    max_response_mb: MaxResponseMB
     concurrency: Concurrency
     timeout_s: TimeoutS
     retries: Retries
@@ -219,10 +226,13 @@ class HttpEngine:
     Requests are sent by threads (a live service's latency is I/O, not CPU), one per concurrent request."""
 
     def __init__(self, headers: Mapping[str, str], mapping: HitMapping, *, concurrency: int, timeout_s: float,
-                 retries: int, backoff_s: float, documents: Mapping[str, Document]):
+                 retries: int, backoff_s: float, documents: Mapping[str, Document],
+                 max_response_mb: float = MAX_RESPONSE_MB):
         self.mapping, self.documents = mapping, documents
         self.concurrency, self.retries, self.backoff_s = concurrency, retries, backoff_s
-        self.transport = transport(headers, timeout_s, concurrency)  # httpx if installed, else urllib
+        self.max_response_mb = max_response_mb
+        # httpx if installed, else urllib
+        self.transport = transport(headers, timeout_s, concurrency, int(max_response_mb * (1 << 20)))
 
     def close(self) -> None:
         self.transport.close()
@@ -251,6 +261,10 @@ class HttpEngine:
                 r = self.transport.send(req.method, req.url, req.body, req.params)
             except TimedOut:
                 status, error = None, "timed out"
+            except BodyTooLarge:  # the same answer again would be as large: not retried
+                status, error = None, (f"the response body is larger than the {self.max_response_mb:g} MB limit "
+                                       f"(retriever.max_response_mb)")
+                break
             except Failed as exc:
                 status, error = None, f"request failed ({exc})"
             else:
@@ -268,7 +282,7 @@ class HttpEngine:
         ranked, dropped = None, 0
         if response is not None:
             try:
-                data = json.loads(response.content)
+                data = loads(response.content)
             except (ValueError, RecursionError) as exc:
                 error = f"the response is not JSON ({type(exc).__name__}: {str(exc)[:80]})"
             else:

@@ -21,7 +21,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import Field, JsonValue, field_validator
 
-from ..core.errors import ConfigError, RetrieverError, guarded_call
+from ..core.errors import ConfigError, RetrieverError, exit_line, guarded_call, own_exit
 from ..core.schema import Strict
 from ..core.types import Chunk, Document, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
@@ -68,6 +68,10 @@ def load_target(config: PythonConfig) -> Any:
                           ) from None
     except Exception as exc:  # user code failing at import: one line naming it
         raise ConfigError(f"module {module_name!r} failed to import ({type(exc).__name__}: {exc})") from None
+    except (SystemExit, KeyboardInterrupt) as exc:
+        if not own_exit(exc):
+            raise
+        raise ConfigError(f"module {module_name!r} failed to import: it {exit_line(exc)}") from None
     finally:
         if added:
             sys.path.remove(str(config.path.resolve()))
