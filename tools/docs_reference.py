@@ -297,7 +297,8 @@ def metrics_reference() -> str:
                                      if p in PARAM_CHOICES else f" (default `{PARAM_DEFAULTS[p]}`)")
                          for p in family.params)
 
-    cutoff = {"required": "`@k` required", "optional": "`@k` optional", "forbidden": "no `@k`"}
+    cutoff = {"required": "`@k` required", "optional": "`@k` optional", "forbidden": "no `@k`",
+              "window": "`@window` only"}
     out = ["# Metric reference", "",
            "Generated from the metric declarations (`harness/metrics/spec.py`) when the site is built. A name is "
            "`family[(param=value,...)][@k]`: `precision@5`, `ndcg(gain=exp)@10`, `precision(rel=2)@5`. "

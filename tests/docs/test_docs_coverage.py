@@ -209,7 +209,9 @@ def test_every_metric_family_and_alias_is_in_the_metric_reference():
         assert family.reference.replace("&", "&amp;") in row and all(f"`{p}`" in row for p in family.params), row
     for alias in ALIASES:
         assert mentions(page, f"`{alias}`"), alias
-        assert parse_metric(f"{alias}@5" if FAMILIES[ALIASES[alias]].k != "forbidden" else alias).family == ALIASES[alias]
+        k = FAMILIES[ALIASES[alias]].k
+        name = alias if k == "forbidden" else f"{alias}@window" if k == "window" else f"{alias}@5"
+        assert parse_metric(name).family == ALIASES[alias]
 
 
 def test_every_public_name_of_the_api_is_on_its_page():
