@@ -32,7 +32,7 @@ retriever:
 cutoff:
   k: 3                        # the chunks your generator sees
 metrics: [ndcg@10, recall@5, rr@10, hit@3]
-output: reports/starter
+# The outputs go to reports/starter/ in the folder you run harness from (output: would change it, from there too).
 """
 
 GATES = """\
@@ -81,7 +81,7 @@ def starter_files(folder: Path) -> dict[Path, str]:
     gold = "".join(json.dumps({"id": q, "query": text, "relevant": [{"doc": doc, "grade": 2,
                                                                       "evidence": [{"quote": quote}]}]}) + "\n"
                    for q, text, doc, quote in QUERIES)
-    return {config: CONFIG.format(config=config, gates=gates, out=folder / "reports" / "starter"),
+    return {config: CONFIG.format(config=config, gates=gates, out=Path("reports") / "starter"),
             folder / "corpus.jsonl": corpus, folder / "goldset.jsonl": gold, gates: GATES}
 
 

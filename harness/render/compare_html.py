@@ -43,8 +43,8 @@ def html_tables(c: Comparison) -> str:
     rows_html = "".join("<tr>" + "".join(_cell(r, h, x) for h, x in zip(HEADERS, cells(r))) + "</tr>"
                         for r in c.rows)
     warn_html = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in c.warnings)
-    decided = "".join(f"<li>{e(line)}</li>" for line in decision_lines(c))
-    out = (f"<h1>Comparison {e(title(c))}</h1><ul id=\"decisions\">{decided}</ul>{warn_html}"
+    decided_html = "".join(f"<li>{e(line)}</li>" for line in decision_lines(c))
+    out = (f"<h1>Comparison {e(title(c))}</h1><ul id=\"decisions\">{decided_html}</ul>{warn_html}"
            f'<table class="sortable" id="comparison"><thead><tr>{head_html}</tr></thead><tbody>{rows_html}</tbody>'
            f'</table><p class="muted" id="ci-note">{e(note(c).replace("`", ""))}</p>')
     heads, rows = slice_table(c)

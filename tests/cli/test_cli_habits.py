@@ -87,8 +87,9 @@ def test_init_writes_a_project_that_runs_and_passes_its_gate(tmp_path):
     assert proc.stdout.splitlines() == [f"proj/{n}" for n in names]
     assert proc.stderr == "next: harness run proj/harness.yaml\n"
     run = harness("run", "proj/harness.yaml", "-q", cwd=tmp_path)
-    assert (run.returncode, run.stdout) == (0, f"{tmp_path}/proj/reports/starter/report.md\n"), run.stderr
-    gate = harness("gate", "proj/reports/starter/results.json", "--rules", "proj/gates.yaml", cwd=tmp_path)
+    # (issue 35: outputs go where harness runs, as --out and output: do, not beside the config)
+    assert (run.returncode, run.stdout) == (0, "reports/starter/report.md\n"), run.stderr
+    gate = harness("gate", "reports/starter/results.json", "--rules", "proj/gates.yaml", cwd=tmp_path)
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert "PASS" in gate.stdout
 

@@ -34,3 +34,12 @@ def test_better_worse_and_not_distinguishable_with_the_mde():
     md = to_markdown(c)
     assert md.index("- up vs main on doc.ndcg@10: BETTER") < md.index("| run | metric |")  # the summary opens it
     assert c.to_dict()["rows"][2]["decision"] == "not distinguishable"
+
+
+def test_the_comparison_report_opens_with_the_decisions_too():
+    from harness.render.compare_html import html_tables
+
+    c = compare_runs([run("main", [0.5] * 10), run("up", [0.7] * 10)], ["ndcg@10"])
+    html = html_tables(c)
+    assert '<ul id="decisions"><li>up vs main on doc.ndcg@10: BETTER (delta +0.2000' in html
+    assert html.index('id="decisions"') < html.index('id="comparison"')
