@@ -18,11 +18,35 @@ from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
 from ..core.schema import MAX_RANK, Strict, format_validation_error  # noqa: F401  (re-exported)
 from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, parse_metrics
+from ..text.stopwords import BUILTIN as STOPWORD_LISTS
 
 
 class CorpusConfig(Strict):
     path: Path
     format: Literal["jsonl", "folder", "beir"] = "jsonl"
+    encoding: str | None = Field(None, description="folder: the encoding of its .txt/.md files (default UTF-8, a "
+                                                   "file that is not is skipped with a warning)")
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str | None) -> str | None:
+        import codecs
+
+        if value is None:
+            return None
+        try:
+            info = codecs.lookup(value)
+        except (LookupError, ValueError):
+            raise ValueError("not an encoding Python knows (e.g. utf-8, cp1252, latin-1, utf-16)") from None
+        if not getattr(info, "_is_text_encoding", True):  # rot13, base64: codecs, not encodings of text files
+            raise ValueError("a codec, not an encoding of text files")
+        return value
+
+    @model_validator(mode="after")
+    def _encoding_for_folders(self) -> "CorpusConfig":
+        if self.encoding is not None and self.format != "folder":
+            raise ValueError("encoding: only for format: folder (JSONL corpora are UTF-8)")
+        return self
 
 
 # A chunk of more units than any document has is the whole document; the bound keeps sizes within int64.
@@ -205,6 +229,8 @@ class ExperimentConfig(Strict):
         data = self.resolved()
         data.pop("output", None)
         data.pop("executor", None)  # where a run ran does not change what it computes
+        if data["corpus"].get("encoding") is None:  # UTF-8, as before the key existed: the same hash as then
+            data["corpus"].pop("encoding", None)
         return fingerprint(data, ascii_only=True)
 
 
@@ -262,6 +288,10 @@ def _map_paths(data: dict, fn: Callable[[str, str], str]) -> None:
             # a model is a path only when it looks like one; 'path' always is
             if key == "path" or value.startswith((".", "/", "~")):
                 node[key] = fn(value, f"{where}.{key}")
+        tokenizer = node.get("tokenizer")
+        if isinstance(tokenizer, dict) and isinstance(tokenizer.get("stopwords"), str) \
+                and tokenizer["stopwords"] not in STOPWORD_LISTS:  # any other text is a file of stopwords
+            tokenizer["stopwords"] = fn(tokenizer["stopwords"], f"{where}.tokenizer.stopwords")
         stage = node.get("stage")
         if isinstance(stage, dict) and isinstance(stage.get("model"), str) and stage["model"].startswith((".", "/", "~")):
             stage["model"] = fn(stage["model"], f"{where}.stage.model")

@@ -32,7 +32,8 @@ class Extracted:
     metadata: dict = field(default_factory=dict)
 
 
-def extract(path: Path) -> Extracted:
+def extract(path: Path, encoding: str | None = None) -> Extracted:
+    """``encoding`` is that of text and Markdown files (default UTF-8); HTML, PDF and DOCX say their own."""
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
         return _html(path)
@@ -40,7 +41,7 @@ def extract(path: Path) -> Extracted:
         return _pdf(path)
     if suffix == ".docx":
         return _docx(path)
-    text = _utf8(path)
+    text = _utf8(path) if encoding is None else _decoded(path, encoding)
     if suffix in (".md", ".markdown"):
         return _markdown(text)
     return Extracted(text)
@@ -51,6 +52,13 @@ def _utf8(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise Unreadable(f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _decoded(path: Path, encoding: str) -> str:
+    try:
+        return path.read_bytes().decode(encoding).removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"not {encoding} text (byte {exc.start})") from None
 
 
 # ---- Markdown: the file's own text (quotes are written against it); headings mark the sections ---------------

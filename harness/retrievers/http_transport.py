@@ -30,6 +30,11 @@ class Failed(Exception):
     pass
 
 
+class Unreachable(Failed):
+    """No connection could be made (refused, no such host, connect timeout): the service is not there, as opposed
+    to a service that answered badly."""
+
+
 class HttpxTransport:
     def __init__(self, httpx, headers: Mapping[str, str], timeout_s: float, concurrency: int):
         self.httpx = httpx
@@ -39,6 +44,8 @@ class HttpxTransport:
     def send(self, method: str, url: str, body: Any, params: Mapping[str, str] | None) -> Reply:
         try:
             r = self.client.request(method, url, json=body if method == "POST" else None, params=params)
+        except (self.httpx.ConnectError, self.httpx.ConnectTimeout) as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}") from None
         except self.httpx.TimeoutException:
             raise TimedOut() from None
         except self.httpx.HTTPError as exc:
@@ -71,6 +78,8 @@ class UrllibTransport:
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (socket.timeout, TimeoutError)):
                 raise TimedOut() from None
+            if isinstance(exc.reason, (ConnectionRefusedError, socket.gaierror)):
+                raise Unreachable(f"URLError: {exc.reason}") from None
             raise Failed(f"URLError: {exc.reason}") from None
         except (OSError, ValueError) as exc:  # a connection reset mid-response, a malformed status line
             raise Failed(f"{type(exc).__name__}: {exc}") from None

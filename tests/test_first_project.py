@@ -1,0 +1,157 @@
+"""Issue 36, 'Friction on a first own project': a folder of FAQs run for the first time. Each test failed before its
+fix: a non-UTF-8 .txt stopped the whole folder, stopwords were none/english only, a downed service cost seconds of
+retries and a line per query."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from clihelp import assert_input_error, demo_config, harness
+
+from harness.config.schema import CorpusConfig, parse_config
+from harness.core.errors import ConfigError, RetrieverError
+from harness.io.documents import load_corpus
+from harness.retrievers import build_retriever
+from harness.retrievers.bm25 import AnalyzerConfig
+from harness.text.stopwords import BUILTIN, LUCENE, NLTK, SKLEARN
+
+FAQ = "How do I get a refund?"
+
+
+# ---- a text file in another encoding ----------------------------------------------------------------------------
+
+def _faq_folder(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "refund.md").write_text("How do I get a refund?\n\nAsk support within 30 days.")
+    (docs / "hours.txt").write_bytes("Caf\u00e9 hours: 9 to 5.".encode("cp1252"))  # b"Caf\xe9 ..."
+    return docs
+
+
+def test_a_text_file_in_another_encoding_is_skipped_named_and_counted_not_fatal(tmp_path):
+    docs = _faq_folder(tmp_path)
+    warned = []
+    loaded = load_corpus(CorpusConfig(path=docs, format="folder"), warned.append)
+    assert [d.doc_id for d in loaded] == ["refund.md"]
+    assert warned[0].startswith(f"{docs / 'hours.txt'}: not UTF-8 text (byte 3)")
+    assert "corpus.encoding" in warned[0] and warned[0].endswith("; skipped")
+    assert warned[1] == f"{docs}: 1 unreadable file(s) skipped, 1 document(s) read"
+
+
+def test_a_declared_encoding_reads_the_folders_text_files(tmp_path):
+    docs = _faq_folder(tmp_path)
+    warned = []
+    loaded = load_corpus(CorpusConfig(path=docs, format="folder", encoding="cp1252"), warned.append)
+    assert {d.doc_id: d.text for d in loaded}["hours.txt"] == "Caf\u00e9 hours: 9 to 5."
+    assert warned == []
+
+
+@pytest.mark.parametrize("corpus, fragment", [
+    ({"format": "folder", "encoding": "klingon"}, "corpus.encoding: not an encoding Python knows"),
+    ({"format": "folder", "encoding": "rot13"}, "corpus.encoding: a codec, not an encoding"),
+    ({"format": "jsonl", "encoding": "cp1252"}, "encoding: only for format: folder"),
+])
+def test_a_bad_encoding_is_a_located_config_error(tmp_path, corpus, fragment):
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"name": "t", "corpus": {"path": "docs", **corpus}, "goldset": {"path": "g.jsonl"},
+                      "retriever": {"kind": "bm25"}}, "cfg.yaml", tmp_path)
+    assert any(fragment in p for p in exc.value.problems), exc.value.problems
+
+
+def test_the_config_hash_of_a_config_without_encoding_is_unchanged(tmp_path):
+    base = {"name": "t", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"}, "retriever": {"kind": "bm25"}}
+    folder = parse_config({**base, "corpus": {"path": "d", "format": "folder"}}, "t", tmp_path)
+    declared = parse_config({**base, "corpus": {"path": "d", "format": "folder", "encoding": "cp1252"}}, "t", tmp_path)
+    assert folder.config_hash() != declared.config_hash()
+    from harness.core.fingerprint import fingerprint
+    data = folder.resolved()
+    data.pop("output"), data.pop("executor"), data["corpus"].pop("encoding")
+    assert folder.config_hash() == fingerprint(data, ascii_only=True)  # the hash of the config before the key
+
+
+# ---- stopwords ----------------------------------------------------------------------------------------------------
+
+def test_the_builtin_lists_are_the_public_lists():
+    assert len(LUCENE) == 33 and len(NLTK) == 179 and len(SKLEARN) == 318
+    assert BUILTIN["english"] is LUCENE  # the old name keeps its meaning
+    assert {"how", "do", "i"} <= NLTK and not {"how", "do", "i"} & LUCENE
+    assert {"how", "do", "i", "amongst", "thereby", "fifteen"} <= SKLEARN and "does" not in SKLEARN
+    assert LUCENE < NLTK | SKLEARN and LUCENE < SKLEARN
+
+
+def test_a_faq_question_keeps_only_its_content_words_with_nltk_or_a_list_or_a_file(tmp_path):
+    assert AnalyzerConfig(stopwords="english").build()(FAQ) == ["how", "do", "i", "get", "refund"]
+    assert AnalyzerConfig(stopwords="nltk").build()(FAQ) == ["get", "refund"]
+    assert AnalyzerConfig(stopwords="sklearn").build()(FAQ) == ["refund"]  # 'get' is one of its 318
+    assert AnalyzerConfig(stopwords=["How", "do", "I", "a"]).build()(FAQ) == ["get", "refund"]  # lowercased too
+    assert AnalyzerConfig(stopwords=["How"], lowercase=False).build()(FAQ) == ["do", "I", "get", "a", "refund"]
+    (tmp_path / "stop.txt").write_text("# the FAQ's question words\nhow do\ni a  # and articles\n")
+    cfg = parse_config({"name": "t", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
+                        "retriever": {"kind": "bm25", "tokenizer": {"stopwords": "stop.txt"}}}, "t", tmp_path)
+    assert cfg.retriever["tokenizer"]["stopwords"] == str(tmp_path / "stop.txt")  # relative to the config
+    retriever = build_retriever(cfg.retriever)
+    assert retriever.analyze(FAQ) == ["get", "refund"]
+
+
+def test_the_fast_backend_drops_a_lists_words_as_rank_bm25_does():
+    from harness.core.types import Chunk, Query
+
+    texts = ["How do I get a refund", "How do I reset it", "Refund policy: a refund within 30 days"]
+    chunks = [Chunk(f"c{i}", f"d{i}", 0, len(t), t, t) for i, t in enumerate(texts)]
+    scores = {}
+    for backend in ("rank_bm25", "fast"):
+        r = build_retriever({"kind": "bm25", "backend": backend, "tokenizer": {"stopwords": ["how", "do", "i"]}})
+        r.index(chunks)
+        scores[backend] = [(h.chunk_id, round(h.score, 9)) for h in r.retrieve([Query("q", "how do I refund")], 3)[0].hits]
+    assert scores["fast"] == scores["rank_bm25"]
+    assert [c for c, _ in scores["fast"]][:2] == ["c2", "c0"]  # only 'refund' counts: c2 has it twice
+
+
+@pytest.mark.parametrize("stopwords, fragment", [
+    ("englsh", "englsh' is neither a built-in list nor a file; a built-in list is one of none (0 words), english "
+               "(33 words), lucene (33 words), nltk (179 words), sklearn (318 words)"),
+    (["get a"], "each stopword must be one word"),
+])
+def test_an_unknown_list_names_the_builtin_lists_and_their_sizes(tmp_path, stopwords, fragment):
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"name": "t", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
+                      "retriever": {"kind": "bm25", "tokenizer": {"stopwords": stopwords}}}, "t", tmp_path)
+    assert any(p.startswith("retriever.tokenizer") and fragment in p for p in exc.value.problems), exc.value.problems
+
+
+def test_a_stopword_file_that_is_not_utf8_is_a_located_error(tmp_path):
+    (tmp_path / "stop.txt").write_bytes(b"caf\xe9\n")
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"name": "t", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
+                      "retriever": {"kind": "bm25", "tokenizer": {"stopwords": "stop.txt"}}}, "t", tmp_path)
+    assert any(f"{tmp_path / 'stop.txt'}: not UTF-8 text (byte 3)" in p for p in exc.value.problems)
+
+
+# ---- a downed service -------------------------------------------------------------------------------------------
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket is closed
+
+
+@pytest.mark.parametrize("on_error", ["fail", "skip"])
+@pytest.mark.parametrize("library", ["httpx", "urllib"])
+def test_a_service_that_is_not_there_stops_the_run_at_once_with_one_line(tmp_path, monkeypatch, on_error, library):
+    from harness.retrievers import http_transport
+
+    if library == "urllib":
+        monkeypatch.setattr(http_transport, "_httpx", lambda: None)
+    url = f"http://127.0.0.1:{_closed_port()}/search"
+    cfg = demo_config(tmp_path, retriever=f"{{kind: http, url: '{url}', on_error: {on_error}, retries: 3, "
+                                          f"backoff_s: 1}}")
+    t0 = time.perf_counter()
+    proc = harness("run", cfg, "--out", tmp_path / "out", cwd=tmp_path)
+    took = time.perf_counter() - t0
+    assert_input_error(proc, f"the retrieval service cannot be reached: {url}: ", "3 connection attempts in a row")
+    assert proc.stderr.count(url) == 1 and "request failed" not in proc.stderr  # one line, not one per query
+    assert took < 1.5  # before: 46 queries x 4 attempts with 1-2-4 s backoff
+    assert not (tmp_path / "out" / "results.json").exists()
