@@ -155,3 +155,58 @@ def test_a_service_that_is_not_there_stops_the_run_at_once_with_one_line(tmp_pat
     assert proc.stderr.count(url) == 1 and "request failed" not in proc.stderr  # one line, not one per query
     assert took < 1.5  # before: 46 queries x 4 attempts with 1-2-4 s backoff
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+# ---- where things are -------------------------------------------------------------------------------------------
+
+def test_cache_info_says_where_the_cache_is_and_why_there(tmp_path):
+    (tmp_path / "c").mkdir()
+    proc = harness("cache", "info", "--cache-dir", "c", cwd=tmp_path)
+    assert proc.stdout == f"{tmp_path / 'c'}: empty (from --cache-dir)\n"
+    proc = harness("cache", "info", cwd=tmp_path, env={"HARNESS_CACHE_DIR": "", "XDG_CACHE_HOME": str(tmp_path / "x")})
+    assert proc.stdout == (f"{tmp_path / 'x' / 'harness'}: empty (from the default: $XDG_CACHE_HOME/harness or "
+                           f"~/.cache/harness)\n"), proc.stderr
+
+
+# ---- defaults that follow the user's settings; names that mean one thing -----------------------------------------
+
+def _cfg(tmp_path, **extra):
+    return parse_config({"name": "t", "corpus": {"path": "c.jsonl"}, "goldset": {"path": "g.jsonl"},
+                         "retriever": {"kind": "bm25"}, **extra}, "cfg.yaml", tmp_path)
+
+
+def test_the_default_metrics_follow_the_depth(tmp_path):
+    assert _cfg(tmp_path).metrics == ("precision@5", "recall@5", "hit@5", "rr@10", "nothing_found@10", "ap", "rprec",
+                                      "ndcg@10", "recall@100")  # depth 100: as before
+    assert _cfg(tmp_path, depth=20).metrics[-1] == "recall@20"
+    assert _cfg(tmp_path, depth=5).metrics == ("precision@5", "recall@5", "hit@5", "rr@5", "nothing_found@5", "ap",
+                                               "rprec", "ndcg@5")  # recall@100 -> recall@5, already there
+    assert _cfg(tmp_path, depth=20, metrics=["ndcg@10"]).metrics == ("ndcg@10",)  # a list given is the user's
+    with pytest.raises(ConfigError) as exc:
+        _cfg(tmp_path, depth=20, metrics=["recall@100"])
+    assert exc.value.problems == ["depth: 20 hits per query are fewer than recall@100 needs; set depth: 100 or more, "
+                                  "or lower the cutoff"]
+
+
+def test_a_run_at_depth_20_without_metrics_runs_and_prints_the_page_people_open(tmp_path):
+    import json
+
+    proc = harness("run", demo_config(tmp_path, depth="20"), "--out", tmp_path / "out", "-q", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'out' / 'report.html'}\n"), proc.stderr
+    assert (tmp_path / "out" / "report.md").is_file()  # beside it
+    summary = json.dumps(json.loads((tmp_path / "out" / "results.json").read_text())["summary"])
+    assert "recall@20" in summary and "recall@100" not in summary
+
+
+@pytest.mark.parametrize("name", ["hits@5", "Hits@5"])
+def test_hits_at_k_is_refused_naming_ranx_meaning_and_the_two_choices(tmp_path, name):
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 1\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 3 r\nq1 Q0 d2 2 2 r\nq1 Q0 d3 3 1 r\n")
+    proc = harness("eval", "qrels.txt", "run.trec", "-m", name, cwd=tmp_path)
+    assert_input_error(proc, f"'{name}' is ambiguous: ranx's hits@5 is the number of relevant hits in the top 5",
+                       "Write hit@5 (1 if any relevant hit is in the top 5: ranx's hit_rate@5) or precision@5")
+    # what each choice gives here: 2 relevant in the top 5 -> ranx hits@5 = 2, hit@5 = 1, precision@5 = 2/5
+    proc = harness("eval", "qrels.txt", "run.trec", "-m", "hit@5", "-m", "precision@5", "--format", "json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert '"hit@5": 1.0' in proc.stdout and '"precision@5": 0.4' in proc.stdout, proc.stdout

@@ -72,7 +72,7 @@ def test_a_signal_just_after_run_printed_its_path_leaves_the_outputs_and_the_lin
     out = tmp_path / "out"
     proc = _cli(["run", demo_config(tmp_path), "--out", out, "-q"], _after_first_stdout_write("SIGINT"))
     _assert_late(proc, 130)
-    assert proc.stdout == f"{out / 'report.md'}\n"
+    assert proc.stdout == f"{out / 'report.html'}\n"
     assert (out / "results.json").is_file() and (out / "report.html").is_file()
 
 

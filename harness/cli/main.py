@@ -157,14 +157,14 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         if not quiet:
             tied = ", ".join(r["run"] for r in board["runs"][1:] if r["tied_with_best"])
             _err(f"best: {board['best']}; statistically tied with it: {tied or 'none'}")
-        print(target / "leaderboard.md")
+        print(target / "leaderboard.html")  # the page people open (leaderboard.md is beside it)
         return
     s = result.summary
     if not quiet:
         for level in ("doc", "chunk"):  # both: a bare metric name means doc level in compare and gate
             _err(means_line(level, s.means(level)))
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
-    print(target / "report.md")
+    print(target / "report.html")  # the page people open (report.md, for pasting into a review, is beside it)
 
 
 def _install_signal_handlers(program: bool):

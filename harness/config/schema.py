@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
 from ..core.schema import MAX_RANK, Strict, format_validation_error  # noqa: F401  (re-exported)
-from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, parse_metrics
+from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, default_metrics, parse_metrics
 from ..text.stopwords import BUILTIN as STOPWORD_LISTS
 
 
@@ -198,6 +198,12 @@ class ExperimentConfig(Strict):
     # best configuration on goldset:: no tuning on the test queries.
     select_on: dict[str, Any] | None = None
 
+    @model_validator(mode="after")
+    def _metrics_follow_depth(self) -> "ExperimentConfig":
+        if "metrics" not in self.model_fields_set:  # the defaults, at the depth the user set
+            object.__setattr__(self, "metrics", default_metrics(self.depth))  # (frozen: set once, while validating)
+        return self
+
     def unused_settings(self) -> list[str]:
         """Settings given that nothing reads: run and validate warn of them (a typo'd intent, not an error)."""
         return self.chunking.unused() + self.cutoff.unused()
@@ -356,7 +362,9 @@ def _rank_problems(config: ExperimentConfig, specs: list) -> list[str]:
     if needs:
         most = max(k for k, _ in needs)
         named = ", ".join(name for _, name in sorted(needs, reverse=True))
-        default = "" if "metrics" in config.model_fields_set else " (the default metrics; set metrics: to choose)"
+        # The default metrics follow the depth (default_metrics); the default cutoff (k 5) does not: it is the window.
+        default = " (cutoff: {k: 5} is the default)" if "cutoff" not in config.model_fields_set and any(
+            name.startswith("cutoff.k") for _, name in needs) else ""
         problems.append(f"depth: {config.depth} hits per query are fewer than {named}{default} "
                         f"need{'s' if len(needs) == 1 else ''}; set depth: {most} or more, or lower the cutoff")
     return problems
@@ -380,7 +388,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
         problems += validate_retriever_config(data["retriever"], ("retriever",))
     elif "retriever" in data:
         problems.append("retriever: expected a mapping with a 'kind'")
-    metrics = data.get("metrics", list(DEFAULT_METRICS))
+    metrics = data.get("metrics", list(config.metrics if config is not None else DEFAULT_METRICS))
     if isinstance(metrics, (list, tuple)):
         try:
             specs = parse_metrics([str(m) for m in metrics])
