@@ -210,3 +210,110 @@ def test_hits_at_k_is_refused_naming_ranx_meaning_and_the_two_choices(tmp_path, 
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert '"hit@5": 1.0' in proc.stdout and '"precision@5": 0.4' in proc.stdout, proc.stdout
+
+
+# ---- goldset build: whole words, out of the golden set, several places ranked by their passages -----------------
+
+REFUNDS = ("Orders ship in two days. If the item arrived broken, you can ask for a full refund within 30 days of "
+           "delivery. Refunds go to the card you paid with.")
+
+
+def test_a_fuzzy_span_covers_the_whole_answer_never_part_of_a_word():
+    from harness.gold.locate import locate
+
+    # before: 'you can ask for a full refun' (a window of the answer's length cut the last word)
+    for answer, read in [("broken, you cyn askfor a fll refund within 30 days", "broken, you can ask for a full refund "
+                                                                                "within 30 days"),
+                         ("within 30 days of delivery. Refund go to the card", "within 30 days of delivery. Refunds "
+                                                                               "go to the card"),
+                         ("refund within 30x ds", "refund within 30 days")]:
+        (m,) = locate(REFUNDS, answer)
+        assert (m.how, REFUNDS[m.start:m.end]) == ("fuzzy", read)
+
+
+def _build(tmp_path, docs: dict, answers: list[dict]):
+    import json
+
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in docs.items()))
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    proc = harness("goldset", "build", "--from", "answers.jsonl", "--corpus", "corpus.jsonl", "-o", "g.jsonl",
+                   "--unresolved", "left.jsonl", cwd=tmp_path)
+    read = lambda name: [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]  # noqa: E731
+    return proc, read("g.jsonl"), read("left.jsonl")
+
+
+def test_an_answer_in_several_places_is_placed_by_its_passage_when_it_clearly_wins(tmp_path):
+    docs = {"faq": "Refunds are paid within 30 days. Support answers within 30 days of a ticket.",
+            "twice": "Keep it under 8 characters. Keep it under 8 characters."}
+    proc, gold, left = _build(tmp_path, docs, [
+        {"id": "refund", "query": "When are refunds paid?", "answers": ["within 30 days"], "doc": "faq"},
+        {"id": "tie", "query": "How long may it be?", "answers": ["8 characters"], "doc": "twice"}])
+    assert proc.returncode == 1, proc.stderr  # the tie is left for a person
+    (refund,) = gold
+    (span,) = refund["relevant"][0]["evidence"]
+    assert docs["faq"][span["start"]:span["end"]] == "within 30 days" and span["start"] < 32  # the refunds sentence
+    assert span["margin"] == 1.0  # 'refund' and 'paid' are in the first sentence only: the second scores 0
+    assert [(x["query_id"], x["status"], x["margin"]) for x in left] == [("tie", "ambiguous", 0.0)]
+    assert left[0]["places"][0]["bm25"] == left[0]["places"][1]["bm25"]
+    assert "chosen 1, ambiguous 1" in proc.stderr and "1 queries left out" in proc.stderr
+
+
+def test_the_margin_is_one_minus_the_runner_ups_share_of_the_best(tmp_path):
+    import math
+
+    from harness.core.types import Document
+    from harness.gold.locate import Match
+    from harness.gold.rank import MIN_MARGIN, rank_places
+
+    text = "Refunds are paid in 30 days. Refunds by card are paid in 30 days too."
+    doc = {"d": Document("d", text)}
+    places = [("d", Match(s, s + 7, "exact")) for s in (text.index("30 days"), text.rindex("30 days"))]
+    ranked = rank_places("refunds by card", places, doc)
+    # By hand: BM25+ with delta 0 (k1 1.5, b 0.75), NLTK stopwords, English stemming. The passages are the two
+    # sentences: [refund, paid, 30, day] (4 terms) and [refund, card, paid, 30, day] (5); the query [refund, card].
+    # idf = ln((N + 1) / n): refund ln(3/2) (both), card ln(3/1) (the second only).
+    tf = lambda dl: 2.5 / (1 + 1.5 * (0.25 + 0.75 * dl / 4.5))  # noqa: E731  (tf 1: (k1 + 1) / (1 + k1 * norm))
+    a = math.log(1.5) * tf(4)
+    b = (math.log(1.5) + math.log(3)) * tf(5)
+    assert ranked.scores == pytest.approx((a, b), rel=1e-12)
+    assert ranked.margin == round(1 - a / b, 4) == 0.702 and ranked.chosen == 1 and MIN_MARGIN == 0.25
+
+
+# ---- goldset check: staleness judged on the evidence's sentence and its neighbours ------------------------------
+
+def _check(tmp_path, old: str, new: str, evidence: dict) -> dict:
+    import json
+
+    for name, text in (("old.jsonl", old), ("new.jsonl", new)):
+        (tmp_path / name).write_text(json.dumps({"id": "faq", "text": text}) + "\n")
+    (tmp_path / "g.jsonl").write_text(json.dumps({"id": "q", "query": "refund?", "relevant": [
+        {"doc": "faq", "grade": 1, "evidence": [evidence]}]}) + "\n")
+    proc = harness("goldset", "check", "g.jsonl", "--corpus", "new.jsonl", "--against", "old.jsonl", "--format",
+                   "json", cwd=tmp_path)
+    (label,) = json.loads(proc.stdout)["labels"]
+    return label
+
+
+OLD = "Orders ship in two days. You can ask for a full refund within 30 days. Refunds go to your card. Ask us."
+
+
+def test_a_sentence_prepended_to_a_one_paragraph_document_only_moves_the_evidence(tmp_path):
+    at = OLD.index("You can")
+    ev = {"start": at, "end": at + len("You can ask for a full refund within 30 days.")}
+    label = _check(tmp_path, OLD, "Welcome to the FAQ. " + OLD, ev)
+    assert (label["status"], label["detail"]) == ("re_anchorable", "in the same document (exact match)")  # was stale
+    assert label["new_span"]["start"] == at + len("Welcome to the FAQ. ")
+
+
+@pytest.mark.parametrize("new, detail", [
+    (OLD.replace("Orders ship in two days.", "Orders ship in a week."), "the sentence before it changed"),
+    (OLD.replace("Refunds go to your card.", "Refunds go to your bank."), "the sentence after it changed"),
+    (OLD.replace("Ask us.", "Ask us anything."), None),  # two sentences away: not its context
+])
+def test_stale_names_what_changed_around_the_evidence(tmp_path, new, detail):
+    ev = {"quote": "You can ask for a full refund within 30 days."}
+    label = _check(tmp_path, OLD, new, ev)
+    if detail is None:
+        assert (label["status"], label["detail"]) == ("valid", "")
+    else:
+        assert (label["status"], label["detail"]) == ("stale", f"the evidence is in place; {detail}")
