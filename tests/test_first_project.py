@@ -12,7 +12,7 @@ import pytest
 from clihelp import assert_input_error, demo_config, harness
 
 from harness.config.schema import CorpusConfig, parse_config
-from harness.core.errors import ConfigError, RetrieverError
+from harness.core.errors import ConfigError
 from harness.io.documents import load_corpus
 from harness.retrievers import build_retriever
 from harness.retrievers.bm25 import AnalyzerConfig

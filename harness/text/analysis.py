@@ -8,7 +8,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from ..core.errors import ConfigError, MissingDependencyError
-from .stopwords import BUILTIN as STOPWORD_LISTS, LUCENE as LUCENE_ENGLISH_STOPWORDS, describe as describe_stopwords
+from .stopwords import BUILTIN as STOPWORD_LISTS, describe as describe_stopwords
+from .stopwords import LUCENE as LUCENE_ENGLISH_STOPWORDS  # noqa: F401  (its name before the lists had a module)
 
 STEMMERS = ("none", "english", "porter")
 
