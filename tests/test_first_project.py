@@ -41,11 +41,13 @@ def test_a_text_file_in_another_encoding_is_skipped_named_and_counted_not_fatal(
     assert warned[1] == f"{docs}: 1 unreadable file(s) skipped, 1 document(s) read"
 
 
-def test_a_declared_encoding_reads_the_folders_text_files(tmp_path):
+def test_a_declared_encoding_reads_the_folders_text_and_html_files(tmp_path):
     docs = _faq_folder(tmp_path)
+    (docs / "menu.html").write_bytes("<html><body><p>Cr\u00e8me br\u00fbl\u00e9e</p></body></html>".encode("cp1252"))
     warned = []
-    loaded = load_corpus(CorpusConfig(path=docs, format="folder", encoding="cp1252"), warned.append)
-    assert {d.doc_id: d.text for d in loaded}["hours.txt"] == "Caf\u00e9 hours: 9 to 5."
+    loaded = {d.doc_id: d.text for d in load_corpus(CorpusConfig(path=docs, format="folder", encoding="cp1252"),
+                                                    warned.append)}
+    assert loaded["hours.txt"] == "Caf\u00e9 hours: 9 to 5." and loaded["menu.html"] == "Cr\u00e8me br\u00fbl\u00e9e"
     assert warned == []
 
 

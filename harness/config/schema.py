@@ -24,8 +24,8 @@ from ..text.stopwords import BUILTIN as STOPWORD_LISTS
 class CorpusConfig(Strict):
     path: Path
     format: Literal["jsonl", "folder", "beir"] = "jsonl"
-    encoding: str | None = Field(None, description="folder: the encoding of its .txt/.md files (default UTF-8, a "
-                                                   "file that is not is skipped with a warning)")
+    encoding: str | None = Field(None, description="folder: the encoding of its .txt/.md/.html files (default "
+                                                   "UTF-8; a file that is not is skipped with a warning)")
 
     @field_validator("encoding")
     @classmethod

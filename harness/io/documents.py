@@ -19,7 +19,7 @@ from .outmarker import MARKER, STAGING
 from .textfile import GZIP_ERRORS, open_binary, require_file
 from ..core.types import Document
 
-from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
+from .extract import ENCODED_SUFFIXES, SUFFIXES as DOC_SUFFIXES, Unreadable, extract
 
 
 def _stderr_warning(message: str) -> None:
@@ -122,8 +122,8 @@ def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
 
 
 def _load_folder(path: Path, warn: Callable[[str], None], encoding: str | None = None) -> list[Document]:
-    """Every document file in the folder (``extract``: text, Markdown, HTML, PDF, DOCX; text and Markdown in
-    ``encoding``, default UTF-8). A file whose text cannot be read (a text file in another encoding, an encrypted
+    """Every document file in the folder (``extract``: text, Markdown, HTML, PDF, DOCX; text, Markdown and HTML
+    in ``encoding``, default UTF-8). A file whose text cannot be read (a text file in another encoding, an encrypted
     PDF, a scan, a broken DOCX) is skipped with a warning naming it and why, and the skipped files are counted in
     one more line; files of other kinds are counted in one warning. Nothing is dropped without a line saying so."""
     if not path.is_dir():
@@ -141,7 +141,7 @@ def _load_folder(path: Path, warn: Callable[[str], None], encoding: str | None =
             # A PDF without a text layer, a broken DOCX, a .txt saved by an old editor in cp1252: common in a real
             # folder, and one of them must not stop the others being read. Each is named, the rest is read.
             hint = "; set corpus.encoding if the folder's text files share another encoding" \
-                if file.suffix.lower() in TEXT_SUFFIXES and encoding is None else ""
+                if file.suffix.lower() in ENCODED_SUFFIXES and encoding is None and "UTF-8" in str(exc) else ""
             unreadable.append(f"{file}: {exc}{hint}")
             continue
         except OSError as exc:

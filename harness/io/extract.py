@@ -19,6 +19,7 @@ EXTRA = "pip install 'rag-harness[documents]'"
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 RICH_SUFFIXES = (".html", ".htm", ".pdf", ".docx")
 SUFFIXES = TEXT_SUFFIXES + RICH_SUFFIXES
+ENCODED_SUFFIXES = TEXT_SUFFIXES + (".html", ".htm")  # read in the folder's declared encoding (corpus.encoding)
 
 
 class Unreadable(Exception):
@@ -33,10 +34,10 @@ class Extracted:
 
 
 def extract(path: Path, encoding: str | None = None) -> Extracted:
-    """``encoding`` is that of text and Markdown files (default UTF-8); HTML, PDF and DOCX say their own."""
+    """``encoding`` is that of text, Markdown and HTML files (default UTF-8); PDF and DOCX say their own."""
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
-        return _html(path)
+        return _html(path, encoding)
     if suffix == ".pdf":
         return _pdf(path)
     if suffix == ".docx":
@@ -124,12 +125,12 @@ class _HtmlText:
                 self.flush()
 
 
-def _html(path: Path) -> Extracted:
+def _html(path: Path, encoding: str | None = None) -> Extracted:
     try:
         from selectolax.lexbor import LexborHTMLParser
     except ImportError:
         raise MissingDependencyError(f"{path}: HTML documents need selectolax: {EXTRA}") from None
-    tree = LexborHTMLParser(_utf8(path))
+    tree = LexborHTMLParser(_utf8(path) if encoding is None else _decoded(path, encoding))
     out = _HtmlText()
     if tree.body is not None:
         out.walk(tree.body)
