@@ -255,6 +255,14 @@ def test_an_answer_in_several_places_is_placed_by_its_passage_when_it_clearly_wi
     (span,) = refund["relevant"][0]["evidence"]
     assert docs["faq"][span["start"]:span["end"]] == "within 30 days" and span["start"] < 32  # the refunds sentence
     assert span["margin"] == 1.0  # 'refund' and 'paid' are in the first sentence only: the second scores 0
+    from harness.config.schema import GoldsetConfig  # the golden set with its margin loads and resolves cleanly
+    from harness.gold.load import read_goldset
+    from harness.gold.resolve import resolve_goldset
+    from harness.gold.sources import read_corpus
+
+    resolved, problems = resolve_goldset(read_goldset(GoldsetConfig(path=tmp_path / "g.jsonl")),
+                                         read_corpus(tmp_path / "corpus.jsonl"), "g")
+    assert not problems and [q.query_id for q in resolved.queries] == ["refund"]
     assert [(x["query_id"], x["status"], x["margin"]) for x in left] == [("tie", "ambiguous", 0.0)]
     assert left[0]["places"][0]["bm25"] == left[0]["places"][1]["bm25"]
     assert "chosen 1, ambiguous 1" in proc.stderr and "1 queries left out" in proc.stderr
