@@ -327,3 +327,14 @@ def test_stale_names_what_changed_around_the_evidence(tmp_path, new, detail):
         assert (label["status"], label["detail"]) == ("valid", "")
     else:
         assert (label["status"], label["detail"]) == ("stale", f"the evidence is in place; {detail}")
+
+
+def test_a_sweep_over_depth_without_metrics_scores_the_defaults_at_its_smallest_depth(tmp_path):
+    from harness.config.grid import expand
+
+    points = expand(_cfg(tmp_path, sweep={"depth": [5, 20]}))
+    assert [(c.depth, c.metrics) for c, _ in points] == [(d, ("precision@5", "recall@5", "hit@5", "rr@5",
+                                                              "nothing_found@5", "ap", "rprec", "ndcg@5"))
+                                                         for d in (5, 20)]  # one leaderboard, the same metrics
+    points = expand(_cfg(tmp_path, sweep={"depth": [20, 50]}, metrics=["ndcg@10"]))
+    assert [c.metrics for c, _ in points] == [("ndcg@10",)] * 2  # a list given is the user's
