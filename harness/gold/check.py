@@ -158,16 +158,16 @@ def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, D
             return Label(qid, doc_id, "orphaned", old_span, None,
                          f"the span ends past the document's end ({len(source.text)} chars)")
         needle = ev.text if ev.text is not None else None if source is None else source.text[ev.start:ev.end]
-    old_para = _context(old_doc.text, old_span["start"], old_span["end"]) if old_doc and old_span else None
+    old_context = _context(old_doc.text, old_span["start"], old_span["end"]) if old_doc and old_span else None
     if needle is None:
         if doc is None:
             return Label(qid, doc_id, "orphaned", old_span, None, "the document is not in the corpus")
         return Label(qid, doc_id, "stale", old_span, None, "the document changed since the run and the span's text "
                      "then is unknown: check with --against OLD_CORPUS to re-anchor it")
-    return _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache)
+    return _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_context, cache)
 
 
-def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache: NormCache) -> Label:  # noqa: ANN001
+def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_context, cache: NormCache) -> Label:  # noqa: ANN001
     short = needle if len(needle) <= 50 else needle[:47] + "..."
     if doc is not None:
         found = locate(doc.text, needle, fuzzy=False)
@@ -182,15 +182,15 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
                      or (ev.quote is None and (m.start, m.end) == (ev.start, ev.end))), None)
         if here is not None:
             new = _span(doc_id, here.start, here.end)
-            change = _context_change(old_para, _context(doc.text, here.start, here.end))
+            change = _context_change(old_context, _context(doc.text, here.start, here.end))
             if change:
                 return Label(qid, doc_id, "stale", old_span, new, f"the evidence is in place; {change}")
-            if old_para is None and before.changed(doc):
+            if old_context is None and before.changed(doc):
                 return Label(qid, doc_id, "stale", old_span, new, "the document changed since the run; the "
                              "evidence is still in it")
             return Label(qid, doc_id, "valid", old_span, new, "")
         if found:
-            return _moved(qid, doc_id, old_span, found, doc_id, doc, old_para, "in the same document")
+            return _moved(qid, doc_id, old_span, found, doc_id, doc, old_context, "in the same document")
     # Not in its document: anywhere else in the corpus, exactly or normalised.
     # Exact matches anywhere win over normalised ones (as in a single document).
     others = [d for d in docs.values() if d.doc_id != doc_id]
@@ -202,7 +202,7 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
                                      norm_needle=norm_needle)]
     if len({d.doc_id for d, _ in elsewhere}) == 1:
         other = elsewhere[0][0]
-        return _moved(qid, doc_id, old_span, [m for _, m in elsewhere], other.doc_id, other, old_para,
+        return _moved(qid, doc_id, old_span, [m for _, m in elsewhere], other.doc_id, other, old_context,
                       f"moved to document {other.doc_id!r}")
     if elsewhere:
         where = sorted({d.doc_id for d, _ in elsewhere})
@@ -230,13 +230,13 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
     return Label(qid, doc_id, "orphaned", old_span, None, f"the evidence {short!r} is no longer in the document")
 
 
-def _moved(qid, doc_id, old_span, found: list[Match], new_doc: str, doc: Document, old_para, where: str) -> Label:  # noqa: ANN001
+def _moved(qid, doc_id, old_span, found: list[Match], new_doc: str, doc: Document, old_context, where: str) -> Label:  # noqa: ANN001
     if len(found) > 1:
         return Label(qid, doc_id, "re_anchorable", old_span, None, f"ambiguous: {len(found)} places {where} "
                      f"({', '.join(f'{m.start}..{m.end}' for m in found[:5])}); choose one")
     m = found[0]
     new = _span(new_doc, m.start, m.end)
-    change = _context_change(old_para, _context(doc.text, m.start, m.end))
+    change = _context_change(old_context, _context(doc.text, m.start, m.end))
     if change:
         return Label(qid, doc_id, "stale", old_span, new, f"{where}, and {change}")
     return Label(qid, doc_id, "re_anchorable", old_span, new, f"{where} ({m.how} match)",
