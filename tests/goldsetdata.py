@@ -43,7 +43,9 @@ def old_corpus() -> dict[str, str]:
 
 def new_corpus() -> dict[str, str]:
     refunds = DEMO["billing-refunds"]
-    changed_refunds = refunds.replace(last_sentence(refunds), "Refunds are handled by our partner, Paylane.")
+    # the sentence after the first changed (the first is an evidence: its neighbour changed)
+    second = refunds[len(first_sentence(refunds)):].strip().split(". ")[0] + "."
+    changed_refunds = refunds.replace(second, "Refunds are handled by our partner, Paylane.")
     overview = DEMO["sync-overview"]
     assert SYNC_EDITED in overview
     selective = DEMO["sync-selective"]
@@ -56,7 +58,7 @@ def new_corpus() -> dict[str, str]:
         "account-create": DEMO["account-create"],
         "account-password": DEMO["account-password"],
         "account-2fa": DEMO["account-2fa"],
-        # the invoices paragraph deleted; a sentence of the refunds paragraph changed (not the evidence's)
+        # the invoices paragraph deleted; a sentence of the refunds paragraph changed (the evidence's neighbour)
         "guide-billing": DEMO["billing-plans"] + "\n\n" + changed_refunds,
         # the evidence sentence itself edited (4 MB -> 8 MB); another's whitespace and case changed
         "guide-sync": overview.replace("4 MB", "8 MB") + "\n\n" + selective.replace(first_sentence(selective), spread),

@@ -80,8 +80,10 @@ def cache_command(action: CacheAction = typer.Argument(..., metavar="ACTION", he
     if action == CacheAction.info:
         _refuse_foreign(source, cache_dir, "")
         info = ArrayCache(cache_dir).info() if cache_dir.exists() else {}
-        if not info:
-            print(f"{cache_dir}: empty")
+        # Where the cache is comes first, absolute, and why there: a user looking for the embeddings finds them.
+        where = source.removeprefix("the default cache folder").strip() or "the default: $XDG_CACHE_HOME/harness " \
+            "or ~/.cache/harness"
+        print(f"{cache_dir.absolute()}{': empty' if not info else ''} (from {where})")
         for kind, stats in info.items():
             print(f"{kind}\t{plural(stats['entries'], 'entry', 'entries')}\t{megabytes(stats['mb'])}")
         return

@@ -166,11 +166,14 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
           force: bool = _force_option()) -> None:
     """A golden set from question/answer pairs or quotes, each answer located as an evidence span.
 
-    Exit 1 when some answer is ambiguous or missing (listed on stderr; never guessed).
+    An answer found in several places is placed where its passage matches the question best, when it clearly
+    wins (BM25; the margin is recorded). Exit 1 when some answer is ambiguous or missing: listed on stderr, never
+    guessed, and out of the golden set.
 
     Example: harness goldset build --from answers.jsonl --corpus corpus.jsonl -o goldset.jsonl
     """
     from ..gold.build import build_goldset, read_answers, tally
+    from ..gold.rank import MIN_MARGIN
     from ..gold.sources import check_gold_path, read_corpus, write_golds
 
     _out_ok(out, [source, corpus], force)
@@ -188,10 +191,14 @@ def build(source: Path = typer.Option(..., "--from", help="answers JSONL: {id, q
                                        if unresolved is not None else []), [source, corpus], replace=force)
     for o in listed[:50]:
         places = ", ".join(f"{d}@{m.start}..{m.end}" for d, m in o.places[:5])
-        _err(f"{o.where}: query {o.query_id!r}: answer {o.answer[:60]!r} {o.how}" + (f": {places}" if places else ""))
+        margin = f" (its passages: margin {o.margin:.2f}, below {MIN_MARGIN})" if o.margin is not None else ""
+        _err(f"{o.where}: query {o.query_id!r}: answer {o.answer[:60]!r} {o.how}{margin}" +
+             (f": {places}" if places else ""))
     if len(listed) > 50:
         _err(f"... and {len(listed) - 50} more" + ("" if unresolved else " (--unresolved FILE lists them all)"))
-    _err(f"{out}: {len(rows)} queries; answers: " + ", ".join(f"{k} {n}" for k, n in tally(outcomes).items()))
+    left_out = len({o.query_id for o in outcomes}) - len(rows)
+    _err(f"{out}: {len(rows)} queries; answers: " + ", ".join(f"{k} {n}" for k, n in tally(outcomes).items()) +
+         (f"; {left_out} queries left out (none of their answers placed)" if left_out else ""))
     if listed:
         raise typer.Exit(1)
 

@@ -151,15 +151,15 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         if not quiet:
             tied = ", ".join(r["run"] for r in outcome["runs"][1:] if r["tied_with_best"])
             _err(f"best: {outcome['best']}; statistically tied with it: {tied or 'none'}")
-        print(target / "leaderboard.md")
+        print(target / "leaderboard.html")  # the page people open (leaderboard.md is beside it)
         return
     s = outcome.summary
     if not quiet:
         for level in ("doc", "chunk"):  # both: a bare metric name means doc level in compare and gate
             _err(means_line(level, s.means(level)))
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
-        _err(f"wrote {target}/; open {target / 'report.html'}")
-    print(target / "report.md")
+        _err(f"wrote {target}/ (report.md for a review, results.json for compare and gate)")
+    print(target / "report.html")  # the page people open
 
 
 def _install_signal_handlers(program: bool):

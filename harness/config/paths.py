@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.schema import EnvText
+from ..text.stopwords import BUILTIN as STOPWORD_LISTS
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -66,6 +67,10 @@ def _map_paths(data: dict, fn: Callable[[str, str], str]) -> None:
             # a model is a path only when it looks like one; 'path' always is
             if key == "path" or value.startswith((".", "/", "~")):
                 node[key] = fn(value, f"{where}.{key}")
+        tokenizer = node.get("tokenizer")
+        if isinstance(tokenizer, dict) and isinstance(tokenizer.get("stopwords"), str) \
+                and tokenizer["stopwords"] not in STOPWORD_LISTS:  # any other text is a file of stopwords
+            tokenizer["stopwords"] = fn(tokenizer["stopwords"], f"{where}.tokenizer.stopwords")
         stage = node.get("stage")
         if isinstance(stage, dict) and isinstance(stage.get("model"), str) and stage["model"].startswith((".", "/", "~")):
             stage["model"] = fn(stage["model"], f"{where}.stage.model")

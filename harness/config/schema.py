@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from ..core.fingerprint import fingerprint
 from ..core.errors import ConfigError, MetricError
 from ..core.schema import MAX_RANK, EnvText, Strict, format_validation_error  # noqa: F401  (re-exported)
-from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, parse_metrics
+from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, default_metrics, parse_metrics
 from .paths import _interpolate, _resolve_paths, relative_paths  # noqa: F401  (relative_paths re-exported)
 from .chunking import (MAX_CHUNK_UNITS, LIBRARY_STRATEGIES, RECURSIVE_STRATEGIES, DEFAULT_SEPARATORS, NEWER_CHUNKING_KEYS, ChunkingConfig)  # noqa: F401  (re-exported)
 
@@ -26,6 +26,29 @@ class CorpusConfig(Strict):
     format: Literal["jsonl", "folder", "beir"] = "jsonl"
     """jsonl: a document a line ({id, text, title?, metadata?}); folder: every .txt, .md, .html, .pdf and .docx file
     under the folder, its id the file's path there; beir: a BEIR folder's corpus.jsonl"""
+    encoding: str | None = Field(None, description="folder: the encoding of its .txt/.md/.html files (default "
+                                                   "UTF-8; a file that is not is skipped with a warning)")
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str | None) -> str | None:
+        import codecs
+
+        if value is None:
+            return None
+        try:
+            info = codecs.lookup(value)
+        except (LookupError, ValueError):
+            raise ValueError("not an encoding Python knows (e.g. utf-8, cp1252, latin-1, utf-16)") from None
+        if not getattr(info, "_is_text_encoding", True):  # rot13, base64: codecs, not encodings of text files
+            raise ValueError("a codec, not an encoding of text files")
+        return value
+
+    @model_validator(mode="after")
+    def _encoding_for_folders(self) -> "CorpusConfig":
+        if self.encoding is not None and self.format != "folder":
+            raise ValueError("encoding: only for format: folder (JSONL corpora are UTF-8)")
+        return self
 
 
 class GoldColumns(Strict):
@@ -183,6 +206,12 @@ class ExperimentConfig(Strict):
     """choose a sweep's best run on another golden set (keys merged over goldset, e.g. {split: train}), then report
     it on goldset"""
 
+    @model_validator(mode="after")
+    def _metrics_follow_depth(self) -> "ExperimentConfig":
+        if "metrics" not in self.model_fields_set:  # the defaults, at the depth the user set
+            object.__setattr__(self, "metrics", default_metrics(self.depth))  # (frozen: set once, while validating)
+        return self
+
     def unused_settings(self) -> list[str]:
         """Settings given that nothing reads: run and validate warn of them (a typo'd intent, not an error)."""
         # an evidence metric counts cutoff.tokenizer's tokens (hits.evidence), with k too
@@ -222,6 +251,8 @@ class ExperimentConfig(Strict):
         for key in NEWER_CHUNKING_KEYS:  # at their defaults they change nothing: a config keeps its earlier hash
             if key in chunking and chunking[key] == ChunkingConfig.model_fields[key].default:
                 chunking.pop(key)
+        if data["corpus"].get("encoding") is None:  # UTF-8, as before the key existed: the same hash as then
+            data["corpus"].pop("encoding", None)
         return fingerprint(data, ascii_only=True)
 
 
@@ -261,7 +292,9 @@ def _rank_problems(config: ExperimentConfig, specs: list) -> list[str]:
     if needs:
         most = max(k for k, _ in needs)
         named = ", ".join(name for _, name in sorted(needs, reverse=True))
-        default = "" if "metrics" in config.model_fields_set else " (the default metrics; set metrics: to choose)"
+        # The default metrics follow the depth (default_metrics); the default cutoff (k 5) does not: it is the window.
+        default = " (cutoff: {k: 5} is the default)" if "cutoff" not in config.model_fields_set and any(
+            name.startswith("cutoff.k") for _, name in needs) else ""
         problems.append(f"depth: {config.depth} hits per query are fewer than {named}{default} "
                         f"need{'s' if len(needs) == 1 else ''}; set depth: {most} or more, or lower the cutoff")
     return problems
@@ -295,7 +328,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
         problems += validate_retriever_config(data["retriever"], ("retriever",))
     elif "retriever" in data:
         problems.append("retriever: expected a mapping with a 'kind'")
-    metrics = data.get("metrics", list(DEFAULT_METRICS))
+    metrics = data.get("metrics", list(config.metrics if config is not None else DEFAULT_METRICS))
     if isinstance(metrics, (list, tuple)):
         try:
             specs = parse_metrics([str(m) for m in metrics])

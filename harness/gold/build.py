@@ -5,8 +5,11 @@ in several spans is a list of texts, its parts, all needed: part i of every answ
 (``docs/groups.md``), so the answers of a query are all parts or all texts, with one number of parts. Each text
 is located in its document (or, without ``doc``, in the whole corpus): exact, then normalised, then a bounded fuzzy
 match (only inside a named document, or a corpus under FUZZY_CORPUS_CHARS) whose score is recorded. An answer found in
-one place becomes an evidence span ``{"start", "end", "text", "how"[, "score"]}``; one found in several places, or
-nowhere, is listed for a person and never guessed."""
+one place becomes an evidence span ``{"start", "end", "text", "how"[, "score"]}``. One found in several places is
+placed where the passage around it matches the question best (``rank``: BM25 over those passages), when that place
+clearly wins; its span records the ``margin``. Otherwise it is ambiguous. Ambiguous and missing answers are listed
+for a person, never guessed, and stay out of the golden set: a query none of whose answers was placed is left out
+(a query with no relevant document would count as a retrieval failure of every run)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ..io.textfile import read_utf8, require_file
 from ..core.types import Document
 from .load import query_of, tags_of
 from .locate import Match, NormCache, find_all, locate, normalise
+from .rank import rank_places
 
 FUZZY_CORPUS_CHARS = 2_000_000  # whole-corpus fuzzy search above this size would take minutes: not tried
 
@@ -39,18 +43,25 @@ class AnswerRow:
 
 @dataclass
 class Located:
-    """One answer's outcome: ``how`` is exact | normalised | fuzzy | ambiguous | missing."""
+    """One answer's outcome: ``how`` is exact | normalised | fuzzy | chosen (found in several places, one chosen
+    by its passage) | ambiguous | missing. ``bm25`` are the places' passage scores when they were ranked."""
 
     where: str
     query_id: str
     answer: str
     how: str
     places: list[tuple[str, Match]] = field(default_factory=list)
+    bm25: tuple[float, ...] = ()
+    margin: float | None = None
 
     def to_dict(self) -> dict:
-        return {"where": self.where, "query_id": self.query_id, "answer": self.answer, "status": self.how,
-                "places": [{"doc_id": d, "start": m.start, "end": m.end, "how": m.how, "score": m.score}
-                           for d, m in self.places[:20]]}
+        out = {"where": self.where, "query_id": self.query_id, "answer": self.answer, "status": self.how,
+               "places": [{"doc_id": d, "start": m.start, "end": m.end, "how": m.how, "score": m.score,
+                           **({"bm25": round(self.bm25[i], 4)} if self.bm25 else {})}
+                          for i, (d, m) in enumerate(self.places[:20])]}
+        if self.margin is not None:
+            out["margin"] = self.margin
+        return out
 
 
 def read_answers(path: Path, docs: Mapping[str, Document]) -> list[AnswerRow]:
@@ -165,25 +176,31 @@ def build_goldset(rows: list[AnswerRow], docs: Mapping[str, Document]) -> tuple[
         evidence: dict[str, list[dict]] = {}
         for answer, group in _parts(row.answers):
             how, places = locate_answer(answer, candidates, bool(row.doc) or corpus_fuzzy, cache)
-            outcomes.append(Located(row.where, row.query_id, answer, how, places))
-            in_group = {"group": group} if group is not None else {}
-            if how in ("exact", "normalised", "fuzzy"):
-                doc_id, m = places[0]
-                span = {"start": m.start, "end": m.end, "text": docs[doc_id].text[m.start:m.end], "how": how,
-                        **in_group}
-                if how == "fuzzy":
-                    span["score"] = m.score
-                spans = evidence.setdefault(doc_id, [])
-                if not any(s.get("start") == m.start and s.get("end") == m.end and s.get("group") == group
-                           for s in spans):
-                    spans.append(span)
-            elif row.doc:
-                # The document is known relevant, but where the answer is in it is not: kept as the quote it was
-                # given as, which a run flags (quote not found, or found twice: goldset_error) and `goldset check`
-                # lists. A judgment without evidence would make every chunk of the document relevant: a guess.
-                evidence.setdefault(row.doc, []).append({"quote": answer, **in_group})
-        relevant = [{"doc": d, "grade": row.grade, **({"evidence": spans} if spans else {})}
-                    for d, spans in evidence.items()]
+            outcome = Located(row.where, row.query_id, answer, how, places)
+            outcomes.append(outcome)
+            place = places[0] if how in ("exact", "normalised", "fuzzy") else None
+            if how == "ambiguous":
+                ranked = rank_places(row.query, places, docs)
+                outcome.bm25, outcome.margin = ranked.scores, ranked.margin
+                if ranked.chosen is not None:
+                    outcome.how, place = "chosen", places[ranked.chosen]
+            if place is None:  # ambiguous or missing: listed for a person, out of the golden set
+                continue
+            doc_id, m = place
+            span = {"start": m.start, "end": m.end, "text": docs[doc_id].text[m.start:m.end], "how": m.how}
+            if m.how == "fuzzy":
+                span["score"] = m.score
+            if outcome.how == "chosen":
+                span["margin"] = outcome.margin
+            if group is not None:
+                span["group"] = group
+            spans = evidence.setdefault(doc_id, [])
+            if not any(s.get("start") == m.start and s.get("end") == m.end and s.get("group") == group
+                       for s in spans):
+                spans.append(span)
+        if not evidence:
+            continue
+        relevant = [{"doc": d, "grade": row.grade, "evidence": spans} for d, spans in evidence.items()]
         item: dict = {"id": row.query_id, "query": row.query, "relevant": relevant}
         if row.tags:
             item["tags"] = row.tags
@@ -193,4 +210,4 @@ def build_goldset(rows: list[AnswerRow], docs: Mapping[str, Document]) -> tuple[
 
 def tally(outcomes: list[Located]) -> dict[str, int]:
     counted = Counter(o.how for o in outcomes)
-    return {k: counted.get(k, 0) for k in ("exact", "normalised", "fuzzy", "ambiguous", "missing")}
+    return {k: counted.get(k, 0) for k in ("exact", "normalised", "fuzzy", "chosen", "ambiguous", "missing")}

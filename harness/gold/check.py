@@ -1,25 +1,30 @@
 """Every label of a golden set classified against the current corpus and, given one, against what changed since
 (an old corpus, or the per-document fingerprints a run recorded in results.json):
 
-- ``valid``: the evidence is where the label says, and its paragraph did not change;
+- ``valid``: the evidence is where the label says, and its sentence and the sentences either side did not change;
 - ``re_anchorable``: the evidence text moved (in its document or to another one) and was found again, exactly or
   after normalisation; unambiguous when found in exactly one place;
 - ``split``: only part of the evidence is found (partly deleted), or its parts are now in different places
   (several documents);
 - ``orphaned``: the document or the evidence is gone;
-- ``stale``: the evidence is still there but the document changed around it (its paragraph), or the evidence was
-  edited slightly (a fuzzy match), or the document changed and the old text is unknown.
+- ``stale``: the evidence is still there but its context changed (its own sentence, or the sentence before or after
+  it: ``detail`` says which), or the evidence was edited slightly (a fuzzy match), or the document changed and the
+  old text is unknown. Text added or removed further away only moves the evidence (``re_anchorable``): a person
+  need not re-judge what only moved.
 
 A label is one evidence item of a judgment, or the judgment itself when it has no evidence."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 from ..core.fingerprint import document_fingerprint
 from ..core.types import Document
+from ..text.analysis import sentence_spans
 from .load import RawEvidence, RawQuery
 from .locate import Match, NormCache, find_all as _find_all, locate, normalise
 
@@ -93,12 +98,40 @@ def _doc_label(qid: str, doc_id: str, ji: int, docs: Mapping[str, Document], bef
     return Label(qid, doc_id, "valid", None, None, "", ji)
 
 
-def _paragraph(text: str, start: int, end: int) -> str:
-    """The paragraph(s) around ``[start, end)`` (blank-line separated), normalised for comparing: a change of case,
-    whitespace or Unicode form alone is not a change of content."""
-    a = text.rfind("\n\n", 0, start)
-    b = text.find("\n\n", end)
-    return normalise(text[0 if a < 0 else a + 2: len(text) if b < 0 else b])[0]
+CONTEXT_PARTS = ("the sentence before it", "its own sentence", "the sentence after it")
+
+
+@lru_cache(maxsize=64)
+def _sentences(paragraph: str) -> tuple[list[int], list[tuple[int, int]]]:
+    spans = sentence_spans(paragraph)  # a paragraph's sentences found once for all its labels
+    return [s for s, _ in spans], spans
+
+
+def _context(text: str, start: int, end: int) -> tuple[str, str, str]:
+    """The evidence's own sentence(s) and one sentence either side within its paragraph (empty at the paragraph's
+    edge: a paragraph moved to a document of its own keeps its context), normalised for comparing: a change of
+    case, whitespace or Unicode form alone is not a change of content."""
+    a, b = text.rfind("\n\n", 0, start), text.find("\n\n", end)
+    base = 0 if a < 0 else a + 2
+    para = text[base: len(text) if b < 0 else b]
+    start, end = start - base, end - base
+    starts, spans = _sentences(para)
+    if not spans:
+        return "", normalise(para[start:end])[0], ""
+    first = max(bisect.bisect_right(starts, start) - 1, 0)
+    last = max(bisect.bisect_left(starts, end) - 1, first)
+    own = para[min(spans[first][0], start):max(spans[last][1], end)]
+    before = para[slice(*spans[first - 1])] if first > 0 else ""
+    after = para[slice(*spans[last + 1])] if last + 1 < len(spans) else ""
+    return normalise(before)[0], normalise(own)[0], normalise(after)[0]
+
+
+def _context_change(old: tuple[str, str, str] | None, new: tuple[str, str, str]) -> str | None:
+    """What changed around the evidence (None: nothing), for ``detail``."""
+    if old is None:
+        return None
+    changed = [name for name, a, b in zip(CONTEXT_PARTS, old, new) if a != b]
+    return f"{' and '.join(changed)} changed" if changed else None
 
 
 def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, Document], before: Before,
@@ -125,16 +158,16 @@ def _evidence_label(qid: str, doc_id: str, ev: RawEvidence, docs: Mapping[str, D
             return Label(qid, doc_id, "orphaned", old_span, None,
                          f"the span ends past the document's end ({len(source.text)} chars)")
         needle = ev.text if ev.text is not None else None if source is None else source.text[ev.start:ev.end]
-    old_para = _paragraph(old_doc.text, old_span["start"], old_span["end"]) if old_doc and old_span else None
+    old_context = _context(old_doc.text, old_span["start"], old_span["end"]) if old_doc and old_span else None
     if needle is None:
         if doc is None:
             return Label(qid, doc_id, "orphaned", old_span, None, "the document is not in the corpus")
         return Label(qid, doc_id, "stale", old_span, None, "the document changed since the run and the span's text "
                      "then is unknown: check with --against OLD_CORPUS to re-anchor it")
-    return _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache)
+    return _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_context, cache)
 
 
-def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache: NormCache) -> Label:  # noqa: ANN001
+def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_context, cache: NormCache) -> Label:  # noqa: ANN001
     short = needle if len(needle) <= 50 else needle[:47] + "..."
     if doc is not None:
         found = locate(doc.text, needle, fuzzy=False)
@@ -149,14 +182,15 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
                      or (ev.quote is None and (m.start, m.end) == (ev.start, ev.end))), None)
         if here is not None:
             new = _span(doc_id, here.start, here.end)
-            if old_para is not None and _paragraph(doc.text, here.start, here.end) != old_para:
-                return Label(qid, doc_id, "stale", old_span, new, "the paragraph around the evidence changed")
-            if old_para is None and before.changed(doc):
+            change = _context_change(old_context, _context(doc.text, here.start, here.end))
+            if change:
+                return Label(qid, doc_id, "stale", old_span, new, f"the evidence is in place; {change}")
+            if old_context is None and before.changed(doc):
                 return Label(qid, doc_id, "stale", old_span, new, "the document changed since the run; the "
                              "evidence is still in it")
             return Label(qid, doc_id, "valid", old_span, new, "")
         if found:
-            return _moved(qid, doc_id, old_span, found, doc_id, doc, old_para, "in the same document")
+            return _moved(qid, doc_id, old_span, found, doc_id, doc, old_context, "in the same document")
     # Not in its document: anywhere else in the corpus, exactly or normalised.
     # Exact matches anywhere win over normalised ones (as in a single document).
     others = [d for d in docs.values() if d.doc_id != doc_id]
@@ -168,7 +202,7 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
                                      norm_needle=norm_needle)]
     if len({d.doc_id for d, _ in elsewhere}) == 1:
         other = elsewhere[0][0]
-        return _moved(qid, doc_id, old_span, [m for _, m in elsewhere], other.doc_id, other, old_para,
+        return _moved(qid, doc_id, old_span, [m for _, m in elsewhere], other.doc_id, other, old_context,
                       f"moved to document {other.doc_id!r}")
     if elsewhere:
         where = sorted({d.doc_id for d, _ in elsewhere})
@@ -196,14 +230,15 @@ def _place(qid, doc_id, needle, ev, doc, docs, before, old_span, old_para, cache
     return Label(qid, doc_id, "orphaned", old_span, None, f"the evidence {short!r} is no longer in the document")
 
 
-def _moved(qid, doc_id, old_span, found: list[Match], new_doc: str, doc: Document, old_para, where: str) -> Label:  # noqa: ANN001
+def _moved(qid, doc_id, old_span, found: list[Match], new_doc: str, doc: Document, old_context, where: str) -> Label:  # noqa: ANN001
     if len(found) > 1:
         return Label(qid, doc_id, "re_anchorable", old_span, None, f"ambiguous: {len(found)} places {where} "
                      f"({', '.join(f'{m.start}..{m.end}' for m in found[:5])}); choose one")
     m = found[0]
     new = _span(new_doc, m.start, m.end)
-    if old_para is not None and _paragraph(doc.text, m.start, m.end) != old_para:
-        return Label(qid, doc_id, "stale", old_span, new, f"{where}, and the paragraph around it changed")
+    change = _context_change(old_context, _context(doc.text, m.start, m.end))
+    if change:
+        return Label(qid, doc_id, "stale", old_span, new, f"{where}, and {change}")
     return Label(qid, doc_id, "re_anchorable", old_span, new, f"{where} ({m.how} match)",
                  fix=(new_doc, m.start, m.end))
 

@@ -211,7 +211,8 @@ def tags_of(value: object) -> tuple[dict[str, str], str | None]:
     return kept, None
 
 
-EVIDENCE_KEYS = {"quote", "start", "end", "text", "how", "score", "group"}  # how, score: how `goldset build` found it
+# how, score, margin: how `goldset build` found a span (margin: by how much its passage won, when it was chosen)
+EVIDENCE_KEYS = {"quote", "start", "end", "text", "how", "score", "margin", "group"}
 
 
 def evidence_of(ev: object) -> RawEvidence | str:
@@ -241,7 +242,7 @@ def evidence_of(ev: object) -> RawEvidence | str:
     text = ev.get("text")
     if text is not None and not isinstance(text, str):
         return f"'text' (what the span reads) must be text, got {_short(text)}"
-    found = {k: ev[k] for k in ("how", "score") if k in ev} or None
+    found = {k: ev[k] for k in ("how", "score", "margin") if k in ev} or None
     return RawEvidence(start, end, text=text, found=found, group=group)
 
 

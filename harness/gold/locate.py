@@ -97,11 +97,41 @@ def _fuzzy(text: str, needle: str) -> list[tuple[int, int, float]]:
     best_score = FUZZY_MIN
     for s in sorted(candidates):
         for length in {n - n // 10, n, n + n // 10}:
-            window = text[s:s + length]
-            matcher.set_seq1(window)
+            start, end = _whole_words(text, s, min(s + length, len(text)), matcher)
+            matcher.set_seq1(text[start:end])
             score = matcher.ratio()
             if score > best_score + 1e-9:
-                best_score, best = score, [(s, s + len(window), score)]
-            elif abs(score - best_score) < 1e-9 and best and not any(abs(b[0] - s) < n for b in best):
-                best.append((s, s + len(window), score))
+                best_score, best = score, [(start, end, score)]
+            elif abs(score - best_score) < 1e-9 and best and not any(abs(b[0] - start) < n for b in best):
+                best.append((start, end, score))
     return best
+
+
+def _whole_words(text: str, start: int, end: int, matcher: difflib.SequenceMatcher) -> tuple[int, int]:
+    """The window moved to word boundaries: a window of fixed length cut the answer's last word ("a full refun")
+    or took a piece of the next one. Each edge that falls inside a word goes out to the word's edge or back to the
+    previous one, whichever reads closer to the needle (ties: the longer span, covering the whole answer)."""
+    def edges(at: int, inside: bool, outward: int) -> list[int]:
+        if not inside:
+            return [at]
+        out, back = at, at
+        while 0 < out < len(text) and text[out - 1].isalnum() and text[out].isalnum():
+            out += outward
+        while 0 < back < len(text) and text[back - 1].isalnum() and text[back].isalnum():
+            back -= outward
+        return [out, back]
+
+    inside = lambda at: 0 < at < len(text) and text[at - 1].isalnum() and text[at].isalnum()  # noqa: E731
+    options = []
+    for s in edges(start, inside(start), -1):
+        for e in edges(end, inside(end), 1):
+            while s < e and text[s].isspace():
+                s += 1
+            while e > s and text[e - 1].isspace():
+                e -= 1
+            if e > s:
+                matcher.set_seq1(text[s:e])
+                options.append((matcher.ratio(), e - s, -s, s, e))
+    if not options:
+        return start, end
+    return max(options)[3:]

@@ -20,7 +20,7 @@ from .limits import TooLarge, max_bytes, too_large
 from .textfile import GZIP_ERRORS, open_binary, require_file
 from ..core.types import Document
 
-from .extract import SUFFIXES as DOC_SUFFIXES, TEXT_SUFFIXES, Unreadable, extract
+from .extract import ENCODED_SUFFIXES, SUFFIXES as DOC_SUFFIXES, Unreadable, extract
 
 
 def _stderr_warning(message: str) -> None:
@@ -31,7 +31,7 @@ def load_corpus(cfg: CorpusConfig, warn: Callable[[str], None] | None = None) ->
     """``warn`` receives one line per skipped file (default: stderr)."""
     path = cfg.path
     if cfg.format == "folder":
-        return _load_folder(path, warn or _stderr_warning)
+        return _load_folder(path, warn or _stderr_warning, cfg.encoding)
     if cfg.format == "beir" and path.is_dir():
         path = path / "corpus.jsonl"
     return _load_jsonl(path)
@@ -125,11 +125,11 @@ def _folder_files(path: Path, warn: Callable[[str], None]) -> list[Path]:
     return sorted(files)
 
 
-def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
-    """Every document file in the folder (``extract``: text, Markdown, HTML, PDF, DOCX). A PDF, HTML or DOCX file
-    whose text cannot be extracted (encrypted, a scan, broken) is skipped with a warning naming it and why; a text
-    file that is not UTF-8 is an error; files of other kinds are counted in one warning. Nothing is dropped without
-    a line saying so."""
+def _load_folder(path: Path, warn: Callable[[str], None], encoding: str | None = None) -> list[Document]:
+    """Every document file in the folder (``extract``: text, Markdown, HTML, PDF, DOCX; text, Markdown and HTML
+    in ``encoding``, default UTF-8). A file whose text cannot be read (a text file in another encoding, an encrypted
+    PDF, a scan, a broken DOCX) is skipped with a warning naming it and why, and the skipped files are counted in
+    one more line; files of other kinds are counted in one warning. Nothing is dropped without a line saying so."""
     if not path.is_dir():
         raise CorpusError(f"{path}: corpus folder not found")
     docs, problems, unreadable = [], [], []
@@ -146,11 +146,13 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
             problems.append(f"{file}: {bad_id}; rename the file")
             continue
         try:
-            got = extract(file)
+            got = extract(file, encoding)
         except Unreadable as exc:
-            # A text file that is not UTF-8 is yours to fix (an error); a PDF without a text layer or a broken DOCX
-            # is common in a real folder: it is skipped, named, and the rest is read.
-            (problems if file.suffix.lower() in TEXT_SUFFIXES else unreadable).append(f"{file}: {exc}")
+            # A PDF without a text layer, a broken DOCX, a .txt saved by an old editor in cp1252: common in a real
+            # folder, and one of them must not stop the others being read. Each is named, the rest is read.
+            hint = "; set corpus.encoding if the folder's text files share another encoding" \
+                if file.suffix.lower() in ENCODED_SUFFIXES and encoding is None and "UTF-8" in str(exc) else ""
+            unreadable.append(f"{file}: {exc}{hint}")
             continue
         except OSError as exc:
             problems.append(f"{file}: cannot be read ({exc.strerror or exc})")
@@ -166,6 +168,8 @@ def _load_folder(path: Path, warn: Callable[[str], None]) -> list[Document]:
         raise CorpusError(f"{path}: {len(problems)} problem(s) in the corpus", problems)
     for line in unreadable:
         warn(f"{line}; skipped")
+    if unreadable and docs:
+        warn(f"{path}: {len(unreadable)} unreadable file(s) skipped, {len(docs)} document(s) read")
     others = _other_files(path)
     if others:
         kinds = ", ".join(f"{n} {s or 'without a suffix'}" for s, n in sorted(others.items(), key=lambda x: -x[1]))

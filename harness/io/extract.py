@@ -20,6 +20,7 @@ EXTRA = "pip install 'rag-harness[documents]'"
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 RICH_SUFFIXES = (".html", ".htm", ".pdf", ".docx")
 SUFFIXES = TEXT_SUFFIXES + RICH_SUFFIXES
+ENCODED_SUFFIXES = TEXT_SUFFIXES + (".html", ".htm")  # read in the folder's declared encoding (corpus.encoding)
 
 
 class Unreadable(Exception):
@@ -33,25 +34,26 @@ class Extracted:
     metadata: dict = field(default_factory=dict)
 
 
-def extract(path: Path) -> Extracted:
+def extract(path: Path, encoding: str | None = None) -> Extracted:
     """The file's text; ``io.limits.TooLarge`` past the ``document`` limit (its text, or a text file's bytes) or,
-    for a DOCX, past the ``extracted`` limit in any of its parts (read before anything is inflated)."""
-    got = _extract(path)
+    for a DOCX, past the ``extracted`` limit in any of its parts (read before anything is inflated). ``encoding``
+    is that of text, Markdown and HTML files (default UTF-8); PDF and DOCX say their own."""
+    got = _extract(path, encoding)
     if len(got.text) > max_bytes("document"):  # characters, at most as many as its UTF-8 bytes
         raise too_large(str(path), "its extracted text", "document")
     return got
 
 
-def _extract(path: Path) -> Extracted:
+def _extract(path: Path, encoding: str | None) -> Extracted:
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
-        return _html(path)
+        return _html(path, encoding)
     if suffix == ".pdf":
         return _pdf(path)
     if suffix == ".docx":
         _docx_parts_bounded(path)
         return _docx(path)
-    text = _utf8(path)
+    text = _utf8(path) if encoding is None else _decoded(path, encoding)
     if suffix in (".md", ".markdown"):
         return _markdown(text)
     return Extracted(text)
@@ -81,6 +83,15 @@ def _utf8(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise Unreadable(f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _decoded(path: Path, encoding: str) -> str:
+    if path.stat().st_size > max_bytes("document"):  # never read whole past the limit
+        raise too_large(str(path), "the file", "document")
+    try:
+        return path.read_bytes().decode(encoding).removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"not {encoding} text (byte {exc.start})") from None
 
 
 # ---- Markdown: the file's own text (quotes are written against it); headings mark the sections ---------------
@@ -154,12 +165,12 @@ class _HtmlText:
                 self.flush()
 
 
-def _html(path: Path) -> Extracted:
+def _html(path: Path, encoding: str | None = None) -> Extracted:
     try:
         from selectolax.lexbor import LexborHTMLParser
     except ImportError:
         raise MissingDependencyError(f"{path}: HTML documents need selectolax: {EXTRA}") from None
-    tree = LexborHTMLParser(_utf8(path))
+    tree = LexborHTMLParser(_utf8(path) if encoding is None else _decoded(path, encoding))
     out = _HtmlText()
     if tree.body is not None:
         out.walk(tree.body)

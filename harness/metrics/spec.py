@@ -71,7 +71,7 @@ PARAM_DEFAULTS = {"rel": "1", "gain": "linear", "ideal": "judged"}
 ALIASES = {
     "p": "precision", "prec": "precision", "precision": "precision",
     "r": "recall", "recall": "recall",
-    "hit": "hit", "hits": "hit", "success": "hit", "hit_rate": "hit", "hitrate": "hit",
+    "hit": "hit", "success": "hit", "hit_rate": "hit", "hitrate": "hit",
     "nothing_found": "nothing_found",
     "ap": "ap", "map": "ap",
     "rr": "rr", "mrr": "rr", "recip_rank": "rr",
@@ -149,6 +149,8 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
         raise MetricError(f"cannot parse metric name {text!r}; expected e.g. ndcg@10, precision(rel=2)@5 "
                           f"(families: {known_metrics_help()})")
     family = ALIASES.get(m["family"].lower())
+    if m["family"].lower() == "hits":
+        raise MetricError(_hits_is_ambiguous(text, m["k"] or "k"))
     if family is None:
         raise MetricError(f"unknown metric {m['family']!r} in {text!r}; known metrics: {known_metrics_help()}")
     params: dict[str, str] = {}
@@ -162,6 +164,14 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             params[key] = value
     window = (m["k"] or "").lower() == WINDOW
     return _build(text, family, params, int(m["k"]) if m["k"] and not window else None, window)
+
+
+def _hits_is_ambiguous(text: str, k: str) -> str:
+    # ranx's hits@k counts the relevant hits in the top k; others (and harness until now) read it as a 0/1 hit: a
+    # list ported from ranx would silently get another measure, so the name is refused with both readings.
+    return (f"{text!r} is ambiguous: ranx's hits@{k} is the number of relevant hits in the top {k}, elsewhere a 0/1 "
+            f"hit. Write hit@{k} (1 if any relevant hit is in the top {k}: ranx's hit_rate@{k}) or precision@{k} "
+            f"(ranx's hits@{k} divided by {k})")
 
 
 def _checked_spec(spec: MetricSpec) -> MetricSpec:
@@ -232,3 +242,16 @@ GROUP_METRICS = ("sufficient@window",)
 
 DEFAULT_METRICS = ("precision@5", "recall@5", "hit@5", "rr@10", "nothing_found@10", "ap", "rprec", "ndcg@10",
                    "recall@100")
+
+
+def default_metrics(depth: int) -> tuple[str, ...]:
+    """The metrics of a config that names none, for its ``depth``: each default whose cutoff is past the depth is
+    taken at the depth instead (depth 20: recall@20 for recall@100), a repeat dropped. A cutoff past the depth would
+    be computed from fewer hits than it names, which a config is refused for; the user chose the depth, not these."""
+    out: list[str] = []
+    for name in DEFAULT_METRICS:
+        base, at, k = name.rpartition("@")
+        name = f"{base}@{depth}" if at and int(k) > depth else name
+        if name not in out:
+            out.append(name)
+    return tuple(out)

@@ -8,11 +8,12 @@ from collections import defaultdict
 from typing import Literal, Sequence
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from ..core.errors import RetrieverError
 from ..core.schema import Strict
 from ..text.analysis import Analyzer, token_pattern_problem
+from ..text.stopwords import BUILTIN as STOPWORD_LISTS, describe as describe_stopwords, read_stopword_file
 from ..core.types import Chunk, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
 from .bm25_index import BM25Index, bm25_delta
@@ -27,10 +28,28 @@ class AnalyzerConfig(Strict):
     """lower-case texts before tokenising"""
     pattern: str = r"\w+"
     """the token regex (\\w+ and \\S+ are vectorised; another pattern runs per chunk)"""
-    stopwords: Literal["none", "english"] = "none"
-    """none, or english (Lucene's list)"""
+    stopwords: str | list[str] = "none"
+    """a built-in list (none; english = lucene, 33 words; nltk, 179; sklearn, 318: harness/text/stopwords.py), the
+    words themselves, or a file of words, one a line (any other text: a path from the config's folder)"""
     stemmer: Literal["none", "english", "porter"] = "none"
     """none, english (Snowball) or porter"""
+    _words: tuple[str, ...] | None = PrivateAttr(None)  # a file's words, read once when the config is read
+
+    @field_validator("stopwords")
+    @classmethod
+    def _stopwords(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and any(not w or any(c.isspace() for c in w) for w in value):
+            raise ValueError("each stopword must be one word, without spaces (tokens never hold one)")
+        return value
+
+    @model_validator(mode="after")
+    def _read_file(self) -> "AnalyzerConfig":
+        if isinstance(self.stopwords, str) and self.stopwords not in STOPWORD_LISTS:
+            try:
+                self._words = read_stopword_file(self.stopwords)
+            except ValueError as exc:
+                raise ValueError(f"stopwords: {exc}; a built-in list is one of {describe_stopwords()}") from None
+        return self
 
     @field_validator("pattern")
     @classmethod
@@ -41,7 +60,8 @@ class AnalyzerConfig(Strict):
         return pattern
 
     def build(self) -> Analyzer:
-        return Analyzer(self.lowercase, self.pattern, self.stopwords, self.stemmer)
+        words = self._words if self._words is not None else self.stopwords
+        return Analyzer(self.lowercase, self.pattern, words if isinstance(words, str) else tuple(words), self.stemmer)
 
 
 class BM25Config(Strict):

@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..text.analysis import SPACE_CODE_POINTS, STOPWORD_LISTS, Analyzer
+from ..text.analysis import SPACE_CODE_POINTS, Analyzer
 
 BATCH_CHUNKS = 20_000  # texts per batch: bounds the memory of the per-code-point arrays
 VECTOR_PATTERNS = (r"\w+", r"\S+")
@@ -110,7 +110,7 @@ def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray
 
 def _normalise(raw_terms: list[str], ids: np.ndarray, lengths: np.ndarray, analyzer: Analyzer) -> CorpusTokens:
     """Drop stopwords and stem, per distinct token; renumber the terms that remain."""
-    stop = STOPWORD_LISTS[analyzer.stopwords]
+    stop = analyzer.stop
     if not stop and analyzer.stemmer == "none":
         return CorpusTokens(raw_terms, ids, lengths)
     kept = [t for t in raw_terms if t not in stop]

@@ -163,8 +163,9 @@ class ExternalRetriever:
         return list(self.raw)
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
-        """Each query's hits with a repeated one once, at its best place, then cut at ``k`` (trec_eval counts a
-        repeated doc id once at its best rank: a cut before dropping repeats would lose hits within depth)."""
+        """Each query's hits with a repeated one once, at its best place, then cut at ``k``: a cut before dropping
+        repeats would lose hits within depth. (trec_eval itself refuses a run that repeats a doc id within a query;
+        keeping the best-ranked copy is harness's rule, so run.trec is one trec_eval reads.)"""
         out = []
         for q in queries:
             ranked, dropped = rank_distinct(q.query_id, self.resolved.get(q.query_id, []), k)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from ..io.jsonl import loads
 from .urls import service_url_problem
 from .base import BuildContext, RetrieverKind, register
 from .contract import shown_lines
-from .http_transport import BodyTooLarge, Failed, TimedOut, transport
+from .http_transport import BodyTooLarge, Failed, TimedOut, Unreachable, transport
 from .live_hits import HitMapping, hits_of
 from .ranking import rank_distinct
 
@@ -42,6 +43,13 @@ SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key",
 _PLACEHOLDER = re.compile(r"\{(query|k|query_id)\}")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
+# Connection failures in a row, before the service has answered anything, that mean it is down: the run stops with
+# one line, whatever on_error says (a downed service cost 20 s of retries and a line per query).
+DOWN_AFTER = 3
+
+
+class ServiceDown(Exception):
+    """The service never answered: ``DOWN_AFTER`` connections in a row failed before any response."""
 
 
 def url_problem(url: str) -> str | None:
@@ -233,6 +241,10 @@ class HttpEngine:
         self.max_response_mb = max_response_mb
         # httpx if installed, else urllib
         self.transport = transport(headers, timeout_s, concurrency, int(max_response_mb * (1 << 20)))
+        self._lock = threading.Lock()
+        self._answered = False  # some request got an HTTP response: from then on, failures are per query
+        self._refused = 0  # connection failures in a row before that
+        self._down: str | None = None  # why the service is taken as down (the url and the error)
 
     def close(self) -> None:
         self.transport.close()
@@ -241,6 +253,10 @@ class HttpEngine:
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(len(requests), 1)))
         try:
             results = list(pool.map(lambda qr: self._one(qr[0], qr[1], k), requests))
+        except ServiceDown:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise RetrieverError(f"the retrieval service cannot be reached: {self._down} ({DOWN_AFTER} "
+                                 f"connection attempts in a row failed before any answer; is it running?)") from None
         except BaseException:
             # Ctrl-C or SIGTERM (or an error) while requests are in flight: leave at once. A ``with`` block would
             # wait for every request sent (a hanging service held Ctrl-C for its whole timeout); the ones queued
@@ -250,6 +266,16 @@ class HttpEngine:
         pool.shutdown()
         return results
 
+    def _connect_failed(self, url: str, error: str) -> None:
+        with self._lock:
+            if self._answered:
+                return
+            self._refused += 1
+            if self._refused >= DOWN_AFTER and self._down is None:
+                self._down = f"{url}: {error}"
+        if self._down:
+            raise ServiceDown()
+
     def _one(self, query: Query, req: Request, k: int) -> tuple[RankedList | None, RequestRecord]:
         t0 = time.perf_counter()
         status, error, response = None, None, None
@@ -257,6 +283,8 @@ class HttpEngine:
         for attempt in range(self.retries + 1):
             attempts = attempt + 1
             wait = self.backoff_s * (2 ** attempt)
+            if self._down:
+                raise ServiceDown()
             try:
                 r = self.transport.send(req.method, req.url, req.body, req.params)
             except TimedOut:
@@ -265,9 +293,13 @@ class HttpEngine:
                 status, error = None, (f"the response body is larger than the {self.max_response_mb:g} MB limit "
                                        f"(retriever.max_response_mb)")
                 break
+            except Unreachable as exc:
+                status, error = None, f"request failed ({exc})"
+                self._connect_failed(req.url, str(exc))
             except Failed as exc:
                 status, error = None, f"request failed ({exc})"
             else:
+                self._answered = True
                 status = r.status
                 if status == 200:
                     response, error = r, None

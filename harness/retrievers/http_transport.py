@@ -45,6 +45,11 @@ def _bounded(chunks, limit: int) -> bytes:
     return b"".join(parts)
 
 
+class Unreachable(Failed):
+    """No connection could be made (refused, no such host, connect timeout): the service is not there, as opposed
+    to a service that answered badly."""
+
+
 class HttpxTransport:
     def __init__(self, httpx, headers: Mapping[str, str], timeout_s: float, concurrency: int, max_body: int):
         self.httpx, self.max_body = httpx, max_body
@@ -55,6 +60,8 @@ class HttpxTransport:
         try:
             with self.client.stream(method, url, json=body if method == "POST" else None, params=params) as r:
                 content = _bounded(r.iter_bytes(), self.max_body)
+        except (self.httpx.ConnectError, self.httpx.ConnectTimeout) as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}") from None
         except self.httpx.TimeoutException:
             raise TimedOut() from None
         except self.httpx.HTTPError as exc:
@@ -88,6 +95,8 @@ class UrllibTransport:
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (socket.timeout, TimeoutError)):
                 raise TimedOut() from None
+            if isinstance(exc.reason, (ConnectionRefusedError, socket.gaierror)):
+                raise Unreachable(f"URLError: {exc.reason}") from None
             raise Failed(f"URLError: {exc.reason}") from None
         except (OSError, ValueError) as exc:  # a connection reset mid-response, a malformed status line
             raise Failed(f"{type(exc).__name__}: {exc}") from None

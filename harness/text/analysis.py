@@ -8,13 +8,9 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from ..core.errors import ConfigError, MissingDependencyError
+from .stopwords import BUILTIN as STOPWORD_LISTS, describe as describe_stopwords
+from .stopwords import LUCENE as LUCENE_ENGLISH_STOPWORDS  # noqa: F401  (its name before the lists had a module)
 
-# Lucene's EnglishAnalyzer default stop set (what Anserini's BM25 baselines use).
-LUCENE_ENGLISH_STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
-    "they this to was will with".split()
-)
-STOPWORD_LISTS = {"none": frozenset(), "english": LUCENE_ENGLISH_STOPWORDS}
 STEMMERS = ("none", "english", "porter")
 
 _WORD = re.compile(r"\S+")
@@ -42,11 +38,15 @@ def token_pattern_problem(pattern: str) -> str | None:
 
 @dataclass(frozen=True)
 class Analyzer:
-    """Turns text into index terms: optional lowercasing, a token regex, stopwords, Snowball/Porter stemming."""
+    """Turns text into index terms: optional lowercasing, a token regex, stopwords, Snowball/Porter stemming.
+
+    ``stopwords`` is a built-in list's name (``harness.text.stopwords``) or the words themselves (a tuple); they are
+    compared with the tokens after lowercasing (so a listed ``How`` drops ``how`` when ``lowercase`` is on), before
+    stemming."""
 
     lowercase: bool = True
     pattern: str = r"\w+"
-    stopwords: str = "none"
+    stopwords: str | tuple[str, ...] = "none"
     stemmer: str = "none"
 
     def __post_init__(self) -> None:
@@ -55,12 +55,23 @@ class Analyzer:
         why = token_pattern_problem(self.pattern) if isinstance(self.pattern, str) else "must be a string"
         if why:
             problems.append(f"pattern {self.pattern!r}: {why}")
-        if self.stopwords not in STOPWORD_LISTS:
-            problems.append(f"stopwords {self.stopwords!r}: choose one of {', '.join(STOPWORD_LISTS)}")
+        if isinstance(self.stopwords, str):
+            if self.stopwords not in STOPWORD_LISTS:
+                problems.append(f"stopwords {self.stopwords!r}: choose one of {describe_stopwords()}, or give the "
+                                f"words (a list)")
+        elif not all(isinstance(w, str) for w in self.stopwords):
+            problems.append("stopwords: every word must be text")
         if self.stemmer not in STEMMERS:
             problems.append(f"stemmer {self.stemmer!r}: choose one of {', '.join(STEMMERS)}")
         if problems:
             raise ConfigError("invalid tokenizer settings", problems)
+
+    @cached_property
+    def stop(self) -> frozenset[str]:
+        """The words dropped from the tokens."""
+        if isinstance(self.stopwords, str):
+            return STOPWORD_LISTS[self.stopwords]
+        return frozenset(w.lower() if self.lowercase else w for w in self.stopwords)
 
     @cached_property
     def _regex(self) -> re.Pattern:
@@ -80,7 +91,7 @@ class Analyzer:
         if self.lowercase:
             text = text.lower()
         tokens = self._regex.findall(text)
-        stop = STOPWORD_LISTS[self.stopwords]
+        stop = self.stop
         if stop:
             tokens = [t for t in tokens if t not in stop]
         if self._stem is not None:

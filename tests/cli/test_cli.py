@@ -20,7 +20,7 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "demo-bm25"
     proc = harness("run", "configs/demo-bm25.yaml", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == str(out / "report.md")
+    assert proc.stdout.strip() == str(out / "report.html")
     return out, json.loads((out / "results.json").read_text())
 
 

@@ -88,7 +88,7 @@ def test_init_writes_a_project_that_runs_and_passes_its_gate(tmp_path):
     assert proc.stderr == "next: harness run proj/harness.yaml\n"
     run = harness("run", "proj/harness.yaml", "-q", cwd=tmp_path)
     # (issue 35: outputs go where harness runs, as --out and output: do, not beside the config)
-    assert (run.returncode, run.stdout) == (0, "reports/starter/report.md\n"), run.stderr
+    assert (run.returncode, run.stdout) == (0, "reports/starter/report.html\n"), run.stderr
     gate = harness("gate", "reports/starter/results.json", "--rules", "proj/gates.yaml", cwd=tmp_path)
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert "PASS" in gate.stdout
@@ -124,7 +124,8 @@ def test_default_cache_folder_follows_the_environment(monkeypatch, tmp_path):
 def test_cache_info_reads_harness_cache_dir(tmp_path):
     (tmp_path / "env-cache").mkdir()
     proc = harness("cache", "info", cwd=tmp_path, env={"HARNESS_CACHE_DIR": str(tmp_path / "env-cache")})
-    assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'env-cache'}: empty\n"), proc.stderr
+    assert (proc.returncode, proc.stdout) == (0, f"{tmp_path / 'env-cache'}: empty (from HARNESS_CACHE_DIR)\n"), \
+        proc.stderr
 
 
 def test_one_model_folder_under_two_names_shares_its_cache(monkeypatch, tmp_path):
@@ -153,7 +154,7 @@ def test_a_run_writes_its_embeddings_under_cache_dir(tmp_path):
                    "--cache-dir", tmp_path / "c", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     info = harness("cache", "info", "--cache-dir", tmp_path / "c")
-    assert info.stdout.startswith("embeddings\t1 entry"), info.stdout
+    assert info.stdout.startswith(f"{tmp_path / 'c'} (from --cache-dir)\nembeddings\t1 entry"), info.stdout
 
 
 # ---- progress --------------------------------------------------------------------------------------------------

@@ -249,7 +249,7 @@ def test_gate_summary_markdown(tmp_path):
 def test_cache_info_on_an_empty_folder(tmp_path):
     (tmp_path / "c").mkdir()
     proc = harness("cache", "info", "--cache-dir", "c", cwd=tmp_path)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "c: empty\n", "")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"{tmp_path / 'c'}: empty (from --cache-dir)\n", "")
 
 
 def test_validate_counts_one_of_each_in_the_singular(tmp_path):

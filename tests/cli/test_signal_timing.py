@@ -72,7 +72,7 @@ def test_a_signal_just_after_run_printed_its_path_leaves_the_outputs_and_the_lin
     out = tmp_path / "out"
     proc = _cli(["run", demo_config(tmp_path), "--out", out, "-q"], _after_first_stdout_write("SIGINT"))
     _assert_late(proc, 130)
-    assert proc.stdout == f"{out / 'report.md'}\n"
+    assert proc.stdout == f"{out / 'report.html'}\n"
     assert (out / "results.json").is_file() and (out / "report.html").is_file()
 
 
@@ -95,7 +95,7 @@ def test_a_signal_held_while_the_outputs_are_published_is_late_not_nothing_half_
     summary, junit = tmp_path / "gate.md", tmp_path / "gate.xml"
     proc = _cli(_gate(results, "--summary", summary, "--junit", junit), f"""
         import os, signal
-        from harness.core import files
+        from harness.io import files
         real = files.Staged.publish
         def publish(self):
             os.kill(os.getpid(), signal.{signal_name})  # held: the renames are done first
@@ -113,7 +113,7 @@ def test_an_interrupted_command_sends_none_of_what_it_had_printed(results, tmp_p
     summary = tmp_path / "gate.md"
     proc = _cli(_gate(results, "--summary", summary), """
         import os, signal
-        from harness.core import files
+        from harness.io import files
         real = files.stage
         def stage(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGINT)

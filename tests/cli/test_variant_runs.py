@@ -40,9 +40,9 @@ def test_a_set_run_writes_its_own_folder_and_leaves_the_base_byte_identical(base
     tmp, _, base, variant, before = base_and_variant
     assert _snapshot(tmp / "reports" / "t") == before
     own = tmp / "reports" / "t+retriever.k1=0.9"
-    assert variant.stdout == f"{own.relative_to(tmp)}/report.md\n"
+    assert variant.stdout == f"{own.relative_to(tmp)}/report.html\n"
     assert f"writes to its own folder {own.relative_to(tmp)}/" in variant.stderr
-    assert f"open {own.relative_to(tmp)}/report.html" in variant.stderr and "open reports/t/report.html" in base.stderr
+    assert f"wrote {own.relative_to(tmp)}/" in variant.stderr and "wrote reports/t/" in base.stderr
     data = json.loads((own / "results.json").read_text())
     assert data["overrides"] == ["retriever.k1=0.9"] and data["config"]["retriever"]["k1"] == 0.9
     assert json.loads((tmp / "reports" / "t" / "results.json").read_text())["overrides"] is None
@@ -91,5 +91,5 @@ def test_output_and_the_default_folder_both_resolve_from_the_current_folder(tmp_
     cfg = demo_config(tmp_path / "configs", "x.yaml", output="out")
     proc = harness("run", "configs/x.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "out/report.md\n" or proc.stdout == f"{tmp_path / 'out'}/report.md\n"
+    assert proc.stdout == "out/report.html\n" or proc.stdout == f"{tmp_path / 'out'}/report.html\n"
     assert (tmp_path / "out" / "results.json").is_file() and not (tmp_path / "configs" / "out").exists()

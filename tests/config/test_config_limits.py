@@ -121,8 +121,8 @@ CASES = [
          (f"metrics: recall@100000000: the cutoff must be at most {MAX_RANK:,}",)),
     Case("depth-below-metric-cutoff", cfg(depth="3", metrics="[ndcg@10]", cutoff="{k: 3}"),
          ("cfg.yaml", "depth: 3 hits per query are fewer than ndcg@10 needs; set depth: 10 or more",)),
-    Case("depth-below-default-metrics", cfg(depth="10"),
-         ("depth: 10 hits per query are fewer than recall@100 (the default metrics; set metrics: to choose)",)),
+    Case("depth-below-default-cutoff", cfg(depth="3"),  # (the default metrics follow the depth: test_first_project)
+         ("depth: 3 hits per query are fewer than cutoff.k (5) (cutoff: {{k: 5}} is the default) needs",)),
     Case("sweep-point-depth-below-cutoff", cfg(metrics="[ndcg@10]", sweep="{depth: [20, 5]}"),
          ("cfg.yaml: sweep point {{'depth': 5}}", "depth: 5 hits per query are fewer than ndcg@10")),
     Case("sweep-path-not-an-index", cfg(retriever="{kind: hybrid, children: [{kind: bm25}]}",

@@ -136,7 +136,7 @@ def test_a_sheet_row_contradicting_itself_is_refused_and_a_list_of_quotes_read(t
 
 # ---- goldset build ---------------------------------------------------------------------------------------------------
 
-def test_build_refuses_tags_it_would_turn_into_text_and_keeps_an_unlocated_answer_as_a_quote(tmp_path):
+def test_build_refuses_tags_it_would_turn_into_text_and_leaves_an_unlocated_answer_out(tmp_path):
     (tmp_path / "corpus.jsonl").write_text(CORPUS)
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"id": "a1", "query": "t", "answers": ["dog"], "tags": {"x": null}}\n')
@@ -145,9 +145,10 @@ def test_build_refuses_tags_it_would_turn_into_text_and_keeps_an_unlocated_answe
     answers.write_text('{"id": "a2", "query": "t", "answers": ["a horse"], "doc": "d1"}\n')
     out = tmp_path / "g.jsonl"
     proc = harness("goldset", "build", "--from", answers, "--corpus", tmp_path / "corpus.jsonl", "-o", out)
-    assert proc.returncode == 1  # an answer left for a person
-    assert json.loads(out.read_text())["relevant"] == [{"doc": "d1", "grade": 1, "evidence": [{"quote": "a horse"}]}]
-    assert "not found in document 'd1'" in _validate(tmp_path, out).stderr  # flagged by a run, not every chunk
+    assert proc.returncode == 1  # an answer left for a person: listed, and out of the golden set (issue 36)
+    assert out.read_text() == ""
+    assert "query 'a2': answer 'a horse' missing" in proc.stderr
+    assert "1 queries left out (none of their answers placed)" in proc.stderr
 
 
 def test_a_squad_style_answer_whose_offset_disagrees_is_flagged(tmp_path):

@@ -201,7 +201,7 @@ def written(folder: str):
     def check(tmp: Path, proc) -> None:
         d = tmp / folder
         assert set(marker(d)["files"]) == OUTPUTS and set(os.listdir(d)) == OUTPUTS | {".harness-output"}
-        assert proc.stdout.strip() == str(Path(folder) / "report.md")
+        assert proc.stdout.strip() == str(Path(folder) / "report.html")
     return check
 
 
