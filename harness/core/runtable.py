@@ -48,7 +48,12 @@ def _described(value) -> str:
 def _ids_problems(ids, where: str, unique: bool) -> list[str]:
     if not isinstance(ids, np.ndarray) or ids.ndim != 1:
         return [f"{where}: expected a one-dimensional NumPy array of ids (dtype object), got {_described(ids)}"]
+    from . import textcolumns  # (pyarrow: loaded when a run is first checked, not with the types)
+
     values = ids.tolist()
+    column = textcolumns.text_column(values) if len(values) >= textcolumns.BULK_MIN else None
+    if column is not None:  # every id text: the rest is checked in bulk
+        return [f"{where}: an id is given twice"] if unique and not textcolumns.unique(column) else []
     bad = next((j for j, i in enumerate(values) if not isinstance(i, str)), None)  # (by place: None may be one)
     if bad is not None:
         return [f"{where}: ids are text, got {type(values[bad]).__name__} {values[bad]!r}"[:200]]
@@ -84,6 +89,17 @@ def _same_columns(a, b) -> bool:
         if (x is None) != (y is None) or x is not None and not (np.shape(x) == np.shape(y) and np.array_equal(x, y)):
             return False
     return True
+
+
+def checked(columns):
+    """``columns`` (a Run or Qrels) marked as built by the library from input it checked as it read it: ``evaluate``
+    takes it as sound without checking its arrays again. A Run or Qrels built by hand from arrays is checked."""
+    object.__setattr__(columns, "_checked", True)  # (not a field: equality and replace() do not see it)
+    return columns
+
+
+def is_checked(columns) -> bool:
+    return bool(vars(columns).get("_checked"))
 
 
 def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
@@ -158,9 +174,13 @@ class Run:
     def _order_problems(self, name: str) -> list[str]:
         """Ties are broken by the vocabulary's sorted order: ``doc_vocab`` is sorted, or ``doc_order`` says where
         each entry sorts (an unsorted vocabulary read as sorted ranked tied documents wrongly)."""
+        from . import textcolumns
+
         vocab = self.doc_vocab
         if self.doc_order is None:
-            if len(vocab) > 1 and not (vocab[:-1] < vocab[1:]).all():
+            column = textcolumns.text_column(vocab) if len(vocab) >= textcolumns.BULK_MIN else None
+            ordered = textcolumns.strictly_sorted(column) if column is not None else (vocab[:-1] < vocab[1:]).all()
+            if len(vocab) > 1 and not ordered:
                 return [f"{name}.doc_vocab: not sorted (sort it, or give doc_order: each entry's sorted position)"]
             return []
         order = self.doc_order
@@ -209,22 +229,34 @@ class Run:
         rank_arr = None
         if ranks is not None:
             rank_arr = np.array([r for q in lists for r in ranks[q]], dtype=np.int64)
-        return cls(query_ids, offsets_of(lengths), vocab, codes, scores, rank_arr)
+        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores, rank_arr))
 
     def select(self, rows: np.ndarray) -> "Run":
         """The queries at ``rows``, in that order (the vocabulary shared)."""
         take, offsets = _gathered(self.offsets, rows)
-        return Run(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
-                           None if self.ranks is None else self.ranks[take], self.doc_order)
+        out = Run(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
+                  None if self.ranks is None else self.ranks[take], self.doc_order)
+        return checked(out) if is_checked(self) else out
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
         """From the dict-of-dicts form pytrec_eval and ranx use, checked as ``harness.evaluate`` checks it (ids read
         as strings: ``{"1": {2: 1.0}}`` names document "2"; scores finite numbers): an InputError naming each bad
         entry."""
+        return cls.read_dict(run, "Run.from_dict")
+
+    @classmethod
+    def read_dict(cls, run: Mapping[str, Mapping[str, float]], name: str) -> "Run":
+        """``from_dict``, its errors naming ``name``: the usual dict (string ids, float scores) read in bulk, any
+        other entry by entry, each problem named."""
+        from .dictcolumns import bulk_scores
         from .dictinput import checked_scores
 
-        return cls.from_checked_dict(checked_scores(run, "Run.from_dict"))
+        columns = bulk_scores(run)
+        if columns is None:
+            return cls.from_checked_dict(checked_scores(run, name))
+        query_ids, lengths, vocab, codes, scores = columns
+        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores))
 
     @classmethod
     def from_checked_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
@@ -284,8 +316,9 @@ class Qrels:
     def select(self, rows: np.ndarray) -> "Qrels":
         """The queries at ``rows``, in that order (the vocabulary and codes shared)."""
         take, offsets = _gathered(self.offsets, rows)
-        return Qrels(self.query_ids[rows], offsets, self.doc_ids[take], self.grades[take], self.doc_vocab,
-                     None if self.doc_codes is None else self.doc_codes[take])
+        out = Qrels(self.query_ids[rows], offsets, self.doc_ids[take], self.grades[take], self.doc_vocab,
+                    None if self.doc_codes is None else self.doc_codes[take])
+        return checked(out) if is_checked(self) else out
 
     def codes_for(self, vocab: np.ndarray) -> np.ndarray:
         if self.doc_vocab is vocab and self.doc_codes is not None:
@@ -297,9 +330,19 @@ class Qrels:
         """From ``{query_id: {doc_id: grade}}``; a query with an empty dict is judged with nothing relevant. Checked
         as ``harness.evaluate`` checks it (ids read as strings, grades whole numbers: ``1.5`` is refused, not read
         as 1): an InputError naming each bad entry."""
+        return cls.read_dict(qrels, "Qrels.from_dict")
+
+    @classmethod
+    def read_dict(cls, qrels: Mapping[str, Mapping[str, int]], name: str) -> "Qrels":
+        """``from_dict``, its errors naming ``name`` (``Run.read_dict``'s two paths)."""
+        from .dictcolumns import bulk_grades
         from .dictinput import checked_grades
 
-        return cls.from_checked_dict(checked_grades(qrels, "Qrels.from_dict"))
+        columns = bulk_grades(qrels)
+        if columns is None:
+            return cls.from_checked_dict(checked_grades(qrels, name))
+        query_ids, lengths, doc_ids, grades = columns
+        return checked(cls(query_ids, offsets_of(lengths), doc_ids, grades))
 
     @classmethod
     def from_checked_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":
@@ -308,7 +351,7 @@ class Qrels:
         lengths = np.array([len(v) for v in qrels.values()], dtype=np.int64)
         docs = np.array([d for v in qrels.values() for d in v], dtype=object)
         grades = np.array([int(g) for v in qrels.values() for g in v.values()], dtype=np.int64)
-        return cls(query_ids, offsets_of(lengths), docs, grades)
+        return checked(cls(query_ids, offsets_of(lengths), docs, grades))
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

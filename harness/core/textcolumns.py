@@ -1,0 +1,90 @@
+"""Ids as Arrow string columns, checked and coded in bulk: what lets a million ids be read without a Python step per
+id. Each check here says exactly what the per-id rules say (``core.ids.id_problem``), or says "not sure" (None,
+False) and leaves it to the per-id readers, which name the bad entry: a bulk check never words an error itself.
+
+Arrow compares strings by their UTF-8 bytes, which orders them as Python orders str (by code point), so a
+vocabulary sorted here is sorted for the engine's tie rule too.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .ids import BAD_ID_CHAR
+
+# Below this many items the per-item path is about as fast, and pyarrow is not asked to convert a list (which
+# loads pandas, seconds on a busy machine): evaluating a small dict stays light.
+BULK_MIN = 10_000
+
+def text_column(values: Sequence | np.ndarray) -> pa.StringArray | None:
+    """``values`` as an Arrow string array when every one is a ``str`` (not bytes, None, a number, or text with a
+    lone surrogate, which UTF-8 cannot hold); else None."""
+    items = values.tolist() if isinstance(values, np.ndarray) else values
+    try:  # Arrow infers string only when every item is a str (bytes make it binary; a number raises)
+        column = pa.array(items)
+    except (pa.ArrowException, UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        return None
+    if len(column) == 0:
+        return pa.array([], pa.string())
+    return column if pa.types.is_string(column.type) and column.null_count == 0 else None
+
+
+def as_string(column: pa.Array | pa.ChunkedArray) -> pa.StringArray | None:
+    """An Arrow column of text (string or large_string) or of whole numbers (their decimal text, as an id given as
+    an integer reads) as one string array; None for any other type or a column with a null."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count:
+        return None
+    if pa.types.is_integer(column.type) or pa.types.is_large_string(column.type):
+        return pc.cast(column, pa.string())
+    return column if pa.types.is_string(column.type) else None
+
+
+def ids_clean(column: pa.StringArray) -> bool:
+    """No id empty, none holding whitespace or a control character: ``id_problem``'s rule, by one regex over all
+    the text at once (the rule is about characters, so joining the ids makes no match that was not in one)."""
+    if len(column) == 0:
+        return True
+    if pc.min(pc.binary_length(column)).as_py() == 0:
+        return False
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset:column.offset + len(column) + 1]
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    text = bytes(memoryview(column.buffers()[2])[lo:hi]).decode("utf-8")
+    return BAD_ID_CHAR.search(text) is None
+
+
+def unique(column: pa.StringArray) -> bool:
+    return pc.count_distinct(column).as_py() == len(column)
+
+
+def strictly_sorted(column: pa.StringArray) -> bool:
+    if len(column) < 2:
+        return True
+    return pc.all(pc.less(column[:-1], column[1:])).as_py()
+
+
+def sorted_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
+    """(the distinct values, sorted; each value's position in them), as int64 codes."""
+    encoded = column.dictionary_encode()
+    distinct = encoded.dictionary
+    order = pc.sort_indices(distinct).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return distinct.take(pa.array(order)), rank[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def first_seen_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
+    """(the distinct values in order of first appearance; each value's position in them), as int64 codes."""
+    encoded = column.dictionary_encode()
+    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def objects(column: pa.StringArray) -> np.ndarray:
+    """An Arrow string array as the 1-D object array of str that a Run or Qrels holds."""
+    out = column.to_numpy(zero_copy_only=False)
+    return out if out.dtype == object else out.astype(object)
