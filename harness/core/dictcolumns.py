@@ -44,9 +44,9 @@ def _object_array(items: list) -> np.ndarray:
     return out
 
 
-def bulk_scores(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """``{qid: {doc: score}}`` as (query ids, entries per query, sorted doc vocabulary, doc codes, scores), or None
-    when the entry-by-entry reader must look."""
+def bulk_scores(data: Any) -> tuple | None:
+    """``{qid: {doc: score}}`` as (query ids, entries per query, sorted doc vocabulary, doc codes, scores, the
+    vocabulary as Arrow text), or None when the entry-by-entry reader must look."""
     flat = _flat(data)
     if flat is None:
         return None
@@ -65,7 +65,7 @@ def bulk_scores(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     vocab, codes = sorted_codes(column)
     if not ids_clean(vocab):
         return None
-    return query_ids, lengths, objects(vocab), codes, scores
+    return query_ids, lengths, objects(vocab), codes, scores, vocab
 
 
 def bulk_grades(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:

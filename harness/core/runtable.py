@@ -91,11 +91,19 @@ def _same_columns(a, b) -> bool:
     return True
 
 
-def checked(columns):
+def checked(columns, vocab_text=None):
     """``columns`` (a Run or Qrels) marked as built by the library from input it checked as it read it: ``evaluate``
-    takes it as sound without checking its arrays again. A Run or Qrels built by hand from arrays is checked."""
+    takes it as sound without checking its arrays again. A Run or Qrels built by hand from arrays is checked.
+    ``vocab_text``: a Run's vocabulary as the Arrow text it was built from, kept to code judgments against."""
     object.__setattr__(columns, "_checked", True)  # (not a field: equality and replace() do not see it)
+    if vocab_text is not None:
+        object.__setattr__(columns, "_vocab_text", vocab_text)
     return columns
+
+
+def vocab_text(run: "Run"):
+    """The Arrow text of a library-built run's vocabulary, if it kept it (else None)."""
+    return vars(run).get("_vocab_text")
 
 
 def is_checked(columns) -> bool:
@@ -106,19 +114,17 @@ def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
     return np.array(sorted(set(ids)), dtype=object)
 
 
-def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
-    """Codes (positions) of ``ids`` in ``vocab``; -1 for an id not in it."""
+def encode(vocab: np.ndarray, ids: Sequence[str], vocab_text=None) -> np.ndarray:
+    """Codes (positions) of ``ids`` in ``vocab``; -1 for an id not in it. ``vocab_text``: the vocabulary as Arrow
+    text, when the caller has it (see ``vocab_text``)."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
-    if len(vocab) + len(ids) > 100_000:
-        try:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-        except ImportError:
-            pass
-        else:  # hashing in C: a large run's vocabulary is not walked in Python
-            found = pc.index_in(pa.array(ids, pa.string()), value_set=pa.array(vocab, pa.string()))
-            return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(vocab) + len(ids) > 100_000:  # in C: a large run's vocabulary is not walked in Python
+        from .textcolumns import positions_in
+
+        found = positions_in(vocab if vocab_text is None else vocab_text, ids)
+        if found is not None:
+            return found
     # A dict beats searchsorted here: comparing object strings in searchsorted goes through Python.
     wanted = {v: -1 for v in ids}
     for code, v in enumerate(vocab.tolist()):
@@ -255,8 +261,8 @@ class Run:
         columns = bulk_scores(run)
         if columns is None:
             return cls.from_checked_dict(checked_scores(run, name))
-        query_ids, lengths, vocab, codes, scores = columns
-        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores))
+        query_ids, lengths, vocab, codes, scores, text = columns
+        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores), text)
 
     @classmethod
     def from_checked_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
@@ -320,10 +326,10 @@ class Qrels:
                     None if self.doc_codes is None else self.doc_codes[take])
         return checked(out) if is_checked(self) else out
 
-    def codes_for(self, vocab: np.ndarray) -> np.ndarray:
+    def codes_for(self, vocab: np.ndarray, text=None) -> np.ndarray:
         if self.doc_vocab is vocab and self.doc_codes is not None:
             return self.doc_codes
-        return encode(vocab, self.doc_ids.tolist())
+        return encode(vocab, self.doc_ids.tolist(), text)
 
     @classmethod
     def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":

@@ -54,8 +54,10 @@ def ids_clean(column: pa.StringArray) -> bool:
         return False
     offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset:column.offset + len(column) + 1]
     lo, hi = int(offsets[0]), int(offsets[-1])
-    text = bytes(memoryview(column.buffers()[2])[lo:hi]).decode("utf-8")
-    return BAD_ID_CHAR.search(text) is None
+    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)[lo:hi]
+    if (data < 0x80).all():  # ASCII: the refused characters are the bytes up to the space, and DEL
+        return not ((data <= 0x20) | (data == 0x7F)).any()
+    return BAD_ID_CHAR.search(data.tobytes().decode("utf-8")) is None
 
 
 def unique(column: pa.StringArray) -> bool:
@@ -69,7 +71,14 @@ def strictly_sorted(column: pa.StringArray) -> bool:
 
 
 def sorted_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
-    """(the distinct values, sorted; each value's position in them), as int64 codes."""
+    """(the distinct values, sorted; each value's position in them), as int64 codes. Ids of up to 8 bytes (most
+    benchmarks') are sorted as their packed integer keys, several times quicker than hashing and sorting text."""
+    from ..io import packed_ids
+
+    keys = packed_ids.pack(column)
+    if keys is not None:
+        distinct_keys, codes = packed_ids.sorted_codes(keys)
+        return packed_ids.unpack(distinct_keys), codes.astype(np.int64)
     encoded = column.dictionary_encode()
     distinct = encoded.dictionary
     order = pc.sort_indices(distinct).to_numpy()
@@ -88,3 +97,23 @@ def objects(column: pa.StringArray) -> np.ndarray:
     """An Arrow string array as the 1-D object array of str that a Run or Qrels holds."""
     out = column.to_numpy(zero_copy_only=False)
     return out if out.dtype == object else out.astype(object)
+
+
+def positions_in(vocab: np.ndarray | pa.StringArray, ids: Sequence[str]) -> np.ndarray | None:
+    """Each id's position in ``vocab`` (distinct ids), -1 where it is not there; None when either will not go to
+    Arrow text. Packed keys are matched by a binary search, other ids by Arrow's hashing."""
+    from ..io import packed_ids
+
+    known = vocab if isinstance(vocab, pa.Array) else text_column(vocab)
+    wanted = text_column(ids)
+    if known is None or wanted is None:
+        return None
+    known_keys, wanted_keys = packed_ids.pack(known), packed_ids.pack(wanted)
+    if known_keys is None or wanted_keys is None:
+        return pc.index_in(wanted, value_set=known).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    order = None if len(known_keys) < 2 or (known_keys[1:] > known_keys[:-1]).all() else np.argsort(known_keys)
+    ordered = known_keys if order is None else known_keys[order]
+    at = np.minimum(np.searchsorted(ordered, wanted_keys), max(len(ordered) - 1, 0))
+    if len(ordered) == 0:
+        return np.full(len(wanted_keys), -1, dtype=np.int64)
+    return np.where(ordered[at] == wanted_keys, at if order is None else order[at], -1).astype(np.int64)

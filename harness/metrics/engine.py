@@ -24,7 +24,7 @@ import numpy as np
 from ..core.errors import MetricError
 from .spec import MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
-from ..core.runtable import Run, Qrels
+from ..core.runtable import Qrels, Run, vocab_text
 from ..io.spilled import SpilledRows
 from .join import Labels, join, position_in_group
 
@@ -138,7 +138,7 @@ def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
     ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
     if len(qrels.doc_ids) and (qrels.doc_codes is None or qrels.doc_vocab is not run.doc_vocab):
         # The judged doc ids coded into the run's vocabulary once, not once a batch (the batches share the codes).
-        qrels = replace(qrels, doc_vocab=run.doc_vocab, doc_codes=qrels.codes_for(run.doc_vocab))
+        qrels = replace(qrels, doc_vocab=run.doc_vocab, doc_codes=qrels.codes_for(run.doc_vocab, vocab_text(run)))
     # A batch of judged queries at a time (one batch for most runs), each with its rows of the run.
     per_batch = max(1, BATCH_HITS // max(int(run.lengths.max()) if run.n_queries else 1, 1))
     same = len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids)

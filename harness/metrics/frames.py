@@ -62,7 +62,9 @@ def _grouped(queries):
     from ..core.textcolumns import first_seen_codes, objects
 
     distinct, codes = first_seen_codes(queries)
-    return objects(distinct), np.argsort(codes, kind="stable"), np.bincount(codes, minlength=len(distinct)), codes
+    grouped = len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())  # each query's rows together: the usual table
+    order = slice(None) if grouped else np.argsort(codes, kind="stable")
+    return objects(distinct), order, np.bincount(codes, minlength=len(distinct)), codes
 
 
 def bulk_run(value: Any, read_ranks: bool) -> Run | None:
@@ -84,7 +86,8 @@ def bulk_run(value: Any, read_ranks: bool) -> Run | None:
     query_ids, order, lengths, _ = _grouped(ids[0])
     vocab, codes = sorted_codes(ids[1])
     return checked(Run(query_ids, offsets_of(lengths), objects(vocab), codes[order],
-                       scores.astype(np.float64)[order], None if ranks is None else ranks.astype(np.int64)[order]))
+                       scores.astype(np.float64)[order], None if ranks is None else ranks.astype(np.int64)[order]),
+                   vocab)
 
 
 def bulk_qrels(value: Any) -> Qrels | None:
