@@ -140,31 +140,12 @@ def evaluate(qrels: Any, run: Any, metrics: Any = None, *, query_policy: str = "
 
 
 def _judgments_fingerprint(qrels: "Qrels") -> str:
-    """The judgments as a set of (query, document, grade), whatever order they were given in: sorted and hashed
-    as Arrow columns (a table's own key, compared within one session, never written)."""
-    import hashlib
-
+    """The judgments as a set of (query, document, grade), whatever order they were given in."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from .core.fingerprint import fingerprint_of_items
-    from .core.textcolumns import BULK_MIN, text_column
+    from .core.fingerprint import fingerprint_of_judgments
 
-    queries = np.repeat(qrels.query_ids, np.diff(qrels.offsets))
-    q, d = (text_column(queries), text_column(qrels.doc_ids)) if len(queries) >= BULK_MIN else (None, None)
-    if q is None or d is None:  # few judgments, or ids Arrow cannot hold as text (a lone surrogate): one at a time
-        return fingerprint_of_items(sorted(zip(map(str, queries.tolist()), map(str, qrels.doc_ids.tolist()),
-                                               qrels.grades.tolist())))
-    table = pa.table({"q": q, "d": d, "g": pa.array(qrels.grades, pa.int64())})
-    table = table.take(pc.sort_indices(table, sort_keys=[("q", "ascending"), ("d", "ascending"),
-                                                         ("g", "ascending")]))
-    digest = hashlib.sha256()
-    for column in table.columns:
-        for buffer in column.combine_chunks().buffers():  # offsets from 0 and the bytes: the same rows, the same bytes
-            if buffer is not None:
-                digest.update(buffer)
-    return digest.hexdigest()[:16]
+    return fingerprint_of_judgments(np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades)
 
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] | None = None,

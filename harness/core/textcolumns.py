@@ -24,6 +24,15 @@ def text_column(values: Sequence | np.ndarray) -> pa.StringArray | None:
     """``values`` as an Arrow string array when every one is a ``str`` (not bytes, None, a number, or text with a
     lone surrogate, which UTF-8 cannot hold); else None."""
     items = values.tolist() if isinstance(values, np.ndarray) else values
+    try:  # ASCII text (the usual ids) straight into Arrow's buffers: one join, no conversion per item
+        text = "".join(items)  # (a TypeError unless every item is a str)
+        data = text.encode("utf-8")  # (a UnicodeEncodeError for a lone surrogate)
+    except (TypeError, UnicodeEncodeError):
+        return None
+    if len(data) == len(text) and len(data) < 2**31:
+        offsets = np.zeros(len(items) + 1, dtype=np.int32)
+        np.cumsum(np.fromiter(map(len, items), dtype=np.int32, count=len(items)), out=offsets[1:])
+        return pa.StringArray.from_buffers(len(items), pa.py_buffer(offsets), pa.py_buffer(data))
     try:  # Arrow infers string only when every item is a str (bytes make it binary; a number raises)
         column = pa.array(items)
     except (pa.ArrowException, UnicodeEncodeError, TypeError, ValueError, OverflowError):
@@ -73,12 +82,12 @@ def strictly_sorted(column: pa.StringArray) -> bool:
 def sorted_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
     """(the distinct values, sorted; each value's position in them), as int64 codes. Ids of up to 8 bytes (most
     benchmarks') are sorted as their packed integer keys, several times quicker than hashing and sorting text."""
-    from ..io import packed_ids
+    from ..io.packed_ids import pack, sorted_codes as packed_codes, unpack
 
-    keys = packed_ids.pack(column)
+    keys = pack(column)
     if keys is not None:
-        distinct_keys, codes = packed_ids.sorted_codes(keys)
-        return packed_ids.unpack(distinct_keys), codes.astype(np.int64)
+        distinct_keys, codes = packed_codes(keys)
+        return unpack(distinct_keys), codes.astype(np.int64)
     encoded = column.dictionary_encode()
     distinct = encoded.dictionary
     order = pc.sort_indices(distinct).to_numpy()
@@ -102,13 +111,13 @@ def objects(column: pa.StringArray) -> np.ndarray:
 def positions_in(vocab: np.ndarray | pa.StringArray, ids: Sequence[str]) -> np.ndarray | None:
     """Each id's position in ``vocab`` (distinct ids), -1 where it is not there; None when either will not go to
     Arrow text. Packed keys are matched by a binary search, other ids by Arrow's hashing."""
-    from ..io import packed_ids
+    from ..io.packed_ids import pack
 
     known = vocab if isinstance(vocab, pa.Array) else text_column(vocab)
     wanted = text_column(ids)
     if known is None or wanted is None:
         return None
-    known_keys, wanted_keys = packed_ids.pack(known), packed_ids.pack(wanted)
+    known_keys, wanted_keys = pack(known), pack(wanted)
     if known_keys is None or wanted_keys is None:
         return pc.index_in(wanted, value_set=known).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     order = None if len(known_keys) < 2 or (known_keys[1:] > known_keys[:-1]).all() else np.argsort(known_keys)
