@@ -161,7 +161,8 @@ def main() -> None:
         except ImportError:
             print("ranx is not installed (pip install 'rag-harness[bench]'): its columns are left out")
             with_ranx = False
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; "
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"{started}; {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; "
           f"measures {', '.join(OURS)}; best of {args.repeats}, paths interleaved")
     for n in (int(x) for x in args.queries.split(",")):
         qrels, run = make(n, args.depth)

@@ -99,7 +99,8 @@ def bulk_qrels(value: Any) -> Qrels | None:
     if ids is None:
         return None
     grades = _numbers(columns["relevance"], "iuf")
-    if grades is None or not (np.isfinite(grades) & (grades == np.floor(grades)) & (np.abs(grades) < GRADE_LIMIT)).all():
+    whole = grades is not None and (np.isfinite(grades) & (grades == np.floor(grades))).all()
+    if not whole or not (np.abs(grades) < GRADE_LIMIT).all():
         return None
     query_ids, order, lengths, q_codes = _grouped(ids[0])
     doc_vocab, d_codes = first_seen_codes(ids[1])
