@@ -63,9 +63,9 @@ def bulk_scores(data: Any) -> tuple | None:
     if column is None:
         return None
     vocab, codes = sorted_codes(column)
-    if not ids_clean(vocab):
+    if not ids_clean(vocab.text):
         return None
-    return query_ids, lengths, objects(vocab), codes, scores, vocab
+    return query_ids, lengths, objects(vocab.text), codes, scores, vocab
 
 
 def bulk_grades(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:

@@ -94,7 +94,8 @@ def _same_columns(a, b) -> bool:
 def checked(columns, vocab_text=None):
     """``columns`` (a Run or Qrels) marked as built by the library from input it checked as it read it: ``evaluate``
     takes it as sound without checking its arrays again. A Run or Qrels built by hand from arrays is checked.
-    ``vocab_text``: a Run's vocabulary as the Arrow text it was built from, kept to code judgments against."""
+    ``vocab_text``: a Run's vocabulary as the Arrow text (``textcolumns.TextVocab``) it was built from, kept to
+    code judgments against."""
     object.__setattr__(columns, "_checked", True)  # (not a field: equality and replace() do not see it)
     if vocab_text is not None:
         object.__setattr__(columns, "_vocab_text", vocab_text)

@@ -8,7 +8,7 @@ vocabulary sorted here is sorted for the engine's tie rule too.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -79,7 +79,14 @@ def strictly_sorted(column: pa.StringArray) -> bool:
     return pc.all(pc.less(column[:-1], column[1:])).as_py()
 
 
-def sorted_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
+class TextVocab(NamedTuple):
+    """A sorted vocabulary as Arrow text, and its packed keys (sorted too) when every id fits in 8 bytes."""
+
+    text: pa.StringArray
+    keys: np.ndarray | None
+
+
+def sorted_codes(column: pa.StringArray) -> tuple[TextVocab, np.ndarray]:
     """(the distinct values, sorted; each value's position in them), as int64 codes. Ids of up to 8 bytes (most
     benchmarks') are sorted as their packed integer keys, several times quicker than hashing and sorting text."""
     from ..io.packed_ids import pack, sorted_codes as packed_codes, unpack
@@ -87,13 +94,13 @@ def sorted_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
     keys = pack(column)
     if keys is not None:
         distinct_keys, codes = packed_codes(keys)
-        return unpack(distinct_keys), codes.astype(np.int64)
+        return TextVocab(unpack(distinct_keys), distinct_keys), codes.astype(np.int64)
     encoded = column.dictionary_encode()
     distinct = encoded.dictionary
     order = pc.sort_indices(distinct).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    return distinct.take(pa.array(order)), rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    return TextVocab(distinct.take(pa.array(order)), None), rank[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def first_seen_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
@@ -108,16 +115,16 @@ def objects(column: pa.StringArray) -> np.ndarray:
     return out if out.dtype == object else out.astype(object)
 
 
-def positions_in(vocab: np.ndarray | pa.StringArray, ids: Sequence[str]) -> np.ndarray | None:
+def positions_in(vocab: np.ndarray | TextVocab, ids: Sequence[str]) -> np.ndarray | None:
     """Each id's position in ``vocab`` (distinct ids), -1 where it is not there; None when either will not go to
     Arrow text. Packed keys are matched by a binary search, other ids by Arrow's hashing."""
     from ..io.packed_ids import pack
 
-    known = vocab if isinstance(vocab, pa.Array) else text_column(vocab)
+    known, known_keys = vocab if isinstance(vocab, TextVocab) else (text_column(vocab), None)
     wanted = text_column(ids)
     if known is None or wanted is None:
         return None
-    known_keys, wanted_keys = pack(known), pack(wanted)
+    known_keys, wanted_keys = pack(known) if known_keys is None else known_keys, pack(wanted)
     if known_keys is None or wanted_keys is None:
         return pc.index_in(wanted, value_set=known).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     order = None if len(known_keys) < 2 or (known_keys[1:] > known_keys[:-1]).all() else np.argsort(known_keys)

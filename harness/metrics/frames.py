@@ -85,7 +85,7 @@ def bulk_run(value: Any, read_ranks: bool) -> Run | None:
             return None
     query_ids, order, lengths, _ = _grouped(ids[0])
     vocab, codes = sorted_codes(ids[1])
-    return checked(Run(query_ids, offsets_of(lengths), objects(vocab), codes[order],
+    return checked(Run(query_ids, offsets_of(lengths), objects(vocab.text), codes[order],
                        scores.astype(np.float64)[order], None if ranks is None else ranks.astype(np.int64)[order]),
                    vocab)
 
