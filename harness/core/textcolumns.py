@@ -24,15 +24,16 @@ def text_column(values: Sequence | np.ndarray) -> pa.StringArray | None:
     """``values`` as an Arrow string array when every one is a ``str`` (not bytes, None, a number, or text with a
     lone surrogate, which UTF-8 cannot hold); else None."""
     items = values.tolist() if isinstance(values, np.ndarray) else values
-    try:  # ASCII text (the usual ids) straight into Arrow's buffers: one join, no conversion per item
-        text = "".join(items)  # (a TypeError unless every item is a str)
-        data = text.encode("utf-8")  # (a UnicodeEncodeError for a lone surrogate)
-    except (TypeError, UnicodeEncodeError):
+    try:  # straight into Arrow's buffers: one join with NUL between the items, no conversion per item
+        data = np.frombuffer("\0".join(items).encode("utf-8"), dtype=np.uint8)  # (TypeError: not all str)
+    except (TypeError, UnicodeEncodeError):  # (UnicodeEncodeError: a lone surrogate, which UTF-8 cannot hold)
         return None
-    if len(data) == len(text) and len(data) < 2**31:
-        offsets = np.zeros(len(items) + 1, dtype=np.int32)
-        np.cumsum(np.fromiter(map(len, items), dtype=np.int32, count=len(items)), out=offsets[1:])
-        return pa.StringArray.from_buffers(len(items), pa.py_buffer(offsets), pa.py_buffer(data))
+    cuts = np.flatnonzero(data == 0)  # UTF-8 has no 0 byte but NUL itself
+    if len(items) and len(cuts) == len(items) - 1 and len(data) < 2**31:  # (an item holding a NUL: the slow way)
+        offsets = np.empty(len(items) + 1, dtype=np.int32)
+        offsets[0], offsets[-1] = 0, len(data) - len(cuts)
+        offsets[1:-1] = cuts - np.arange(len(cuts))  # each NUL removed shifts the rest by one
+        return pa.StringArray.from_buffers(len(items), pa.py_buffer(offsets), pa.py_buffer(data[data != 0]))
     try:  # Arrow infers string only when every item is a str (bytes make it binary; a number raises)
         column = pa.array(items)
     except (pa.ArrowException, UnicodeEncodeError, TypeError, ValueError, OverflowError):
