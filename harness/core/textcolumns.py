@@ -130,7 +130,9 @@ def positions_in(vocab: np.ndarray | TextVocab, ids: Sequence[str]) -> np.ndarra
         return pc.index_in(wanted, value_set=known).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     order = None if len(known_keys) < 2 or (known_keys[1:] > known_keys[:-1]).all() else np.argsort(known_keys)
     ordered = known_keys if order is None else known_keys[order]
-    at = np.minimum(np.searchsorted(ordered, wanted_keys), max(len(ordered) - 1, 0))
     if len(ordered) == 0:
         return np.full(len(wanted_keys), -1, dtype=np.int64)
+    by_key = np.argsort(wanted_keys)  # searching in key order walks the vocabulary once, cache-friendly
+    at = np.empty(len(wanted_keys), dtype=np.int64)
+    at[by_key] = np.minimum(np.searchsorted(ordered, wanted_keys[by_key]), len(ordered) - 1)
     return np.where(ordered[at] == wanted_keys, at if order is None else order[at], -1).astype(np.int64)
