@@ -127,21 +127,21 @@ class ArrayCache:
 
     def get_or_build_rows(self, kind: str, key: str, order: Sequence[int], shard_size: int,
                           build: Callable[[np.ndarray], np.ndarray],
-                          on_shard: Callable[[int], None] | None = None) -> np.ndarray:
+                          on_shard: Callable[[int, int], None] | None = None) -> np.ndarray:
         """One array whose rows are built in shards, each saved as soon as it is built: row indices are taken in
         ``order`` (a permutation of the rows), ``shard_size`` at a time, and ``build(indices)`` returns those rows.
 
         Shards live in ``<kind>/<key>.parts/`` named by the shard size and their number, each checksummed and
         written atomically and holding the row indices it covers; one that is missing, corrupt or covers other
         rows is built again. When every shard is there the whole entry is saved under ``key`` (the same entry
-        ``get_or_build`` reads, ``{"vectors": rows}``) and the shards are removed. ``on_shard(rows_done)`` reports
-        progress, cached shards included."""
+        ``get_or_build`` reads, ``{"vectors": rows}``) and the shards are removed. ``on_shard(rows_done, rows_cached)``
+        reports progress: rows done so far, and how many of them were read from shards saved before."""
         found = self.load(kind, key)
         if found is not None:
             return found["vectors"]
         order = np.asarray(order, dtype=np.int64)
         parts_kind = f"{kind}/{key}.parts"
-        out = None
+        out, cached = None, 0
         for number, first in enumerate(range(0, len(order), shard_size)):
             rows = order[first:first + shard_size]
             shard_key = f"{shard_size}-{number:06d}"
@@ -149,12 +149,14 @@ class ArrayCache:
             if shard is None or not np.array_equal(shard.get("rows"), rows):
                 shard = {"rows": rows, "vectors": np.asarray(build(rows))}
                 self.save(parts_kind, shard_key, shard)
+            else:
+                cached += len(rows)
             vectors = shard["vectors"]
             if out is None:
                 out = np.empty((len(order),) + vectors.shape[1:], dtype=vectors.dtype)
             out[rows] = vectors
             if on_shard is not None:
-                on_shard(first + len(rows))
+                on_shard(first + len(rows), cached)
         if out is None:  # no rows at all: the builder says what an empty array of its kind looks like
             out = np.asarray(build(order))
         self.save(kind, key, {"vectors": out})

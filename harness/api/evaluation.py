@@ -87,11 +87,9 @@ def _judgments_fingerprint(qrels: "Qrels") -> str:
     """The judgments as a set of (query, document, grade), whatever order they were given in."""
     import numpy as np
 
-    from ..core.fingerprint import fingerprint_of_items
+    from ..core.fingerprint import fingerprint_of_judgments
 
-    queries = np.repeat(qrels.query_ids, np.diff(qrels.offsets)).tolist()
-    return fingerprint_of_items(sorted(zip(map(str, queries), map(str, qrels.doc_ids.tolist()),
-                                           qrels.grades.tolist())))
+    return fingerprint_of_judgments(np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades)
 
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] | None = None,

@@ -27,6 +27,32 @@ def fingerprint_of_items(items: Iterable, *, batch: int = 10_000) -> str:
     return digest.hexdigest()[:16]
 
 
+def fingerprint_of_judgments(queries, docs, grades) -> str:
+    """The fingerprint of a set of (query, document, grade) rows (NumPy columns), whatever their order: sorted and
+    hashed as Arrow columns when there are many (a table's key, compared within one session, never written)."""
+    from .textcolumns import BULK_MIN, text_column
+
+    q, d = (text_column(queries), text_column(docs)) if len(queries) >= BULK_MIN else (None, None)
+    if q is None or d is None:  # few rows, or ids Arrow cannot hold as text (a lone surrogate): one at a time
+        return fingerprint_of_items(sorted(zip(map(str, queries.tolist()), map(str, docs.tolist()), grades.tolist())))
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table({"q": q, "d": d, "g": pa.array(grades, pa.int64())})
+    table = table.take(pc.sort_indices(table, sort_keys=[("q", "ascending"), ("d", "ascending"),
+                                                         ("g", "ascending")]))
+    digest = hashlib.sha256()
+    n = len(table)
+    for name in ("q", "d"):  # each id column's offsets and bytes (only those in use: a buffer may be longer)
+        column = table.column(name).combine_chunks()
+        offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset:column.offset + n + 1]
+        digest.update((offsets - offsets[0]).tobytes())
+        digest.update(np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]].tobytes())
+    digest.update(table.column("g").to_numpy().astype("<i8").tobytes())
+    return digest.hexdigest()[:16]
+
+
 def document_fingerprint(text: str) -> str:
     """A document's text fingerprint: ``run`` records one per judged document (results.json
     ``goldset.judged_documents``) so ``harness goldset check --against`` can tell which documents changed."""

@@ -20,6 +20,7 @@ _ASCII_SPLIT = re.compile(r"[ \t\n\v\f\r]+")
 # beyond the ASCII whitespace that already separates columns.
 ODD_CHARS = re.compile(r"[^\S \t\n\v\f\r]|[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _BAD_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+BAD_ID_CHAR = _BAD_ID  # what id_problem refuses, a character at a time (core.textcolumns checks many ids with it)
 _COMMENT = re.compile(r"^[ \t\v\f\r]*#", re.MULTILINE)
 
 # Grades beyond this are typos or garbage, and would overflow the engine's integers.

@@ -48,7 +48,12 @@ def _described(value) -> str:
 def _ids_problems(ids, where: str, unique: bool) -> list[str]:
     if not isinstance(ids, np.ndarray) or ids.ndim != 1:
         return [f"{where}: expected a one-dimensional NumPy array of ids (dtype object), got {_described(ids)}"]
+    from . import textcolumns  # (pyarrow: loaded when a run is first checked, not with the types)
+
     values = ids.tolist()
+    column = textcolumns.text_column(values) if len(values) >= textcolumns.BULK_MIN else None
+    if column is not None:  # every id text: the rest is checked in bulk
+        return [f"{where}: an id is given twice"] if unique and not textcolumns.unique(column) else []
     bad = next((j for j, i in enumerate(values) if not isinstance(i, str)), None)  # (by place: None may be one)
     if bad is not None:
         return [f"{where}: ids are text, got {type(values[bad]).__name__} {values[bad]!r}"[:200]]
@@ -86,23 +91,41 @@ def _same_columns(a, b) -> bool:
     return True
 
 
+def checked(columns, vocab_text=None):
+    """``columns`` (a Run or Qrels) marked as built by the library from input it checked as it read it: ``evaluate``
+    takes it as sound without checking its arrays again. A Run or Qrels built by hand from arrays is checked.
+    ``vocab_text``: a Run's vocabulary as the Arrow text (``textcolumns.TextVocab``) it was built from, kept to
+    code judgments against."""
+    object.__setattr__(columns, "_checked", True)  # (not a field: equality and replace() do not see it)
+    if vocab_text is not None:
+        object.__setattr__(columns, "_vocab_text", vocab_text)
+    return columns
+
+
+def vocab_text(run: "Run"):
+    """The Arrow text of a library-built run's vocabulary, if it kept it (else None)."""
+    return vars(run).get("_vocab_text")
+
+
+def is_checked(columns) -> bool:
+    return bool(vars(columns).get("_checked"))
+
+
 def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
     return np.array(sorted(set(ids)), dtype=object)
 
 
-def encode(vocab: np.ndarray, ids: Sequence[str]) -> np.ndarray:
-    """Codes (positions) of ``ids`` in ``vocab``; -1 for an id not in it."""
+def encode(vocab: np.ndarray, ids: Sequence[str], vocab_text=None) -> np.ndarray:
+    """Codes (positions) of ``ids`` in ``vocab``; -1 for an id not in it. ``vocab_text``: the vocabulary as Arrow
+    text, when the caller has it (see ``vocab_text``)."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
-    if len(vocab) + len(ids) > 100_000:
-        try:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-        except ImportError:
-            pass
-        else:  # hashing in C: a large run's vocabulary is not walked in Python
-            found = pc.index_in(pa.array(ids, pa.string()), value_set=pa.array(vocab, pa.string()))
-            return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(vocab) + len(ids) > 100_000:  # in C: a large run's vocabulary is not walked in Python
+        from .textcolumns import positions_in
+
+        found = positions_in(vocab if vocab_text is None else vocab_text, ids)
+        if found is not None:
+            return found
     # A dict beats searchsorted here: comparing object strings in searchsorted goes through Python.
     wanted = {v: -1 for v in ids}
     for code, v in enumerate(vocab.tolist()):
@@ -158,9 +181,13 @@ class Run:
     def _order_problems(self, name: str) -> list[str]:
         """Ties are broken by the vocabulary's sorted order: ``doc_vocab`` is sorted, or ``doc_order`` says where
         each entry sorts (an unsorted vocabulary read as sorted ranked tied documents wrongly)."""
+        from . import textcolumns
+
         vocab = self.doc_vocab
         if self.doc_order is None:
-            if len(vocab) > 1 and not (vocab[:-1] < vocab[1:]).all():
+            column = textcolumns.text_column(vocab) if len(vocab) >= textcolumns.BULK_MIN else None
+            ordered = textcolumns.strictly_sorted(column) if column is not None else (vocab[:-1] < vocab[1:]).all()
+            if len(vocab) > 1 and not ordered:
                 return [f"{name}.doc_vocab: not sorted (sort it, or give doc_order: each entry's sorted position)"]
             return []
         order = self.doc_order
@@ -209,22 +236,34 @@ class Run:
         rank_arr = None
         if ranks is not None:
             rank_arr = np.array([r for q in lists for r in ranks[q]], dtype=np.int64)
-        return cls(query_ids, offsets_of(lengths), vocab, codes, scores, rank_arr)
+        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores, rank_arr))
 
     def select(self, rows: np.ndarray) -> "Run":
         """The queries at ``rows``, in that order (the vocabulary shared)."""
         take, offsets = _gathered(self.offsets, rows)
-        return Run(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
-                           None if self.ranks is None else self.ranks[take], self.doc_order)
+        out = Run(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
+                  None if self.ranks is None else self.ranks[take], self.doc_order)
+        return checked(out) if is_checked(self) else out
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
         """From the dict-of-dicts form pytrec_eval and ranx use, checked as ``harness.evaluate`` checks it (ids read
         as strings: ``{"1": {2: 1.0}}`` names document "2"; scores finite numbers): an InputError naming each bad
         entry."""
+        return cls.read_dict(run, "Run.from_dict")
+
+    @classmethod
+    def read_dict(cls, run: Mapping[str, Mapping[str, float]], name: str) -> "Run":
+        """``from_dict``, its errors naming ``name``: the usual dict (string ids, float scores) read in bulk, any
+        other entry by entry, each problem named."""
+        from .dictcolumns import bulk_scores
         from .dictinput import checked_scores
 
-        return cls.from_checked_dict(checked_scores(run, "Run.from_dict"))
+        columns = bulk_scores(run)
+        if columns is None:
+            return cls.from_checked_dict(checked_scores(run, name))
+        query_ids, lengths, vocab, codes, scores, text = columns
+        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores), text)
 
     @classmethod
     def from_checked_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
@@ -284,22 +323,33 @@ class Qrels:
     def select(self, rows: np.ndarray) -> "Qrels":
         """The queries at ``rows``, in that order (the vocabulary and codes shared)."""
         take, offsets = _gathered(self.offsets, rows)
-        return Qrels(self.query_ids[rows], offsets, self.doc_ids[take], self.grades[take], self.doc_vocab,
-                     None if self.doc_codes is None else self.doc_codes[take])
+        out = Qrels(self.query_ids[rows], offsets, self.doc_ids[take], self.grades[take], self.doc_vocab,
+                    None if self.doc_codes is None else self.doc_codes[take])
+        return checked(out) if is_checked(self) else out
 
-    def codes_for(self, vocab: np.ndarray) -> np.ndarray:
+    def codes_for(self, vocab: np.ndarray, text=None) -> np.ndarray:
         if self.doc_vocab is vocab and self.doc_codes is not None:
             return self.doc_codes
-        return encode(vocab, self.doc_ids.tolist())
+        return encode(vocab, self.doc_ids.tolist(), text)
 
     @classmethod
     def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":
         """From ``{query_id: {doc_id: grade}}``; a query with an empty dict is judged with nothing relevant. Checked
         as ``harness.evaluate`` checks it (ids read as strings, grades whole numbers: ``1.5`` is refused, not read
         as 1): an InputError naming each bad entry."""
+        return cls.read_dict(qrels, "Qrels.from_dict")
+
+    @classmethod
+    def read_dict(cls, qrels: Mapping[str, Mapping[str, int]], name: str) -> "Qrels":
+        """``from_dict``, its errors naming ``name`` (``Run.read_dict``'s two paths)."""
+        from .dictcolumns import bulk_grades
         from .dictinput import checked_grades
 
-        return cls.from_checked_dict(checked_grades(qrels, "Qrels.from_dict"))
+        columns = bulk_grades(qrels)
+        if columns is None:
+            return cls.from_checked_dict(checked_grades(qrels, name))
+        query_ids, lengths, doc_ids, grades = columns
+        return checked(cls(query_ids, offsets_of(lengths), doc_ids, grades))
 
     @classmethod
     def from_checked_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":
@@ -308,7 +358,7 @@ class Qrels:
         lengths = np.array([len(v) for v in qrels.values()], dtype=np.int64)
         docs = np.array([d for v in qrels.values() for d in v], dtype=object)
         grades = np.array([int(g) for v in qrels.values() for g in v.values()], dtype=np.int64)
-        return cls(query_ids, offsets_of(lengths), docs, grades)
+        return checked(cls(query_ids, offsets_of(lengths), docs, grades))
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

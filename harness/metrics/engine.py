@@ -16,7 +16,7 @@ Conventions (trec_eval's unless an option says otherwise; every result echoes th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Collection, Iterable, Iterator, Mapping
 
 import numpy as np
@@ -24,7 +24,7 @@ import numpy as np
 from ..core.errors import MetricError
 from .spec import FAMILIES, MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
-from ..core.runtable import Run, Qrels
+from ..core.runtable import Qrels, Run, vocab_text
 from ..io.spilled import SpilledRows
 from .join import Labels, join, position_in_group
 
@@ -140,6 +140,9 @@ def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
              columns: Mapping[MetricSpec, np.ndarray] | None = None) -> MetricTable:
     """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
     ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
+    if len(qrels.doc_ids) and (qrels.doc_codes is None or qrels.doc_vocab is not run.doc_vocab):
+        # The judged doc ids coded into the run's vocabulary once, not once a batch (the batches share the codes).
+        qrels = replace(qrels, doc_vocab=run.doc_vocab, doc_codes=qrels.codes_for(run.doc_vocab, vocab_text(run)))
     # A batch of judged queries at a time (one batch for most runs), each with its rows of the run.
     per_batch = max(1, BATCH_HITS // max(int(run.lengths.max()) if run.n_queries else 1, 1))
     same = len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids)

@@ -1,0 +1,138 @@
+"""Ids as Arrow string columns, checked and coded in bulk: what lets a million ids be read without a Python step per
+id. Each check here says exactly what the per-id rules say (``core.ids.id_problem``), or says "not sure" (None,
+False) and leaves it to the per-id readers, which name the bad entry: a bulk check never words an error itself.
+
+Arrow compares strings by their UTF-8 bytes, which orders them as Python orders str (by code point), so a
+vocabulary sorted here is sorted for the engine's tie rule too.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .ids import BAD_ID_CHAR
+
+# Below this many items the per-item path is about as fast, and pyarrow is not asked to convert a list (which
+# loads pandas, seconds on a busy machine): evaluating a small dict stays light.
+BULK_MIN = 10_000
+
+def text_column(values: Sequence | np.ndarray) -> pa.StringArray | None:
+    """``values`` as an Arrow string array when every one is a ``str`` (not bytes, None, a number, or text with a
+    lone surrogate, which UTF-8 cannot hold); else None."""
+    items = values.tolist() if isinstance(values, np.ndarray) else values
+    try:  # straight into Arrow's buffers: one join with NUL between the items, no conversion per item
+        data = np.frombuffer("\0".join(items).encode("utf-8"), dtype=np.uint8)  # (TypeError: not all str)
+    except (TypeError, UnicodeEncodeError):  # (UnicodeEncodeError: a lone surrogate, which UTF-8 cannot hold)
+        return None
+    cuts = np.flatnonzero(data == 0)  # UTF-8 has no 0 byte but NUL itself
+    if len(items) and len(cuts) == len(items) - 1 and len(data) < 2**31:  # (an item holding a NUL: the slow way)
+        offsets = np.empty(len(items) + 1, dtype=np.int32)
+        offsets[0], offsets[-1] = 0, len(data) - len(cuts)
+        offsets[1:-1] = cuts - np.arange(len(cuts))  # each NUL removed shifts the rest by one
+        return pa.StringArray.from_buffers(len(items), pa.py_buffer(offsets), pa.py_buffer(data[data != 0]))
+    try:  # Arrow infers string only when every item is a str (bytes make it binary; a number raises)
+        column = pa.array(items)
+    except (pa.ArrowException, UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        return None
+    if len(column) == 0:
+        return pa.array([], pa.string())
+    return column if pa.types.is_string(column.type) and column.null_count == 0 else None
+
+
+def as_string(column: pa.Array | pa.ChunkedArray) -> pa.StringArray | None:
+    """An Arrow column of text (string or large_string) or of whole numbers (their decimal text, as an id given as
+    an integer reads) as one string array; None for any other type or a column with a null."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count:
+        return None
+    if pa.types.is_integer(column.type) or pa.types.is_large_string(column.type):
+        return pc.cast(column, pa.string())
+    return column if pa.types.is_string(column.type) else None
+
+
+def ids_clean(column: pa.StringArray) -> bool:
+    """No id empty, none holding whitespace or a control character: ``id_problem``'s rule, by one regex over all
+    the text at once (the rule is about characters, so joining the ids makes no match that was not in one)."""
+    if len(column) == 0:
+        return True
+    if pc.min(pc.binary_length(column)).as_py() == 0:
+        return False
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset:column.offset + len(column) + 1]
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)[lo:hi]
+    if (data < 0x80).all():  # ASCII: the refused characters are the bytes up to the space, and DEL
+        return not ((data <= 0x20) | (data == 0x7F)).any()
+    return BAD_ID_CHAR.search(data.tobytes().decode("utf-8")) is None
+
+
+def unique(column: pa.StringArray) -> bool:
+    return pc.count_distinct(column).as_py() == len(column)
+
+
+def strictly_sorted(column: pa.StringArray) -> bool:
+    if len(column) < 2:
+        return True
+    return pc.all(pc.less(column[:-1], column[1:])).as_py()
+
+
+class TextVocab(NamedTuple):
+    """A sorted vocabulary as Arrow text, and its packed keys (sorted too) when every id fits in 8 bytes."""
+
+    text: pa.StringArray
+    keys: np.ndarray | None
+
+
+def sorted_codes(column: pa.StringArray) -> tuple[TextVocab, np.ndarray]:
+    """(the distinct values, sorted; each value's position in them), as int64 codes. Ids of up to 8 bytes (most
+    benchmarks') are sorted as their packed integer keys, several times quicker than hashing and sorting text."""
+    from ..io.packed_ids import pack, sorted_codes as packed_codes, unpack
+
+    keys = pack(column)
+    if keys is not None:
+        distinct_keys, codes = packed_codes(keys)
+        return TextVocab(unpack(distinct_keys), distinct_keys), codes.astype(np.int64)
+    encoded = column.dictionary_encode()
+    distinct = encoded.dictionary
+    order = pc.sort_indices(distinct).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return TextVocab(distinct.take(pa.array(order)), None), rank[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def first_seen_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray]:
+    """(the distinct values in order of first appearance; each value's position in them), as int64 codes."""
+    encoded = column.dictionary_encode()
+    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def objects(column: pa.StringArray) -> np.ndarray:
+    """An Arrow string array as the 1-D object array of str that a Run or Qrels holds."""
+    out = column.to_numpy(zero_copy_only=False)
+    return out if out.dtype == object else out.astype(object)
+
+
+def positions_in(vocab: np.ndarray | TextVocab, ids: Sequence[str]) -> np.ndarray | None:
+    """Each id's position in ``vocab`` (distinct ids), -1 where it is not there; None when either will not go to
+    Arrow text. Packed keys are matched by a binary search, other ids by Arrow's hashing."""
+    from ..io.packed_ids import pack
+
+    known, known_keys = vocab if isinstance(vocab, TextVocab) else (text_column(vocab), None)
+    wanted = text_column(ids)
+    if known is None or wanted is None:
+        return None
+    known_keys, wanted_keys = pack(known) if known_keys is None else known_keys, pack(wanted)
+    if known_keys is None or wanted_keys is None:
+        return pc.index_in(wanted, value_set=known).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    order = None if len(known_keys) < 2 or (known_keys[1:] > known_keys[:-1]).all() else np.argsort(known_keys)
+    ordered = known_keys if order is None else known_keys[order]
+    if len(ordered) == 0:
+        return np.full(len(wanted_keys), -1, dtype=np.int64)
+    by_key = np.argsort(wanted_keys)  # searching in key order walks the vocabulary once, cache-friendly
+    at = np.empty(len(wanted_keys), dtype=np.int64)
+    at[by_key] = np.minimum(np.searchsorted(ordered, wanted_keys[by_key]), len(ordered) - 1)
+    return np.where(ordered[at] == wanted_keys, at if order is None else order[at], -1).astype(np.int64)

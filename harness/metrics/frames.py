@@ -1,0 +1,110 @@
+"""Judgments and runs given as tables, read as columns in bulk: a pandas DataFrame or a pyarrow Table with columns
+``query_id``, ``doc_id`` and ``relevance`` (judgments) or ``score`` (a run; ``rank`` too for ``order="rank"``).
+
+Ids are text columns (or whole numbers, read as their decimal text), a score column holds numbers, a relevance
+column whole numbers. The usual table is read by Arrow kernels; whenever a bulk check is not sure (a missing cell,
+ids of mixed types, a fractional grade, a pair judged twice), ``metrics.inputs`` reads the table row by row and
+names each problem. Rows of one query need not be together: queries keep the order of their first row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.ids import GRADE_LIMIT
+from ..core.dictinput import RANK_LIMIT
+from ..core.runtable import Qrels, Run, checked, offsets_of
+
+
+def is_arrow_table(value: Any) -> bool:
+    import sys
+
+    pyarrow = sys.modules.get("pyarrow")  # as pandas: a Table exists only if its caller imported pyarrow
+    return pyarrow is not None and isinstance(value, pyarrow.Table)
+
+
+def arrow_columns(value: Any, wanted: tuple[str, ...]) -> dict | None:
+    """The ``wanted`` columns of a DataFrame or an Arrow table as Arrow arrays (None: one will not convert)."""
+    import pyarrow as pa
+
+    try:
+        if is_arrow_table(value):
+            return {c: value.column(c).combine_chunks() for c in wanted}
+        return {c: pa.Array.from_pandas(value[c]) for c in wanted}
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+
+
+def _numbers(column, kinds: str) -> np.ndarray | None:
+    """A column of plain numbers (no nulls, no booleans) as NumPy, if its type is one of ``kinds`` (NumPy kinds)."""
+    import pyarrow as pa
+
+    if column.null_count or not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        return None
+    values = column.to_numpy(zero_copy_only=False)
+    return values if values.dtype.kind in kinds else None
+
+
+def _ids(columns: dict):
+    """(query column, doc column) as Arrow text with clean ids, or None."""
+    from ..core.textcolumns import as_string, ids_clean
+
+    queries, docs = as_string(columns["query_id"]), as_string(columns["doc_id"])
+    if queries is None or docs is None:
+        return None
+    return (queries, docs) if ids_clean(queries) and ids_clean(docs) else None
+
+
+def _grouped(queries):
+    """(query ids in order of first appearance, the row order that groups each query's rows, rows per query)."""
+    from ..core.textcolumns import first_seen_codes, objects
+
+    distinct, codes = first_seen_codes(queries)
+    grouped = len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())  # each query's rows together: the usual table
+    order = slice(None) if grouped else np.argsort(codes, kind="stable")
+    return objects(distinct), order, np.bincount(codes, minlength=len(distinct)), codes
+
+
+def bulk_run(value: Any, read_ranks: bool) -> Run | None:
+    """A run table as a Run, or None when it must be read row by row."""
+    from ..core.textcolumns import objects, sorted_codes
+
+    columns = arrow_columns(value, ("query_id", "doc_id", "score") + (("rank",) if read_ranks else ()))
+    ids = None if columns is None else _ids(columns)
+    if ids is None:
+        return None
+    scores = _numbers(columns["score"], "iuf")
+    if scores is None or not np.isfinite(scores).all():
+        return None
+    ranks = None
+    if read_ranks:
+        ranks = _numbers(columns["rank"], "iu")
+        if ranks is None or len(ranks) and np.abs(ranks).max() >= RANK_LIMIT:
+            return None
+    query_ids, order, lengths, _ = _grouped(ids[0])
+    vocab, codes = sorted_codes(ids[1])
+    return checked(Run(query_ids, offsets_of(lengths), objects(vocab.text), codes[order],
+                       scores.astype(np.float64)[order], None if ranks is None else ranks.astype(np.int64)[order]),
+                   vocab)
+
+
+def bulk_qrels(value: Any) -> Qrels | None:
+    """A judgments table as Qrels, or None when it must be read row by row."""
+    from ..core.textcolumns import first_seen_codes, objects
+
+    columns = arrow_columns(value, ("query_id", "doc_id", "relevance"))
+    ids = None if columns is None else _ids(columns)
+    if ids is None:
+        return None
+    grades = _numbers(columns["relevance"], "iuf")
+    whole = grades is not None and (np.isfinite(grades) & (grades == np.floor(grades))).all()
+    if not whole or not (np.abs(grades) < GRADE_LIMIT).all():
+        return None
+    query_ids, order, lengths, q_codes = _grouped(ids[0])
+    doc_vocab, d_codes = first_seen_codes(ids[1])
+    if len(np.unique(q_codes * max(len(doc_vocab), 1) + d_codes)) != len(d_codes):
+        return None  # a pair judged twice: the row reader names it
+    return checked(Qrels(query_ids, offsets_of(lengths), objects(doc_vocab)[d_codes[order]],
+                         grades.astype(np.int64)[order]))
