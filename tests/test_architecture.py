@@ -94,6 +94,12 @@ ALLOWED_LATER = {
         "retriever kinds are validated against the registry, so the choices listed are the registered ones",
     ("harness.config.schema", "harness.metrics.spec"):
         "metric names are parsed when the config is read, so a typo is a located config error",
+    ("harness.config.grid", "harness.metrics.spec"):
+        "a sweep over depth without metrics: scores the default metrics at its smallest depth (metrics.spec's defaults)",
+    ("harness.config.paths", "harness.text.stopwords"):
+        "a stopwords value is a file path (resolved from the config's folder) unless it names a built-in list",
+    ("harness.gold.rank", "harness.retrievers"):
+        "goldset build places an ambiguous answer by ranking its candidate passages with the project's own BM25",
     ("harness.gold.resolve", "harness.hits.levelgrades"):
         "a resolved golden set hands its judgments to the run as the columns the hits are judged against",
     ("harness.gold.pool", "harness.result.model"):

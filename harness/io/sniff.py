@@ -3,6 +3,8 @@ qrels belong (or a corpus, or a results.json) says so in one line instead of a c
 
 from __future__ import annotations
 
+import zlib
+
 import json
 from pathlib import Path
 
@@ -35,7 +37,7 @@ def sniff(path: Path) -> str | None:
     try:
         with open_binary(path) as fh:
             head = fh.read(BYTES)
-    except (OSError, EOFError, ValueError):
+    except (OSError, EOFError, ValueError, zlib.error):  # corrupt .gz data: the reader names it, located
         return None
     try:
         text = head.decode("utf-8")

@@ -41,6 +41,7 @@ table{background:linear-gradient(90deg,#fff 30%,#fff0) 0 0/40px 100% no-repeat l
 tr.detail>td>*{position:sticky;left:0;max-width:calc(100vw - 48px)}
 @media (max-width:600px){body{margin:12px}.sbs{flex-direction:column}}
 """
+CSS += verdict_css()  # the verdict kinds' classes, from their one table (diagnostics.kinds)
 
 JS = """
 function applyFilters(){
@@ -385,4 +386,4 @@ def render(results: list[Result | dict], chunk_texts: list[dict[str, str] | Text
     return ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<meta name="generator" content="harness"><title>{e(title)}</title>'
-            f"<style>{CSS}{verdict_css()}</style></head><body>{body_html}<script>{JS}</script></body></html>")
+            f"<style>{CSS}</style></head><body>{body_html}<script>{JS}</script></body></html>")

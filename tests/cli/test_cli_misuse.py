@@ -232,7 +232,8 @@ def test_a_docno_that_is_a_document_and_another_documents_chunk_is_refused(tmp_p
         '{"id": "a", "text": "Rotate the key monthly. Bananas are yellow."}\n'
         '{"id": "a#0-23", "text": "Elephants are large grey animals."}\n'
         '{"id": "b", "text": "Nothing to see here at all."}\n')
-    (tmp_path / "gold.jsonl").write_text('{"id": "q1", "query": "rotate key monthly", "relevant": [{"doc": "a"}]}\n')
+    # b relevant: a's chunk [0, 23) is written under its chunk id (a relevant one would be its evidence unit's id)
+    (tmp_path / "gold.jsonl").write_text('{"id": "q1", "query": "rotate key monthly", "relevant": [{"doc": "b"}]}\n')
     base = ("corpus: {path: corpus.jsonl}\nchunking: {strategy: sentences, size: 1}\ngoldset: {path: gold.jsonl}\n"
             "cutoff: {k: 2}\n")
     (tmp_path / "c.yaml").write_text("name: c\n" + base + "retriever: {kind: bm25}\n")

@@ -70,7 +70,8 @@ def _validate(tmp_path, gold):
 def test_a_quote_found_twice_is_not_anchored_at_the_first(tmp_path):
     gold = _gold(tmp_path, [{"quote": "The cat sat on the mat."}])
     proc = _validate(tmp_path, gold)
-    assert proc.returncode == 0 and "is found more than once in document 'd1' (at 0 and 49)" in proc.stderr
+    # its one query is a golden-set error, so nothing could be counted: refused, naming the problem (issue 35)
+    assert proc.returncode == 2 and "is found more than once in document 'd1' (at 0 and 49)" in proc.stderr
     proc = harness("goldset", "check", gold, "--corpus", tmp_path / "corpus.jsonl")
     assert proc.returncode == 1 and "ambiguous: the quote is found 2 times in its document (0..23, 49..72)" in proc.stdout
 
@@ -163,7 +164,8 @@ def test_a_squad_style_answer_whose_offset_disagrees_is_flagged(tmp_path):
     cfg.write_text(f"name: t\ncorpus: {{path: {beir}, format: beir}}\n"
                    f"goldset: {{path: {beir}, format: beir, evidence: {evidence}}}\nretriever: {{kind: bm25}}\n")
     proc = harness("validate", cfg)
-    assert proc.returncode == 0 and "reads 'ds are ', not its recorded text '30 days'" in proc.stderr
+    # its one query is a golden-set error, so nothing could be counted: refused, naming the problem (issue 35)
+    assert proc.returncode == 2 and "reads 'ds are ', not its recorded text '30 days'" in proc.stderr
     evidence.write_text('{"query-id": "q2", "corpus-id": "d2", "answers": [{"text": "30 days", "answer_start": 23}]}\n')
     assert "problem" not in harness("validate", cfg).stderr.replace("0 problem(s)", "")
 
