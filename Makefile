@@ -18,9 +18,10 @@ install: $(STAMP)
 demo: install
 	$(BIN)/harness run configs/demo-bm25.yaml
 
-# The whole suite; the slowest tests are listed at the end (--durations) so a slow one is seen when it lands.
+# The whole suite, on two workers (a test file stays on one: its fixtures are made once); the slowest tests are
+# listed at the end (--durations) so a slow one is seen when it lands.
 test: install
-	$(BIN)/python -m pytest --durations=15
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=15
 
 # The edit loop (about two minutes): the architecture, the engine, hits, text, diagnostics and result checks, and
 # one end-to-end demo run through the CLI with its numbers checked against pytrec_eval.

@@ -4,8 +4,8 @@ Every relevant judgment with evidence spans is one **unit** of its query (its sp
 chunk, an external span, a service's hit placed by id, span or text) **covers** a unit when it overlaps one of the
 unit's spans (``Span.overlaps``: at least one character in common). Walking a ranked list from the top, a hit that
 covers units no hit above it covered stands for those units; a hit that covers none is a non-relevant item (its
-chunk id). So overlapping chunks of one span count once, at the best rank, as trec_eval counts a repeated doc id
-once, and R at the chunk level is the number of units.
+chunk id). So overlapping chunks of one span count once, at the best rank (one relevant item, as a document is at
+the document level), and R at the chunk level is the number of units.
 
 A hit that covers several new units stands for each of them, one item per unit at its place in the list (the higher
 grade first, then in document order): recall counts every unit the window holds, whoever merged the text, and the

@@ -427,14 +427,15 @@ def test_cache_clear_of_a_big_foreign_folder_stops_at_the_first_files(tmp_path, 
 def test_cache_clear_removes_a_real_cache(tmp_path):
     root = cache_like(tmp_path)
     proc = run_harness("cache", "info", "--cache-dir", root, cwd=tmp_path)
-    assert proc.stdout == "embeddings\t1 entry\t0.0 MB\n"
+    assert proc.stdout == f"{root.absolute()} (from --cache-dir)\nembeddings\t1 entry\t0.0 MB\n"
     proc = run_harness("cache", "clear", "--cache-dir", root, cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (0, f"{root}: cleared 2 files\n")
     assert root.is_dir() and not list(root.iterdir())  # its entries and their kind's folder; the folder stays
     (root / "mine").mkdir()  # an empty folder of the user's is no cache folder: never removed (it was, by rmtree)
     proc = run_harness("cache", "clear", "--cache-dir", root, cwd=tmp_path)
     assert (proc.returncode, (root / "mine").is_dir()) == (0, True)
-    assert run_harness("cache", "info", "--cache-dir", root, cwd=tmp_path).stdout == f"{root}: empty\n"
+    assert run_harness("cache", "info", "--cache-dir", root, cwd=tmp_path).stdout == \
+        f"{root.absolute()}: empty (from --cache-dir)\n"
     (tmp_path / "f.txt").write_text("mine")
     assert_input_error(run_harness("cache", "info", "--cache-dir", tmp_path / "f.txt" / "sub", cwd=tmp_path),
                        "is a file")
