@@ -24,7 +24,8 @@ CHUNKERS = {  # run name (a folder name) -> chunking
 }
 # dataset -> (k, token budget in words): the budget is about half of what k windows hold with 2-sentence chunks
 CUTOFFS = {"demo": (5, 150), "scifact": (10, 300)}
-METRICS = ["recall@window", "precision@window", "hit@window", "ndcg@10"]
+METRICS = ["recall@window", "precision@window", "hit@window", "ndcg@10", "evidence_recall@window",
+           "evidence_precision@window", "evidence_iou@window"]
 
 
 def base_config(which: str) -> dict:
@@ -41,8 +42,8 @@ def main(which: str) -> None:
     base = base_config(which)
     print(f"\n### {which}: BM25, k={k} and token_budget={budget} (words)\n")
     print("| chunker | cutoff | chunks | chunk recall@window | chunk precision@window | chunk hit@window | "
-          "mean k | window tokens | window chars | recall p vs first |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "evidence recall / precision / IoU @window | mean k | window tokens | window chars | recall p vs first |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     notes = []
     for cutoff in ({"k": k}, {"token_budget": budget}):
         runs = []
@@ -55,7 +56,8 @@ def main(which: str) -> None:
             c, cut = r.summary.chunk, r.cutoff
             p = "-" if r is runs[0] else f"{comparison.row(r.name, 'chunk.recall@window').p_corrected:.3f}"
             print(f"| {r.name} | {cut.describe} | {r.corpus.chunks} | {c['recall@window']:.4f} | "
-                  f"{c['precision@window']:.4f} | {c['hit@window']:.4f} | {cut.mean_effective_k:.2f} | "
+                  f"{c['precision@window']:.4f} | {c['hit@window']:.4f} | {c['evidence_recall@window']:.4f} / "
+                  f"{c['evidence_precision@window']:.4f} / {c['evidence_iou@window']:.4f} | {cut.mean_effective_k:.2f} | "
                   f"{cut.mean_window_tokens:.0f} | {cut.mean_window_chars:.0f} | {p} |")
         notes += comparison.warnings
     for note in notes:
