@@ -44,3 +44,15 @@ def chromium():
             browser.close()
     finally:
         p.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_bm25_run(tmp_path_factory) -> Path:
+    """The demo BM25 run, made once per test session (once per worker under xdist) through the CLI as a user runs
+    it: the folder it wrote. For tests that only READ its files; a test that changes one copies it first."""
+    from clihelp import harness
+
+    out = tmp_path_factory.mktemp("demo-bm25") / "demo-bm25"
+    proc = harness("run", ROOT / "configs" / "demo-bm25.yaml", "--out", out, "-q")
+    assert proc.returncode == 0, proc.stderr
+    return out

@@ -22,11 +22,9 @@ _RUN: dict[str, Path] = {}  # the demo run every case copies its results.json fr
 
 
 @pytest.fixture(scope="module", autouse=True)
-def demo_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "cand"
-    proc = run_harness("run", "configs/demo-bm25.yaml", "--out", out, "-q")
-    assert proc.returncode == 0, proc.stderr
-    _RUN["results"] = out / "results.json"
+def demo_run(demo_bm25_run):
+    """The session's demo BM25 run (conftest); cases copy its results.json (``results_in``) before using it."""
+    _RUN["results"] = demo_bm25_run / "results.json"
 
 
 def results_in(tmp: Path, folder: str = "in") -> Path:

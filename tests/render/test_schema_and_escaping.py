@@ -23,12 +23,9 @@ RULES = "rules:\n  - 'doc.ndcg@10 >= 0.5'\n  - 'missing_document <= 0.5'\n"
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory) -> Path:
-    """One real demo BM25 run (the harness as a user runs it); cases start from its results.json."""
-    out = tmp_path_factory.mktemp("demo") / "run"
-    proc = harness("run", ROOT / "configs/demo-bm25.yaml", "--out", out, "-q")
-    assert proc.returncode == 0, proc.stderr
-    return out / "results.json"
+def demo_run(demo_bm25_run) -> Path:
+    """The session's demo BM25 run (conftest); cases start from its results.json and write elsewhere."""
+    return demo_bm25_run / "results.json"
 
 
 # ---- table: bad results.json through every command that reads one --------------------------------------------
