@@ -33,7 +33,8 @@ def geometry_advice(g: Geometry) -> list[str]:
                    f"boundaries at sentences or headings would keep evidence together")
     if g.thin_first:
         example = f" (e.g. {g.thin_examples[0][:40]!r})" if g.thin_examples and g.thin_examples[0] else ""
-        out.append(f"{_queries(len(g.thin_first))} ({_named(g.thin_first)}) rank first a chunk of fewer than "
+        out.append(f"{_queries(len(g.thin_first))} ({_named(g.thin_first)}) "
+                   f"{'ranks' if len(g.thin_first) == 1 else 'rank'} first a chunk of fewer than "
                    f"{THIN_WORDS} words{example}: a heading or fragment alone; merge such chunks into the text they "
                    f"head, or prepend the heading to each chunk instead")
     if g.mostly_noise:
