@@ -3,28 +3,28 @@ error, or none with a relevant document) is refused before retrieval, so a run n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 if TYPE_CHECKING:
     from ..core.types import GoldSet
-    from .prepare import Prepared
+    from ..gold.resolve import GoldProblem
 
 
-def nothing_counted(prepared: Prepared) -> str | None:
+def nothing_counted(gold: GoldSet, problems: Sequence[GoldProblem], query_policy: str) -> str | None:
     """Why no query could be counted in any mean (a run would measure nothing and show n/a everywhere), or None.
     A query enters the means (``metrics.table.included``) when its judgments could be checked against the corpus
-    and, under query_policy exclude, it has a relevant document (grade 1 or more)."""
-    gold, config = prepared.gold, prepared.config
+    (``problems``: the golden set's against it) and, under query_policy exclude, it has a relevant document (grade 1
+    or more)."""
     ids = list(gold.query_ids())
-    errors = {p.query_id for p in prepared.problems}
+    errors = {p.query_id for p in problems}
     checkable = [q for q in ids if q not in errors]
     if not checkable:
-        first = prepared.problems[0].message if prepared.problems else ""
+        first = problems[0].message if problems else ""
         return (f"no query can be counted: every query ({len(ids)}) is a golden-set error (e.g. {first}), so a run "
                 f"would measure nothing; fix the golden set or the corpus (harness goldset check)")
-    if config.evaluation.query_policy == "zero":
+    if query_policy == "zero":
         return None
     relevant = _with_relevant(gold)
     if not any(q in relevant for q in checkable):

@@ -290,7 +290,7 @@ def check_runnable(prepared: Prepared) -> bool:
     problem = None if top is None else exp_gain_problem(specs, top.relevance)
     if problem:
         raise GoldSetError(f"{config.goldset.path}: query {top.query_id!r}, document {top.doc_id!r}: {problem}")
-    nothing = nothing_counted(prepared)
+    nothing = nothing_counted(prepared.gold, prepared.problems, config.evaluation.query_policy)
     if nothing:
         raise GoldSetError(f"{config.goldset.path}: {nothing}")
     if not _uses_external(config.retriever):
