@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from harness.config.schema import parse_config  # noqa: E402
 from harness.pipeline.assemble import run_experiment  # noqa: E402
 from harness.pipeline.levels import evaluate_levels  # noqa: E402
-from verdicts import BM25, DATA, DENSE, squad_goldset  # noqa: E402
+from verdicts import BM25, DATA, DENSE, scifact_config, squad_config, squad_goldset  # noqa: E402
 
 CHUNK = ["recall@5", "precision@5", "ap", "ndcg@10"]
 EVIDENCE = ["evidence_recall@5", "evidence_precision@5", "evidence_iou@5"]
@@ -55,16 +55,10 @@ def main() -> None:
     print("|---" * (3 + len(CHUNK) + len(EVIDENCE)) + "|")
     retrievers = {"bm25": BM25, "dense": DENSE,
                   "hybrid": {"kind": "hybrid", "fusion": "rrf", "rrf_k": 60, "children": [BM25, DENSE]}}
-    scifact = {"corpus": {"path": str(DATA / "scifact"), "format": "beir"},
-               "chunking": {"strategy": "sentences", "size": 2},
-               "goldset": {"path": str(DATA / "scifact"), "format": "beir", "split": "test",
-                           "evidence": str(DATA / "scifact/evidence_test.jsonl")},
-               "cutoff": {"k": 5}, "depth": 100}
+    scifact = scifact_config()
     with tempfile.TemporaryDirectory() as tmp:
         gold = squad_goldset(Path(tmp), args.squad_queries)
-        squad = {"corpus": {"path": str(DATA / "squad-v1.1-dev/articles.jsonl")},
-                 "chunking": {"strategy": "tokens", "size": 120, "overlap": 20},
-                 "goldset": {"path": str(gold)}, "cutoff": {"k": 5}, "depth": 100}
+        squad = squad_config(gold)
         for kind in args.kinds:
             for name, cfg in (("scifact", scifact), ("squad", squad)):
                 if name in args.sets:

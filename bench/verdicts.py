@@ -54,6 +54,22 @@ def table(name: str, cfg: dict) -> None:
         print(f"|   advice: {a}", flush=True)
 
 
+def scifact_config() -> dict:
+    """SciFact test: abstracts in 2-sentence chunks, the rationale sentences as evidence; k 5 (no name, no retriever)."""
+    return {"corpus": {"path": str(DATA / "scifact"), "format": "beir"},
+            "chunking": {"strategy": "sentences", "size": 2},
+            "goldset": {"path": str(DATA / "scifact"), "format": "beir", "split": "test",
+                        "evidence": str(DATA / "scifact/evidence_test.jsonl")},
+            "cutoff": {"k": 5}, "depth": 100}
+
+
+def squad_config(gold: Path) -> dict:
+    """SQuAD dev's articles in 120-word windows overlapping by 20, the golden set ``squad_goldset`` wrote; k 5."""
+    return {"corpus": {"path": str(DATA / "squad-v1.1-dev/articles.jsonl")},
+            "chunking": {"strategy": "tokens", "size": 120, "overlap": 20},
+            "goldset": {"path": str(gold)}, "cutoff": {"k": 5}, "depth": 100}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--squad-queries", type=int, default=2000)
@@ -65,16 +81,10 @@ def main() -> None:
           "missing: beyond (of them near) / never |")
     print("|---|---|---|---|---|---|---|---|")
     retrievers = {"bm25": BM25, "dense": DENSE}
-    scifact = {"corpus": {"path": str(DATA / "scifact"), "format": "beir"},
-               "chunking": {"strategy": "sentences", "size": 2},
-               "goldset": {"path": str(DATA / "scifact"), "format": "beir", "split": "test",
-                           "evidence": str(DATA / "scifact/evidence_test.jsonl")},
-               "cutoff": {"k": 5}, "depth": 100}
+    scifact = scifact_config()
     with tempfile.TemporaryDirectory() as tmp:
         gold = squad_goldset(Path(tmp), args.squad_queries)
-        squad = {"corpus": {"path": str(DATA / "squad-v1.1-dev/articles.jsonl")},
-                 "chunking": {"strategy": "tokens", "size": 120, "overlap": 20},
-                 "goldset": {"path": str(gold)}, "cutoff": {"k": 5}, "depth": 100}
+        squad = squad_config(gold)
         for kind in args.kinds:
             table(f"scifact-{kind}", dict(scifact, name=f"scifact-{kind}", retriever=retrievers[kind]))
             table(f"squad-{kind}", dict(squad, name=f"squad-{kind}", retriever=retrievers[kind]))
