@@ -31,16 +31,7 @@ PAGES = {"README.md": README} | {f"docs/{p.name}": p.read_text(encoding="utf-8")
                                  for p in sorted((ROOT / "docs").glob("*.md"))}
 
 
-def _walk(group, prefix: str = ""):
-    """Every command by its full name; a group's commands (``goldset check``) each have their own row."""
-    for name, cmd in group.commands.items():
-        if hasattr(cmd, "commands"):
-            yield from _walk(cmd, f"{prefix}{name} ")
-        else:
-            yield f"{prefix}{name}", cmd
-
-
-BY_NAME = dict(_walk(GROUP))
+BY_NAME = docs_reference.commands()  # every command by its full name (``goldset check`` has its own)
 COMMANDS = sorted(BY_NAME)
 WIDE = {"COLUMNS": "250", "TERMINAL_WIDTH": "250"}  # no wrapping inside a choice list like <a|b|c>
 
