@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from dataclasses import dataclass
 
@@ -103,14 +103,21 @@ def _tables_as_results(named: list[tuple[str | None, Any]]) -> list["Result"]:
     return out
 
 
+def _warner(warn: Callable[[str], None] | None) -> Callable[[str], None]:
+    """Where a decision's warnings go: ``warn`` when given (the CLI prints them to stderr), else Python's
+    ``warnings`` (a notebook shows them)."""
+    return warn or (lambda message: warnings.warn(message, stacklevel=3))
+
+
 def compare(results: Any, metrics: Any = None, *, baseline: str | None = None, test: str = "randomization",
-            correction: str = "holm") -> Comparison:
+            correction: str = "holm", warn: Callable[[str], None] | None = None) -> Comparison:
     """Paired comparison against a baseline (default: the first), as ``harness compare``: mean deltas, bootstrap
     CIs, p values with a multiple-comparison correction, win/tie/loss, MDE, verdict transitions.
 
     ``results``: a list (or a dict by name) of Results, results.json paths or loaded dicts, or of MetricTables of
     the same queries (``harness.evaluate``). ``metrics``: names (results: ``chunk.recall@5`` for chunk level;
-    default ndcg@10 and chunk.recall@window; tables: default every metric of the first)."""
+    default ndcg@10 and chunk.recall@window; tables: default every metric of the first). ``warn``: called with
+    each warning instead of ``warnings.warn``."""
     from dataclasses import fields, replace
 
     from ..metrics.engine import MetricTable
@@ -149,7 +156,7 @@ def compare(results: Any, metrics: Any = None, *, baseline: str | None = None, t
     if all(tables):  # one level: the 'doc.' of the tables' stand-in Results says nothing
         typed = replace(typed, rows=[replace(row, metric=row.metric.removeprefix("doc.")) for row in typed.rows])
     for message in typed.warnings:
-        warnings.warn(message, stacklevel=2)
+        _warner(warn)(message)
     return Comparison(**{f.name: getattr(typed, f.name) for f in fields(typed)})
 
 
@@ -195,17 +202,34 @@ def _rules(rules: Any, result: "Result", base: "Result | None") -> list:
     return parsed
 
 
-def gate(result: Any, rules: Any, baseline: Any = None, on_inconclusive: str | None = None) -> GateOutcome:
+def gate(result: Any, rules: Any, baseline: Any = None, on_inconclusive: str | None = None, *,
+         warn: Callable[[str], None] | None = None) -> GateOutcome:
     """Check release rules against a result, as ``harness gate``: thresholds, verdict shares, and regressions
     against ``baseline`` (without one, regression rules are skipped with a warning). ``rules``: a rules YAML path
     or a list of rules. ``on_inconclusive`` (pass | fail; default fail): what an INCONCLUSIVE does to a rule that
-    does not say, as ``--on-inconclusive``. ``outcome.passed`` is what the CLI's exit code says."""
+    does not say, as ``--on-inconclusive``. ``outcome.passed`` is what the CLI's exit code says. ``warn``: called
+    with each warning (skipped regression rules, INCONCLUSIVE rules) instead of ``warnings.warn``."""
     from ..stats.gates import evaluate_gates
 
     candidate = _as_result(result, "result")
     base = None if baseline is None else _as_result(baseline, "baseline")
     typed = evaluate_gates(candidate, _rules(rules, candidate, base), base, on_inconclusive=on_inconclusive)
     outcome = GateOutcome(typed.name, list(typed.results))
-    if outcome.skipped:
-        warnings.warn(f"{outcome.skipped} regression rule(s) skipped: no baseline given", stacklevel=2)
+    for _, message in gate_notes(outcome):
+        _warner(warn)(message)
     return outcome
+
+
+def gate_notes(outcome: outcomes.GateOutcome, baseline: str = "baseline") -> list[tuple[str, str]]:
+    """What a gate says beside its table, as (warning | note, text): regression rules skipped for want of a
+    ``baseline`` (the CLI names its option), and rules the golden set was too small to decide."""
+    from ..render.fmt import plural
+
+    notes = []
+    if outcome.skipped:
+        notes.append(("warning", f"{plural(outcome.skipped, 'regression rule')} skipped: no {baseline} given"))
+    if outcome.inconclusive:
+        accepted = sum(r.accepted for r in outcome)
+        notes.append(("note", f"{plural(outcome.inconclusive, 'rule')} INCONCLUSIVE (the golden set is too small to "
+                              f"decide)" + (f", {accepted} accepted by on_inconclusive: pass" if accepted else "")))
+    return notes

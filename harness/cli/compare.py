@@ -20,7 +20,6 @@ from .options import (
     write_output,
     write_outputs_together,
 )
-from ..render.fmt import plural
 from ..stats.choices import CORRECTIONS, TESTS
 
 CompareFormat = format_choices("CompareFormat", "table", "md", "json")
@@ -57,18 +56,14 @@ def compare_command(results: List[Path] = typer.Argument(..., metavar="RESULTS",
 
     Example: harness compare reports/demo-bm25/results.json reports/demo-hybrid/results.json -m ndcg@10
     """
-    from ..stats.compare import compare_runs
-    from ..render.compare_view import to_markdown
-    from ..render.outputs import load_results
+    from ..api.decisions import compare
 
-    result = compare_runs([load_results(p) for p in results], list(metric), baseline=baseline, test=test.value,
-                          correction=correction.value)
-    for w in result.warnings:
-        _err(f"warning: {w}")
+    result = compare(results, list(metric) or None, baseline=baseline, test=test.value, correction=correction.value,
+                     warn=lambda message: _err(f"warning: {message}"))
     if fmt.value == "json":
         print(json.dumps(_finite(result.to_dict()), indent=2))
     elif fmt.value == "md":
-        print(to_markdown(result), end="")
+        print(result.to_markdown(), end="")
     else:
         from ..render.compare_view import print_table
         print_table(result)
@@ -91,11 +86,9 @@ def gate_command(results: Path = typer.Argument(..., metavar="RESULTS", help="th
 
     Example: harness gate reports/demo-bm25/results.json --rules configs/gates.yaml --junit gate.xml
     """
+    from ..api.decisions import gate, gate_notes
     from ..core.errors import InputError
     from ..result.read import results_path
-    from ..render.gate import junit_xml, summary_markdown
-    from ..stats.gates import check_rules, evaluate_gates
-    from ..render.outputs import load_results
 
     results, baseline = results_path(results), baseline and results_path(baseline)  # a run's folder: its results.json
     inputs = [results, rules] + ([baseline] if baseline else [])
@@ -104,23 +97,16 @@ def gate_command(results: Path = typer.Argument(..., metavar="RESULTS", help="th
     if problems:
         raise InputError("cannot write the gate's outputs", problems)
     free = free_outputs({"--summary": summary, "--junit": junit})
-    candidate = load_results(results)
-    base = load_results(baseline) if baseline else None
-    outcome = evaluate_gates(candidate, check_rules(rules, candidate, base), base,
-                             on_inconclusive=on_inconclusive and on_inconclusive.value)
-    md = summary_markdown(candidate.name, outcome)
+    outcome = gate(results, rules, baseline, on_inconclusive=on_inconclusive and on_inconclusive.value,
+                   warn=lambda message: None)  # said below, in the CLI's words
+    md = outcome.to_markdown()
     print(md, end="")
-    skipped = sum(r.skipped for r in outcome)
-    if skipped:
-        _err(f"warning: {plural(skipped, 'regression rule')} skipped: no --baseline given")
-    if outcome.inconclusive:
-        accepted = sum(r.accepted for r in outcome)
-        _err(f"note: {plural(outcome.inconclusive, 'rule')} INCONCLUSIVE (the golden set is too small to decide)"
-             + (f", {accepted} accepted by on_inconclusive: pass" if accepted else ""))
-    texts = {"--summary": (summary, lambda: md), "--junit": (junit, lambda: junit_xml(candidate.name, outcome))}
+    for level, message in gate_notes(outcome, baseline="--baseline"):
+        _err(f"{level}: {message}")
+    texts = {"--summary": (summary, lambda: md), "--junit": (junit, outcome.to_junit)}
     write_outputs_together([(option, path, text(), not free[option], kinds[option])
                             for option, (path, text) in texts.items() if path is not None])
-    if any(r.failed for r in outcome):
+    if not outcome.passed:
         raise typer.Exit(1)
 
 
