@@ -26,6 +26,7 @@ from .spec import FAMILIES, MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
 from ..core.runtable import Qrels, Run, vocab_text
 from ..io.spilled import SpilledRows
+from . import incomplete
 from .join import Labels, join, position_in_group
 
 
@@ -106,6 +107,12 @@ def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarr
         idcg = (ideal * _discount(ideal.shape[1])).sum(axis=1)
         return _ratio(dcg, idcg)
 
+    if fam == "judged":
+        return incomplete.judged_at(labels, k)
+    if fam == "bpref":
+        return incomplete.bpref(labels, spec.rel)
+    if fam == "infAP":
+        return incomplete.infap(labels, spec.rel)
     n_rel = labels.n_relevant(spec.rel)
     if fam in ("rprec", "ap"):
         # Both only need where the relevant hits are: one pass to find them, then work on those few positions.
