@@ -271,6 +271,8 @@ def merge(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set"
           force: bool = _force_option()) -> None:
     """Fold a judged sheet back into the golden set: grades and evidence quotes. Exit 1 on conflicts (listed).
 
+    Documents the golden set judges and the sheet grades again: how many, and Cohen's kappa of the two rounds.
+
     Example: harness goldset merge goldset.jsonl to_judge.csv -o goldset.v2.jsonl
     """
     from ..gold.merge import merge as fold, read_sheet
@@ -284,6 +286,10 @@ def merge(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set"
     write_gold(out, rows, [gold, sheet], replace=force)
     for line in report.conflicts:
         _err(f"conflict: {line}")
+    if report.agreement.pairs:
+        from ..gold.agreement import agreement_line
+
+        _err(agreement_line(report.agreement))
     _err(f"{out}: {report.added} judgment(s) added (with {report.new_quotes} evidence quote(s)), "
          f"{report.evidence_added} evidence quote(s) added to judgments it had, {report.unjudged_rows} row(s) not "
          f"judged yet, {len(report.conflicts)} conflict(s)")
