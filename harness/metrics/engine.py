@@ -4,6 +4,8 @@ Conventions (trec_eval's unless an option says otherwise; every result echoes th
 - hits are ordered by score descending, ties by doc id descending; ``order="rank"`` trusts given ranks;
 - a doc id that repeats in one ranked list counts once, at its best rank (the dropped copies are counted);
 - relevant means grade >= ``rel`` (default 1); negative grades and unjudged docs are never relevant and gain 0;
+- ``judged@k``, ``bpref`` and ``infAP`` also ask whether a hit was judged: a negative grade is then "pooled, not
+  judged", as in trec_eval (``incomplete``);
 - P@k divides by k; recall, AP and AP@k divide by R, all relevant documents of the query;
 - nDCG discounts by 1/log2(rank + 1); its ideal is built from every judged document (``ideal=retrieved``: from the
   retrieved labels re-sorted); linear gain = grade, ``gain=exp`` = 2^grade - 1;

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .join import Labels
+from .join import Labels, position_in_group
 
 INFAP_EPSILON = 0.00001  # trec_eval.h
 
@@ -70,7 +70,7 @@ def infap(labels: Labels, rel: int) -> np.ndarray:
     unjudged_in_pool = labels.judged & (labels.grades < 0)
     n_rel = labels.n_relevant(rel)
     rows, cols = np.nonzero(relevant)
-    rel_above = _exclusive_cumsum(relevant)[rows, cols]  # trec_eval's rel_so_far - 1
+    rel_above = position_in_group(rows)  # trec_eval's rel_so_far - 1: rows come row-major, in rank order
     non_above = _exclusive_cumsum(nonrelevant)[rows, cols]
     unj_above = _exclusive_cumsum(unjudged_in_pool)[rows, cols]
     # The expression in trec_eval's order of operations, so each term is its double to the last bit.
