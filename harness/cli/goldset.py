@@ -211,9 +211,10 @@ def pool(results: List[Path] = typer.Argument(..., metavar="RESULTS", help="one 
          corpus: Optional[Path] = typer.Option(None, "--corpus", help="the corpus for the chunk texts (default: the "
                                                "first run's config's corpus)"),
          order: PoolOrder = typer.Option(PoolOrder.rank, "--order", help="rank: by query, then best rank; rbp: what "
-                                         "to judge first, by the RBP weight summed over the runs, sum of "
-                                         "(1-p) p^(rank-1) (trectools' rbp pooling), highest first; the sheet gets "
-                                         "a priority column"),
+                                         "to judge first, highest priority first: the RBP weight of the document's "
+                                         "rank in each run's document list summed over the runs, sum of "
+                                         "(1-p) p^(rank-1) (trectools' rbp pooling); the sheet gets a priority "
+                                         "column"),
          rbp_p: Optional[float] = typer.Option(None, "--rbp-p", help="RBP's persistence p for --order rbp, "
                                                "0 < p < 1 [default: 0.8]"),
          force: bool = _force_option()) -> None:

@@ -3,10 +3,13 @@ per (query, chunk) with the query and chunk text, as a sheet a person fills in (
 one per line). ``merge`` (in merge.py) folds the filled sheet back into the golden set.
 
 Two orders of the sheet (``POOL_ORDERS``): ``rank``, by query then best rank; ``rbp``, what to judge first: the
-rows by priority, highest first across every query, the priority of a (query, chunk) being the weight RBP gives it
-summed over the runs that pooled it, sum of (1 - p) p^(rank - 1) (trectools' ``make_pool`` strategy ``rbp`` with
-``rbp_strategy="sum"``; Moffat, Webber & Zobel 2007). A judgment of a row high in two runs moves both runs'
-scores the most; one deep in one run barely moves anything, so a judging budget spent from the top goes furthest."""
+rows by priority, highest first across every query. A grade is a document's (``merge`` gives a document the best
+grade of its rows), so the priority is its document's: the weight RBP gives the document's rank in each run's
+document list, summed over the runs, sum of (1 - p) p^(rank - 1) (trectools' ``make_pool`` strategy ``rbp`` with
+``rbp_strategy="sum"``, which pools documents; Moffat & Zobel 2008). Ranked by chunks, two runs that cut the text
+differently would share no chunk and never add up. A judgment of a document high in two runs moves both runs'
+scores the most; one deep in one run barely moves anything, so a judging budget spent from the top goes
+furthest."""
 
 from __future__ import annotations
 
@@ -73,37 +76,46 @@ def rbp_problem(p: float) -> str | None:
 def pool(results: Sequence[Result], docs: dict[str, Document], depth: int, order: str = "rank",
          rbp_p: float = RBP_P) -> list[PoolRow]:
     """Every (query, chunk) in the top ``depth`` of any run whose document is unjudged for that query; ordered by
-    query (golden-set order of the first run), then best rank; or (``order="rbp"``) by RBP priority, highest
-    first, then as before."""
+    query (golden-set order of the first run), then best rank; or (``order="rbp"``) by priority, highest first:
+    the priority of a document (a judgment grades documents), the RBP weight of its rank in each run's document
+    list (each document at its best chunk, as the doc level ranks it) summed over the runs, on each of its rows."""
     if order not in POOL_ORDERS:
         raise InputError(f"unknown pool order {order!r}; choose from {', '.join(POOL_ORDERS)}")
     if order == "rbp" and (bad := rbp_problem(rbp_p)):
         raise InputError(bad)
     rows: dict[tuple[str, str], PoolRow] = {}
+    weight: dict[tuple[str, str], float] = {}
     for result in results:
         for q, hits in result.each_with_hits(depth):  # from hits.parquet for those results.json keeps none of
-            for hit in hits:
+            doc_rank: dict[str, int] = {}  # the run's document list: each document at its best chunk
+            for hit in sorted(hits, key=lambda h: h.rank):
+                first = hit.doc_id not in doc_rank
+                rank = doc_rank.setdefault(hit.doc_id, len(doc_rank) + 1)
                 if hit.grade is not None:
                     continue
+                if first:
+                    weight[(q.id, hit.doc_id)] = weight.get((q.id, hit.doc_id), 0.0) + rbp_weight(rank, rbp_p)
                 key = (q.id, hit.chunk_id)
                 row = rows.get(key)
                 if row is None:
                     doc = docs.get(hit.doc_id)
                     text = doc.text[hit.start:hit.end] if doc is not None else ""
-                    row = rows[key] = PoolRow(q.id, q.text, hit.doc_id, hit.chunk_id, hit.start, hit.end, hit.rank,
-                                              [result.name], text, 0.0 if order == "rbp" else None)
+                    rows[key] = PoolRow(q.id, q.text, hit.doc_id, hit.chunk_id, hit.start, hit.end, hit.rank,
+                                        [result.name], text)
                 else:
                     row.best_rank = min(row.best_rank, hit.rank)
                     if result.name not in row.runs:
                         row.runs.append(result.name)
-                if row.priority is not None:
-                    row.priority += rbp_weight(hit.rank, rbp_p)
     position = {}
     for result in results:
         for q in result.queries:
             position.setdefault(q.id, len(position))
     if order == "rbp":
-        return sorted(rows.values(), key=lambda r: (-r.priority, position[r.query_id], r.best_rank, r.chunk_id))
+        for row in rows.values():
+            row.priority = weight[(row.query_id, row.doc_id)]
+        # a document's rows stay together (same priority, query, document), its best-ranked chunk first
+        return sorted(rows.values(), key=lambda r: (-r.priority, position[r.query_id], r.doc_id, r.best_rank,
+                                                    r.chunk_id))
     return sorted(rows.values(), key=lambda r: (position[r.query_id], r.best_rank, r.chunk_id))
 
 

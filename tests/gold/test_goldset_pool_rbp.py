@@ -26,31 +26,37 @@ def _result(name, lists):
                                                  for q in queries])
 
 
-DOCS = {d: NS(text="abcdef") for d in ("a", "b", "c", "d", "e")}
-RUN_1 = _result("one", {"q1": [_hit("a#0-3", 1), _hit("b#0-3", 2), _hit("c#0-3", 3, grade=1)],
+DOCS = {d: NS(text="abcdef") for d in ("a", "b", "c", "d", "e", "x")}
+RUN_1 = _result("one", {"q1": [_hit("a#0-3", 1), _hit("a#3-6", 2), _hit("b#0-3", 3), _hit("c#0-3", 4, grade=1)],
                         "q2": [_hit("d#0-3", 1), _hit("a#0-3", 2)]})
-RUN_2 = _result("two", {"q1": [_hit("b#0-3", 1), _hit("a#0-3", 2)],
-                        "q2": [_hit("e#0-3", 1), _hit("d#0-3", 3)]})
+RUN_2 = _result("two", {"q1": [_hit("x#0-3", 1), _hit("b#0-3", 2), _hit("a#3-6", 3)],
+                        "q2": [_hit("e#0-3", 1), _hit("e#3-6", 2), _hit("d#0-3", 3)]})
 
 
-def test_priority_is_rbp_weight_summed_over_runs():
-    rows = pool([RUN_1, RUN_2], DOCS, depth=3, order="rbp", rbp_p=0.5)
+def test_priority_is_rbp_weight_of_the_document_rank_summed_over_runs():
+    rows = pool([RUN_1, RUN_2], DOCS, depth=4, order="rbp", rbp_p=0.5)
     got = [(r.query_id, r.chunk_id, r.priority) for r in rows]
-    # p = 0.5: rank 1 weighs 0.5, rank 2 0.25, rank 3 0.125 (exact in binary). c#0-3 is judged: not pooled.
+    # p = 0.5: document rank 1 weighs 0.5, rank 2 0.25, rank 3 0.125 (exact in binary). Document ranks: one q1
+    # a, b, c (judged: not pooled); two q1 x, b, a; one q2 d, a; two q2 e, d (d's chunk is third, the document
+    # second: e has two chunks above it).
     assert got == [
-        ("q1", "a#0-3", 0.5 + 0.25),  # one: rank 1, two: rank 2
-        ("q1", "b#0-3", 0.25 + 0.5),  # one: rank 2, two: rank 1; the same 0.75: both best at rank 1, by chunk id
-        ("q2", "d#0-3", 0.5 + 0.125),  # one: rank 1, two: rank 3
-        ("q2", "e#0-3", 0.5),  # two: rank 1
-        ("q2", "a#0-3", 0.25),  # one: rank 2
+        ("q2", "d#0-3", 0.5 + 0.25),  # one: 1, two: 2
+        ("q1", "a#0-3", 0.5 + 0.125),  # one: 1, two: 3; both chunks of a carry a's priority, the best-ranked first
+        ("q1", "a#3-6", 0.5 + 0.125),
+        ("q1", "b#0-3", 0.25 + 0.25),  # one: 2, two: 2
+        ("q1", "x#0-3", 0.5),  # two: 1 (ties: query order, then document id)
+        ("q2", "e#0-3", 0.5),  # two: 1
+        ("q2", "e#3-6", 0.5),
+        ("q2", "a#0-3", 0.25),  # one: 2
     ]
     assert rows[0].runs == ["one", "two"] and rows[0].to_dict()["priority"] == 0.75
 
 
 def test_rank_order_is_unchanged_and_has_no_priority():
-    rows = pool([RUN_1, RUN_2], DOCS, depth=3)
-    assert [(r.query_id, r.chunk_id) for r in rows] == [("q1", "a#0-3"), ("q1", "b#0-3"), ("q2", "d#0-3"),
-                                                        ("q2", "e#0-3"), ("q2", "a#0-3")]
+    rows = pool([RUN_1, RUN_2], DOCS, depth=4)
+    assert [(r.query_id, r.chunk_id) for r in rows] == [
+        ("q1", "a#0-3"), ("q1", "x#0-3"), ("q1", "a#3-6"), ("q1", "b#0-3"),
+        ("q2", "d#0-3"), ("q2", "e#0-3"), ("q2", "a#0-3"), ("q2", "e#3-6")]
     assert all(r.priority is None for r in rows) and "priority" not in rows[0].to_dict()
 
 
@@ -77,8 +83,12 @@ def test_cli_writes_the_priority_column_highest_first(demo_run, tmp_path):
     hits = {(q["id"], h["chunk_id"]): h["rank"] for q in json.loads(demo_run.read_text())["queries"]
             for h in q["hits"] if h["rank"] <= 5 and h["grade"] is None}
     assert {(r["query_id"], r["chunk_id"]) for r in rows} == set(hits)
-    for r in rows:  # one run: the weight of its rank, 0.2 * 0.8^(rank - 1), to the 6 digits a sheet shows
-        assert float(r["priority"]) == pytest.approx(0.2 * 0.8 ** (hits[(r["query_id"], r["chunk_id"])] - 1),
+    doc_rank = {}  # one run: the weight of each document's rank in its document list, 0.2 * 0.8^(rank - 1)
+    for q in json.loads(demo_run.read_text())["queries"]:
+        for h in sorted(q["hits"], key=lambda h: h["rank"]):
+            doc_rank.setdefault((q["id"], h["doc_id"]), len([k for k in doc_rank if k[0] == q["id"]]) + 1)
+    for r in rows:  # to the 6 digits a sheet shows
+        assert float(r["priority"]) == pytest.approx(0.2 * 0.8 ** (doc_rank[(r["query_id"], r["doc_id"])] - 1),
                                                      rel=1e-5)
     priorities = [float(r["priority"]) for r in rows]
     assert priorities == sorted(priorities, reverse=True)
