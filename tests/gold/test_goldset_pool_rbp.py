@@ -107,3 +107,15 @@ def test_bad_p_exits_2_with_one_line(demo_run, tmp_path, args, message):
 def test_an_unknown_order_is_a_usage_error(demo_run, tmp_path):
     proc = harness("goldset", "pool", demo_run, "-o", tmp_path / "s.csv", "--order", "random")
     assert proc.returncode == 2 and "rank" in proc.stderr and "rbp" in proc.stderr
+
+
+def test_the_cli_choices_and_default_are_the_librarys():
+    """The CLI keeps its own copy (importing harness.gold.pool would slow --help): held to the library's."""
+    from harness.cli.goldset import PoolOrder, pool as command
+    from harness.gold.pool import POOL_ORDERS, RBP_P
+
+    assert [c.value for c in PoolOrder] == list(POOL_ORDERS)
+    import inspect
+
+    rbp_option = inspect.signature(command).parameters["rbp_p"].default
+    assert f"[default: {RBP_P}]" in rbp_option.help
