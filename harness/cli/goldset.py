@@ -33,6 +33,7 @@ goldset_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, 
 CheckFormat = format_choices("CheckFormat", "table", "json")
 StatsFormat = format_choices("StatsFormat", "table", "json")
 CorpusFormat = choices("CorpusFormat", ("jsonl", "beir", "folder"))
+PoolOrder = choices("PoolOrder", ("rank", "rbp"))  # harness.gold.pool.POOL_ORDERS (not imported: --help stays light)
 
 
 def command(name: str) -> Callable:
@@ -209,10 +210,19 @@ def pool(results: List[Path] = typer.Argument(..., metavar="RESULTS", help="one 
          out: Path = out_option("the judging sheet: .csv or .jsonl", required=True),
          corpus: Optional[Path] = typer.Option(None, "--corpus", help="the corpus for the chunk texts (default: the "
                                                "first run's config's corpus)"),
+         order: PoolOrder = typer.Option(PoolOrder.rank, "--order", help="rank: by query, then best rank; rbp: what "
+                                         "to judge first, highest priority first: the RBP weight of the document's "
+                                         "rank in each run's document list summed over the runs, sum of "
+                                         "(1-p) p^(rank-1) (trectools' rbp pooling); the sheet gets a priority "
+                                         "column"),
+         rbp_p: Optional[float] = typer.Option(None, "--rbp-p", help="RBP's persistence p for --order rbp, "
+                                               "0 < p < 1 [default: 0.8]"),
          force: bool = _force_option()) -> None:
     """The unjudged hits in the top DEPTH of the runs, with query and chunk text, for a person to grade.
 
     Example: harness goldset pool reports/demo-bm25/results.json --depth 10 -o to_judge.csv
+
+    Example: harness goldset pool runs/bm25 runs/dense --depth 20 --order rbp -o to_judge.csv
     """
     from ..result.read import load_result, results_path
     from ..gold import pool as pooling
@@ -220,6 +230,11 @@ def pool(results: List[Path] = typer.Argument(..., metavar="RESULTS", help="one 
 
     results = [results_path(p) for p in results]  # a run's folder: its results.json
     pooling.check_sheet_path(out, "-o")
+    if rbp_p is not None and order.value != "rbp":
+        raise InputError(f"--rbp-p {rbp_p}: p weighs the ranks of --order rbp only; add --order rbp")
+    p = pooling.RBP_P if rbp_p is None else rbp_p
+    if bad := pooling.rbp_problem(p):
+        raise InputError(f"--rbp-p: {bad}")
     _out_ok(out, list(results) + ([corpus] if corpus else []), force)
     loaded = [load_result(p) for p in results]
     # The files the runs were made from are inputs too (--force or not): the corpus read here, and each run's golden
@@ -240,13 +255,14 @@ def pool(results: List[Path] = typer.Argument(..., metavar="RESULTS", help="one 
     if missing:
         raise InputError(f"{corpus}: {len(missing)} pooled document(s) are not in this corpus (the runs' corpus?)",
                          [f"document {d!r}" for d in missing[:20]])
-    rows = pooling.pool(loaded, docs, depth)
+    rows = pooling.pool(loaded, docs, depth, order=order.value, rbp_p=p)
     write_output("-o", out, pooling.sheet_text(out, rows), replace=force)
     for gap in pooling.window_gaps(loaded):
         share = gap.unjudged / gap.window_hits if gap.window_hits else 0.0
         _err(f"{gap.run}: {gap.unjudged} of {gap.window_hits} hits in the context windows are unjudged ({share:.0%}), "
              f"in {gap.queries_with_unjudged} queries")
-    _err(f"{out}: {len(rows)} (query, chunk) rows to judge from the top {depth} of {len(loaded)} run(s)")
+    _err(f"{out}: {len(rows)} (query, chunk) rows to judge from the top {depth} of {len(loaded)} run(s)"
+         + (f", highest RBP priority first (p = {p})" if order.value == "rbp" else ""))
 
 
 @command("merge")
@@ -255,6 +271,8 @@ def merge(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set"
           out: Path = out_option("the merged golden set (native JSONL)", required=True),
           force: bool = _force_option()) -> None:
     """Fold a judged sheet back into the golden set: grades and evidence quotes. Exit 1 on conflicts (listed).
+
+    Documents the golden set judges and the sheet grades again: how many, and Cohen's kappa of the two rounds.
 
     Example: harness goldset merge goldset.jsonl to_judge.csv -o goldset.v2.jsonl
     """
@@ -269,6 +287,10 @@ def merge(gold: Path = typer.Argument(..., metavar="GOLD", help="the golden set"
     write_gold(out, rows, [gold, sheet], replace=force)
     for line in report.conflicts:
         _err(f"conflict: {line}")
+    if report.agreement.pairs:
+        from ..gold.agreement import agreement_line
+
+        _err(agreement_line(report.agreement))
     _err(f"{out}: {report.added} judgment(s) added (with {report.new_quotes} evidence quote(s)), "
          f"{report.evidence_added} evidence quote(s) added to judgments it had, {report.unjudged_rows} row(s) not "
          f"judged yet, {len(report.conflicts)} conflict(s)")

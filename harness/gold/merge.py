@@ -2,7 +2,9 @@
 not judged yet and is skipped. Judgments per (query, document): the highest grade among the document's rows (a
 document is as relevant as its best chunk) and every evidence quote (one per line of the ``evidence`` cell).
 Conflicts are never resolved by guessing: the same chunk graded twice differently, or a document the golden set
-already judges with another grade, is left as it was and reported."""
+already judges with another grade, is left as it was and reported. The documents the golden set judges and the
+sheet grades again are two rounds of judging the same pairs: their agreement (Cohen's kappa, ``agreement.py``) is
+reported."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from ..core.errors import InputError
 from ..core.ids import grade_problem
 from ..io.jsonl import jsonl_rows
 from ..io.textfile import read_utf8, require_file
+from .agreement import Agreement, cohen_kappa
 from .tabular import csv_table, whole_number
 from .load import RawQuery
 from .sources import judgment_row, query_row, raw_evidence_row
@@ -40,6 +43,8 @@ class MergeReport:
     new_quotes: int = 0  # the quotes the new judgments came with
     unjudged_rows: int = 0
     conflicts: list[str] = field(default_factory=list)
+    # the (query, document) pairs the golden set judged and the sheet graded again: how far the rounds agree
+    agreement: Agreement = field(default_factory=lambda: cohen_kappa([], []))
 
 
 def _rows(path: Path, problems: list[str]) -> Iterator[tuple[str, dict]]:
@@ -135,6 +140,7 @@ def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0
         quotes = list(dict.fromkeys(q for s in items if s.grade > 0 for q in s.quotes))
         decided[key] = (max(s.grade for s in items), quotes)
     rows = []
+    before, again = [], []  # the grades of the pairs both rounds judged
     for q in raw:
         relevant = []
         for j in q.relevant:
@@ -142,6 +148,8 @@ def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0
             new = decided.pop((q.query_id, j.doc_id), None)
             if new is not None:
                 grade, quotes = new
+                before.append(j.grade)
+                again.append(grade)
                 if grade != j.grade:
                     report.conflicts.append(f"query {q.query_id!r}, document {j.doc_id!r}: the sheet grades it {grade}, "
                                             f"the golden set {j.grade}; the golden set's grade kept")
@@ -159,4 +167,5 @@ def merge(raw: Sequence[RawQuery], sheet: list[SheetJudgment], unjudged: int = 0
                 report.new_quotes += len(quotes)
                 del decided[(qid, doc)]
         rows.append(query_row(q, relevant))
+    report.agreement = cohen_kappa(before, again)
     return rows, report

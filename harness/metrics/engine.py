@@ -4,6 +4,8 @@ Conventions (trec_eval's unless an option says otherwise; every result echoes th
 - hits are ordered by score descending, ties by doc id descending; ``order="rank"`` trusts given ranks;
 - a doc id that repeats in one ranked list counts once, at its best rank (the dropped copies are counted);
 - relevant means grade >= ``rel`` (default 1); negative grades and unjudged docs are never relevant and gain 0;
+- ``judged@k``, ``bpref`` and ``infAP`` also ask whether a hit was judged: a negative grade is then "pooled, not
+  judged", as in trec_eval (``incomplete``);
 - P@k divides by k; recall, AP and AP@k divide by R, all relevant documents of the query;
 - nDCG discounts by 1/log2(rank + 1); its ideal is built from every judged document (``ideal=retrieved``: from the
   retrieved labels re-sorted); linear gain = grade, ``gain=exp`` = 2^grade - 1;
@@ -26,6 +28,7 @@ from .spec import FAMILIES, MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
 from ..core.runtable import Qrels, Run, vocab_text
 from ..io.spilled import SpilledRows
+from . import incomplete
 from .join import Labels, join, position_in_group
 
 
@@ -106,6 +109,12 @@ def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarr
         idcg = (ideal * _discount(ideal.shape[1])).sum(axis=1)
         return _ratio(dcg, idcg)
 
+    if fam == "judged":
+        return incomplete.judged_at(labels, k)
+    if fam == "bpref":
+        return incomplete.bpref(labels, spec.rel)
+    if fam == "infAP":
+        return incomplete.infap(labels, spec.rel)
     n_rel = labels.n_relevant(spec.rel)
     if fam in ("rprec", "ap"):
         # Both only need where the relevant hits are: one pass to find them, then work on those few positions.

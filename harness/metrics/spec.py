@@ -51,6 +51,14 @@ FAMILIES: dict[str, Family] = {
                "Jarvelin & Kekalainen 2002 with trec_eval's discount"),
         Family("ndcg", "DCG@k / ideal DCG@k; ideal from all judged documents by default", "optional",
                ("gain", "ideal"), "trec_eval ndcg / ndcg_cut_k"),
+        Family("judged", "share of the top k that is judged (a grade >= 0), over min(k, retrieved); all retrieved "
+               "without k", "optional", (), "ir_measures Judged@k (a negative grade is unjudged, as in trec_eval)"),
+        Family("bpref", "binary preference: each relevant hit scores 1 - min(judged non-relevant above, R) / "
+               "min(judged non-relevant, R); the sum over R; unjudged hits skipped", "forbidden", ("rel",),
+               "trec_eval 10 bpref (Buckley & Voorhees 2004)"),
+        Family("infAP", "inferred AP: AP estimated from the judged share of each relevant hit's prefix; a negative "
+               "grade is a pooled but unjudged document", "forbidden", ("rel",),
+               "trec_eval 10 infAP (Yilmaz & Aslam 2006)"),
         Family("evidence_recall", "share of the evidence characters (or tokens) inside the first k hits' text, "
                "overlapping hits merged", "required", (), "Chroma chunking evaluation (token recall), exact",
                window=True, evidence=True),
@@ -78,6 +86,9 @@ ALIASES = {
     "rprec": "rprec", "r-prec": "rprec", "r_prec": "rprec", "r-precision": "rprec", "rprecision": "rprec",
     "dcg": "dcg",
     "ndcg": "ndcg",
+    "judged": "judged",
+    "bpref": "bpref",
+    "infap": "infAP", "inf_ap": "infAP",
     "evidence_recall": "evidence_recall", "evidence_precision": "evidence_precision", "evidence_iou": "evidence_iou",
     "sufficient": "sufficient",
 }

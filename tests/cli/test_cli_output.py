@@ -351,6 +351,6 @@ def test_a_bad_metric_name_is_one_located_line_per_name(files):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
         "error: invalid metric names:",
-        "  - unknown metric 'foo' in 'foo@3'; known metrics: ap, dcg, evidence_iou, evidence_precision, "
-        "evidence_recall, hit, ndcg, nothing_found, precision, recall, rprec, rr, sufficient",
+        "  - unknown metric 'foo' in 'foo@3'; known metrics: ap, bpref, dcg, evidence_iou, evidence_precision, "
+        "evidence_recall, hit, infAP, judged, ndcg, nothing_found, precision, recall, rprec, rr, sufficient",
         "  - metric 'P' needs a cutoff, e.g. precision@10"]

@@ -9,7 +9,7 @@ from harness.core.runtable import Run, Qrels
 from harness.metrics import engine
 
 METRICS = ["ap", "ap@5", "rr", "rr@3", "ndcg@10", "ndcg", "ndcg(gain=exp)@5", "precision(rel=2)@5", "ndcg(ideal=retrieved)@6", "dcg@4", "precision@5", "recall@8",
-           "rprec", "hit@3", "nothing_found@5", "recall@window", "precision@window", "hit@window", "rr@window"]
+           "rprec", "hit@3", "bpref", "infAP(rel=2)", "judged@4", "judged", "nothing_found@5", "recall@window", "precision@window", "hit@window", "rr@window"]
 
 
 def _data(seed: int):

@@ -19,7 +19,7 @@ def test_aliases_normalise(alias, canonical):
 
 
 @pytest.mark.parametrize("bad,fragment", [
-    ("foo@5", "known metrics: ap, dcg, evidence_iou, evidence_precision, evidence_recall, hit"), ("precision", "needs a cutoff"), ("rprec@5", "takes no cutoff"),
+    ("foo@5", "known metrics: ap, bpref, dcg, evidence_iou, evidence_precision, evidence_recall, hit, infAP, judged"), ("precision", "needs a cutoff"), ("rprec@5", "takes no cutoff"),
     ("ndcg(gain=cubic)@5", "gain must be one of linear, exp"), ("precision(rel=0)@5", "rel must be"),
     ("recall(gain=exp)@5", "unknown parameter 'gain'"), ("P@0", "cutoff must be >= 1"),
     ("ndcg@window", "ndcg takes no @window cutoff (window metrics: precision@window, recall@window, hit@window, "

@@ -18,7 +18,7 @@ from harness.metrics.engine import evaluate
 
 pytest.importorskip("pyarrow")
 
-METRICS = ["ap", "ap@5", "ndcg@5", "ndcg", "dcg@3", "P@3", "rr", "recall@10", "rprec", "hit@1", "nothing_found@5"]
+METRICS = ["ap", "ap@5", "ndcg@5", "ndcg", "dcg@3", "P@3", "rr", "recall@10", "rprec", "hit@1", "nothing_found@5", "bpref", "infAP", "judged@5"]
 
 
 @pytest.fixture
