@@ -120,6 +120,14 @@ class EvaluationConfig(Strict):
     """score: hits ordered by score, ties by id descending (trec_eval); rank: by the ranks the retriever gave"""
 
 
+class AbstentionConfig(Strict):
+    """Answer a query only when its top score reaches a threshold (summary.abstention, docs/calibration.md)."""
+
+    threshold: float | None = Field(None, strict=True)
+    """answer when the top score is at least this; null: the suggested threshold (the one minimising false answer
+    rate + lost answer rate over the run's top scores)"""
+
+
 class DiagnosticsConfig(Strict):
     buried_after: int = Field(3, ge=1)
     """evidence first ranked after this is buried_evidence"""
@@ -192,6 +200,8 @@ class ExperimentConfig(Strict):
     """which queries count, and how hits are ordered"""
     diagnostics: DiagnosticsConfig = DiagnosticsConfig()
     """the verdicts' settings"""
+    abstention: AbstentionConfig = AbstentionConfig()
+    """the score threshold below which a query is not answered (summary.abstention)"""
     retriever_hits: RetrieverHitsConfig = RetrieverHitsConfig()
     """what a run does with hits that name no chunk"""
     output: Path | None = None
@@ -251,6 +261,8 @@ class ExperimentConfig(Strict):
         for key in NEWER_CHUNKING_KEYS:  # at their defaults they change nothing: a config keeps its earlier hash
             if key in chunking and chunking[key] == ChunkingConfig.model_fields[key].default:
                 chunking.pop(key)
+        if data.get("abstention") == AbstentionConfig().model_dump(mode="json"):  # as before the key existed
+            data.pop("abstention")
         if data["corpus"].get("encoding") is None:  # UTF-8, as before the key existed: the same hash as then
             data["corpus"].pop("encoding", None)
         return fingerprint(data, ascii_only=True)

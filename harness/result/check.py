@@ -188,6 +188,7 @@ class ConsistencyScan:
                                 f"{self.count - len(uncounted)} queries are counted at {level} level "
                                 f"(queries.N.counted.{level})")
             errors, no_rel = set(counts.excluded_goldset_error_query_ids), set(counts.no_relevant_query_ids)
+            no_rel |= set(counts.unanswerable_query_ids)
             if not errors <= uncounted or not uncounted <= errors | no_rel:
                 problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not "
                                 f"counted at {level} level (queries.N.counted.{level})")
