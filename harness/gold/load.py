@@ -153,8 +153,9 @@ def read_answerable(value: object, relevant: list[RawJudgment]) -> tuple[bool, s
         return True, f"'answerable' must be true or false, got {_short(value)}"
     judged = [j.doc_id for j in relevant if j.grade >= 1]
     if not value and judged:
+        named = ", ".join(map(_short, judged[:3])) + (", ..." if len(judged) > 3 else "")
         return False, (f"marked answerable: false (its answer is not in the corpus) but it judges "
-                       f"{len(judged)} document(s) relevant ({_short(judged[0])}...); drop the judgments or the mark")
+                       f"{len(judged)} document(s) relevant ({named}); drop the judgments or the mark")
     return value, None
 
 

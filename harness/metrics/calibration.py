@@ -6,9 +6,10 @@ Confidence of a query, from the scores of its ranked list (MTEB's ``confidence_s
   confident on every measure (-inf; MTEB gives 0, which outranks negative scores).
 
 nAUC (MTEB ``nauc``, arXiv:2402.12997): abstain on the least confident share r of the queries (r = 0, 0.1, ..., 0.9;
-``round(r * n)`` queries, at most n - 1, ties in confidence kept in query order); the curve is the metric's mean
-over the queries kept; its area (trapezoids over r) is scaled between the flat curve's (no skill: the mean at r = 0
-over the whole range, 0.9 x mean) and the oracle's (abstaining on the lowest metric values first):
+``round(r * n)`` queries, at most n - 1); the curve is the metric's mean over the queries kept (a cut inside a
+group of equal confidences keeps each at the group's mean value, as MTEB does since its #5613); its area
+(trapezoids over r) is scaled between the flat curve's (no skill: the mean at r = 0 over the whole range,
+0.9 x mean) and the oracle's (abstaining on the lowest metric values first):
 (AUC - flat) / (oracle - flat). 1 is the oracle, 0 no better than abstaining at random, below 0 worse. None when
 the oracle is no better than flat (every query has the same value, or fewer than two queries).
 
@@ -46,11 +47,17 @@ def confidences(scores: Sequence[float]) -> tuple[float, float, float]:
 
 
 def abstention_curve(conf: np.ndarray, values: np.ndarray, rates: np.ndarray = ABSTENTION_RATES) -> np.ndarray:
-    """The mean of ``values`` over the queries kept after abstaining on the least confident share r, per rate."""
+    """The mean of ``values`` over the queries kept after abstaining on the least confident share r, per rate. A cut
+    inside a group of equal confidences keeps each of them at the group's mean value (MTEB since #5613: what
+    abstaining at random among the tied would keep on average), so the curve does not depend on query order."""
     order = np.argsort(conf, kind="stable")
     n = len(order)
-    # Python's round (half to even) as MTEB's: round(0.5 * 5) keeps 3 of 5 queries, not 2
-    return np.array([values[order[min(round(float(r) * n), n - 1):]].mean() for r in rates])
+    ranked_conf, ranked = conf[order], values[order]
+    start = np.flatnonzero(np.r_[True, ranked_conf[1:] != ranked_conf[:-1]])
+    size = np.diff(np.r_[start, n])
+    ranked = np.repeat(np.add.reduceat(ranked, start) / size, size)
+    # Python's round (half to even) as MTEB's: round(0.5 * 5) abstains on 2 of 5 queries, not 3
+    return np.array([ranked[min(round(float(r) * n), n - 1):].mean() for r in rates])
 
 
 def nauc(conf: Sequence[float], values: Sequence[float], rates: np.ndarray = ABSTENTION_RATES) -> float | None:
