@@ -1,0 +1,71 @@
+"""Issue 38: a golden-set query may be marked ``answerable: false`` (its answer is not in the corpus). A value that is
+not a boolean, and a query both marked unanswerable and judged relevant somewhere, are located problems."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.config.schema import GoldsetConfig
+from harness.core.errors import GoldSetError
+from harness.core.types import Document
+from harness.gold.load import read_goldset
+from harness.gold.resolve import resolve_goldset
+from harness.gold.sources import query_row
+from harness.pipeline.prepare import goldset_fingerprint
+
+
+def _jsonl(tmp_path, rows):
+    path = tmp_path / "gold.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _read(path):
+    return read_goldset(GoldsetConfig(path=path))
+
+
+ANSWERED = {"id": "a1", "query": "how to install", "relevant": [{"doc": "d1", "grade": 1}]}
+
+
+def test_unanswerable_queries_are_read_and_kept_in_the_gold_set(tmp_path):
+    rows = [ANSWERED, {"id": "u1", "query": "price in Japan?", "answerable": False},
+            {"id": "u2", "query": "judged not relevant", "answerable": False, "relevant": [{"doc": "d1", "grade": 0}]},
+            {"id": "a2", "query": "said answerable", "answerable": True, "relevant": ["d1"]}]
+    raw = _read(_jsonl(tmp_path, rows))
+    assert [q.answerable for q in raw] == [True, False, False, True]
+    gold, problems = resolve_goldset(raw, {"d1": Document("d1", "text")}, "g")
+    assert gold.unanswerable == frozenset({"u1", "u2"}) and not problems
+    # written back (goldset repair, merge) the mark stays; a query without it is written as before
+    assert query_row(raw[1], [])["answerable"] is False and "answerable" not in query_row(raw[0], [])
+    # the mark is part of the golden set's identity (a compare of two runs checks it)
+    plain, _ = resolve_goldset(_read(_jsonl(tmp_path, [ANSWERED, {"id": "u1", "query": "price in Japan?"}])),
+                               {"d1": Document("d1", "text")}, "g")
+    assert goldset_fingerprint(gold) != goldset_fingerprint(plain)
+
+
+def test_bad_answerable_values_and_judged_unanswerable_queries_are_located(tmp_path):
+    rows = [ANSWERED, {"id": "u1", "query": "q", "answerable": "no"},
+            {"id": "u2", "query": "q", "answerable": 0},
+            {"id": "u3", "query": "q", "answerable": False, "relevant": [{"doc": "d1", "grade": 2}, "d2"]}]
+    path = _jsonl(tmp_path, rows)
+    with pytest.raises(GoldSetError) as info:
+        _read(path)
+    assert info.value.problems == [
+        f"{path}:2: query 'u1': 'answerable' must be true or false, got 'no'",
+        f"{path}:3: query 'u2': 'answerable' must be true or false, got 0",
+        f"{path}:4: query 'u3': marked answerable: false (its answer is not in the corpus) but it judges 2 "
+        f"document(s) relevant ('d1', 'd2'); drop the judgments or the mark"]
+
+
+def test_yaml_takes_true_and_false_only(tmp_path):
+    path = tmp_path / "gold.yaml"
+    path.write_text("- {id: u1, query: q, answerable: false}\n- {id: u2, query: r, answerable: False}\n"
+                    "- {id: u3, query: s, answerable: no}\n- {id: u4, query: t, answerable: 'yes'}\n")
+    with pytest.raises(GoldSetError) as info:
+        _read(path)
+    assert info.value.problems == [f"{path}:3: query 'u3': 'answerable' must be true or false, got 'no'",
+                                   f"{path}:4: query 'u4': 'answerable' must be true or false, got 'yes'"]
+    path.write_text("- {id: u1, query: q, answerable: false}\n- {id: u2, query: r, answerable: FALSE}\n")
+    assert [q.answerable for q in _read(path)] == [False, False]
