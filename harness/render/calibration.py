@@ -26,8 +26,9 @@ def _threshold(s: "Summary") -> str:
 
 
 def text_line(s: "Summary") -> str | None:
-    """``harness run``'s line on stderr; None for a result without them."""
-    if s.calibration is None or s.abstention is None:
+    """``harness run``'s line on stderr when the golden set marks queries unanswerable (the question the line
+    answers); None otherwise (results.json and the reports always have the numbers)."""
+    if s.calibration is None or s.abstention is None or not s.abstention.unanswerable_queries:
         return None
     c, a = s.calibration, s.abstention
     return (f"calibration ({c.level}.{c.metric}): nAUC top score {fixed(c.nauc_top_score, 3)}, margin "
