@@ -11,7 +11,7 @@ from ..config.schema import ExperimentConfig
 from ..core.types import GoldSet
 from ..diagnostics.kinds import FAILING
 from ..hits.table import HitTable
-from ..metrics.calibration import confidences, histogram, nauc, rates_at, suggested_threshold
+from ..metrics.calibration import confidences, confidences_of_lists, histogram, nauc, rates_at, suggested_threshold
 from ..metrics.spec import parse_metrics
 from ..result.calibration import Abstention, Calibration, ScoreHistogram
 
@@ -27,8 +27,7 @@ def calibration_metric(config: ExperimentConfig) -> str:
 def query_confidences(lists: Sequence) -> np.ndarray:
     """(Q, 3): each query's top score, margin and spread, from every hit of its list (a HitTable read by slices)."""
     if isinstance(lists, HitTable):
-        off = lists.offsets
-        return np.array([confidences(lists.scores[off[i]:off[i + 1]]) for i in range(len(lists))]).reshape(-1, 3)
+        return confidences_of_lists(lists.offsets, lists.scores)
     return np.array([confidences([h.score for h in ranked.hits]) for ranked in lists]).reshape(-1, 3)
 
 

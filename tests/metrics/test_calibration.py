@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.metrics.calibration import (abstention_curve, confidences, nauc, rates_at, suggested_threshold)
+from harness.metrics.calibration import (abstention_curve, confidences, confidences_of_lists, nauc, rates_at,
+                                         suggested_threshold)
 
 
 def trapezoid(curve):  # over r = 0, 0.1, ..., 0.9
@@ -85,3 +86,21 @@ def test_equal_sums_take_the_lowest_threshold_and_missing_rates_add_nothing():
 def test_a_query_without_hits_is_never_answered():
     r = rates_at(0.0, [-np.inf, 1.0], [-np.inf])
     assert (r.lost_answers, r.false_answers) == (1, 0)
+
+
+def test_the_columns_give_each_query_its_own_confidences():
+    # query 0 in rank order, query 1 empty, query 2 out of order (a run ordered by rank), query 3 one hit
+    scores = [9.0, 5.0, 1.0, 2.0, 7.0, 3.0, 4.0]
+    offsets = [0, 3, 3, 6, 7]
+    got = confidences_of_lists(np.array(offsets), np.array(scores))
+    for i in range(4):
+        assert got[i].tolist() == pytest.approx(list(confidences(scores[offsets[i]:offsets[i + 1]])))
+    assert got[2].tolist() == pytest.approx([7.0, 4.0, math.sqrt(((2 - 4) ** 2 + (7 - 4) ** 2 + (3 - 4) ** 2) / 3)])
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 6, 200)
+    offsets = np.r_[0, np.cumsum(lengths)]
+    scores = rng.normal(size=offsets[-1])
+    got = confidences_of_lists(offsets, scores)
+    for i in range(200):
+        assert got[i].tolist() == pytest.approx(list(confidences(scores[offsets[i]:offsets[i + 1]])))
+    assert np.array_equal(confidences_of_lists(offsets, scores, block=7), got)  # read a few queries at a time
