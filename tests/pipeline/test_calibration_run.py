@@ -125,3 +125,13 @@ def test_a_threshold_that_is_not_a_number_is_one_located_line(tmp_path, value, s
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "abstention.threshold" in line]
     assert len(lines) == 1 and says in lines[0]
+
+
+def test_a_golden_set_of_unanswerable_queries_only_measures_nothing(tmp_path):
+    from clihelp import harness as cli
+
+    cfg = _config(tmp_path, evaluation={"query_policy": "zero"})
+    (tmp_path / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in GOLD if r.get("answerable") is False))
+    (tmp_path / "c.yaml").write_text(json.dumps(cfg))
+    proc = cli("validate", tmp_path / "c.yaml")
+    assert proc.returncode == 2 and "every checkable query (2) is marked answerable: false" in proc.stderr
