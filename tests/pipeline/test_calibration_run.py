@@ -135,3 +135,18 @@ def test_a_golden_set_of_unanswerable_queries_only_measures_nothing(tmp_path):
     (tmp_path / "c.yaml").write_text(json.dumps(cfg))
     proc = cli("validate", tmp_path / "c.yaml")
     assert proc.returncode == 2 and "every checkable query (2) is marked answerable: false" in proc.stderr
+
+
+def test_a_hand_edited_abstention_count_is_refused(run):
+    from harness.core.errors import InputError
+
+    data = json.loads((run[1] / "results.json").read_text())
+    data["summary"]["abstention"]["unanswerable_queries"] = 1
+    with pytest.raises(InputError) as info:
+        Result.from_dict(data)
+    assert info.value.problems == ["results.json: summary.abstention.unanswerable_queries: says 1, but 2 queries "
+                                   "have the verdict unanswerable (edited by hand?)"]
+    data["summary"]["abstention"]["false_answer_rate"] = "0.5"
+    with pytest.raises(InputError) as info:
+        Result.from_dict(data)
+    assert any(p.startswith("results.json: summary.abstention.false_answer_rate:") for p in info.value.problems)
