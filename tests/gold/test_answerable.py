@@ -69,3 +69,17 @@ def test_yaml_takes_true_and_false_only(tmp_path):
                                    f"{path}:4: query 'u4': 'answerable' must be true or false, got 'yes'"]
     path.write_text("- {id: u1, query: q, answerable: false}\n- {id: u2, query: r, answerable: FALSE}\n")
     assert [q.answerable for q in _read(path)] == [False, False]
+
+
+def test_run_exits_2_with_one_located_line_per_problem(tmp_path):
+    from clihelp import DEMO, assert_input_error, demo_config, harness
+
+    gold = _jsonl(tmp_path, [{"id": "u1", "query": "q", "answerable": "false"},
+                             {"id": "u2", "query": "r", "answerable": False, "relevant": ["install-desktop"]}])
+    cfg = demo_config(tmp_path)
+    cfg.write_text(cfg.read_text().replace(str(DEMO / "goldset.jsonl"), str(gold)))
+    proc = harness("run", cfg, "-q", cwd=tmp_path)
+    assert_input_error(proc, f"{gold}:1: query 'u1': 'answerable' must be true or false, got 'false'",
+                       f"{gold}:2: query 'u2': marked answerable: false")
+    assert [line.startswith(f"  - {gold}:") for line in proc.stderr.splitlines()] == [False, True, True]
+    assert not (tmp_path / "reports").exists()
