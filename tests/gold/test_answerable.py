@@ -83,3 +83,12 @@ def test_run_exits_2_with_one_located_line_per_problem(tmp_path):
                        f"{gold}:2: query 'u2': marked answerable: false")
     assert [line.startswith(f"  - {gold}:") for line in proc.stderr.splitlines()] == [False, True, True]
     assert not (tmp_path / "reports").exists()
+
+
+def test_goldset_stats_counts_the_unanswerable_queries(tmp_path):
+    from harness.gold.stats import goldset_stats
+    from harness.render.goldset_stats import stats_lines
+
+    stats = goldset_stats(_read(_jsonl(tmp_path, [ANSWERED, {"id": "u1", "query": "q", "answerable": False}])))
+    assert (stats["queries"], stats["queries_without_relevant"], stats["unanswerable_queries"]) == (2, 1, 1)
+    assert stats_lines(stats)[0] == "queries: 2 (1 without a relevant document, 1 of them marked answerable: false)"
