@@ -70,6 +70,9 @@ class GoldColumns(Strict):
     """the column of an evidence span's end offset"""
     group: str = "group"
     """the column of the row's evidence group (docs/groups.md); the column is optional"""
+    answerable: str = "answerable"
+    """the column saying true or false: false marks a query whose answer is not in the corpus (docs/calibration.md);
+    the column is optional, an empty cell is true"""
     tags: list[str] = []
     """columns kept as the query's tags (slices)"""
 
@@ -263,6 +266,9 @@ class ExperimentConfig(Strict):
                 chunking.pop(key)
         if data.get("abstention") == AbstentionConfig().model_dump(mode="json"):  # as before the key existed
             data.pop("abstention")
+        columns = data["goldset"].get("columns") or {}
+        if columns.get("answerable") == "answerable":  # at its default, as before the key existed
+            columns.pop("answerable")
         if data["corpus"].get("encoding") is None:  # UTF-8, as before the key existed: the same hash as then
             data["corpus"].pop("encoding", None)
         return fingerprint(data, ascii_only=True)

@@ -92,3 +92,32 @@ def test_goldset_stats_counts_the_unanswerable_queries(tmp_path):
     stats = goldset_stats(_read(_jsonl(tmp_path, [ANSWERED, {"id": "u1", "query": "q", "answerable": False}])))
     assert (stats["queries"], stats["queries_without_relevant"], stats["unanswerable_queries"]) == (2, 1, 1)
     assert stats_lines(stats)[0] == "queries: 2 (1 without a relevant document, 1 of them marked answerable: false)"
+
+
+def test_a_table_marks_unanswerable_queries_in_its_answerable_column(tmp_path):
+    path = tmp_path / "gold.csv"
+    path.write_text("query_id,query,doc_id,grade,answerable\n"
+                    "a1,how to install,d1,1,\n"
+                    "u1,price in Japan?,,,FALSE\n"
+                    "u1,price in Japan?,,,false\n"
+                    "a2,said answerable,d1,2,true\n")
+    raw = read_goldset(GoldsetConfig(path=path, format="csv"))
+    assert [(q.query_id, q.answerable) for q in raw] == [("a1", True), ("u1", False), ("a2", True)]
+    path.write_text("query_id,query,doc_id,grade,answerable\n"
+                    "u1,q,,,no\n"
+                    "u2,r,d1,1,false\n"
+                    "u3,s,,,false\n"
+                    "u3,s,,,true\n")
+    with pytest.raises(GoldSetError) as info:
+        read_goldset(GoldsetConfig(path=path, format="csv"))
+    assert info.value.problems == [
+        f"{path}:5: query 'u3': answerable True here, False on an earlier row; a query is answerable or not"]
+    path.write_text("query_id,query,doc_id,grade,answerable\n"
+                    "u1,q,,,no\n"
+                    "u2,r,d1,1,false\n")
+    with pytest.raises(GoldSetError) as info:
+        read_goldset(GoldsetConfig(path=path, format="csv"))
+    assert info.value.problems == [
+        f"{path}:2: query 'u1': 'answerable' must be true or false, got 'no'",
+        f"{path}:3: query 'u2': marked answerable: false (its answer is not in the corpus) but it judges 1 "
+        f"document(s) relevant ('d1'); drop the judgments or the mark"]
