@@ -70,6 +70,9 @@ class GoldColumns(Strict):
     """the column of an evidence span's end offset"""
     group: str = "group"
     """the column of the row's evidence group (docs/groups.md); the column is optional"""
+    answerable: str = "answerable"
+    """the column saying true or false: false marks a query whose answer is not in the corpus (docs/calibration.md);
+    the column is optional, an empty cell is true"""
     tags: list[str] = []
     """columns kept as the query's tags (slices)"""
 
@@ -118,6 +121,14 @@ class EvaluationConfig(Strict):
     """queries with no relevant item: exclude them from the means (listed), or count them as 0"""
     order: Literal["score", "rank"] = "score"
     """score: hits ordered by score, ties by id descending (trec_eval); rank: by the ranks the retriever gave"""
+
+
+class AbstentionConfig(Strict):
+    """Answer a query only when its top score reaches a threshold (summary.abstention, docs/calibration.md)."""
+
+    threshold: float | None = Field(None, strict=True)
+    """answer when the top score is at least this; null: the suggested threshold (the one minimising false answer
+    rate + lost answer rate over the run's top scores)"""
 
 
 class DiagnosticsConfig(Strict):
@@ -192,6 +203,8 @@ class ExperimentConfig(Strict):
     """which queries count, and how hits are ordered"""
     diagnostics: DiagnosticsConfig = DiagnosticsConfig()
     """the verdicts' settings"""
+    abstention: AbstentionConfig = AbstentionConfig()
+    """the score threshold below which a query is not answered (summary.abstention)"""
     retriever_hits: RetrieverHitsConfig = RetrieverHitsConfig()
     """what a run does with hits that name no chunk"""
     output: Path | None = None
@@ -251,6 +264,11 @@ class ExperimentConfig(Strict):
         for key in NEWER_CHUNKING_KEYS:  # at their defaults they change nothing: a config keeps its earlier hash
             if key in chunking and chunking[key] == ChunkingConfig.model_fields[key].default:
                 chunking.pop(key)
+        if data.get("abstention") == AbstentionConfig().model_dump(mode="json"):  # as before the key existed
+            data.pop("abstention")
+        columns = data["goldset"].get("columns") or {}
+        if columns.get("answerable") == "answerable":  # at its default, as before the key existed
+            columns.pop("answerable")
         if data["corpus"].get("encoding") is None:  # UTF-8, as before the key existed: the same hash as then
             data["corpus"].pop("encoding", None)
         return fingerprint(data, ascii_only=True)

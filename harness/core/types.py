@@ -89,6 +89,9 @@ class GoldSet:
     name: str
     queries: Sequence[Query]
     judgments: Sequence[Judgment]
+    # the ids of the queries marked ``answerable: false`` (their answer is not in the corpus): judged for abstention,
+    # never ranked (``metrics.table.included``)
+    unanswerable: frozenset[str] = frozenset()
 
     def query_ids(self) -> Sequence[str]:
         ids = getattr(self.queries, "ids", None)  # a QueryColumn's own, without making its Query objects

@@ -25,6 +25,8 @@ TABLE = (
     VerdictKind("goldset_error", True, False, "#b42318", "#b42318",
                 "the golden set's judgment could not be checked against the corpus (unknown document, quote not "
                 "found)"),
+    VerdictKind("unanswerable", False, False, "#475467", "#344054",
+                "marked answerable: false (its answer is not in the corpus): judged for abstention, not ranked"),
     VerdictKind("no_gold", True, False, "#98a2b3", "#667085", "the query has no relevant document"),
     VerdictKind("missing_document", True, True, "#f04438", "#b42318", "no relevant document in the window"),
     VerdictKind("wrong_chunk", True, True, "#f79009", "#b54708",

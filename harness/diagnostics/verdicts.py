@@ -1,6 +1,6 @@
 """Per-query verdicts at the context window, with the evidence for each, and aggregates with advice.
 
-Precedence (exactly one kind per query): goldset_error, no_gold, missing_document, wrong_chunk, incomplete,
+Precedence (exactly one kind per query): goldset_error, unanswerable, no_gold, missing_document, wrong_chunk, incomplete,
 buried_evidence, ok. ``incomplete``: the window holds evidence of some of the query's evidence groups, not all
 (``hits.groups``; a query that names no group has one group, so it is never incomplete). Flags (any number):
 partial, noisy_context, unjudged_in_window (``FLAGS_TEXT``).
@@ -47,7 +47,7 @@ def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "Diagno
     # A HitTable's lists with hits made as the verdict reads them (the window, a few below it), not all of them
     ranked_lists = (lists.lazy(i) for i in range(len(lists))) if isinstance(lists, HitTable) else lists
     made = ((qid, _verdict(ranked, k, grades_at(doc_qrels, i, qid), grades_at(chunk_qrels, i, qid), judgments,
-                           by_query.get(qid, []), settings, qid in absent))
+                           by_query.get(qid, []), settings, qid in absent, qid in gold.unanswerable))
             for i, (qid, judgments, ranked, k) in enumerate(zip(gold.query_ids(), gold.judgments_per_query(),
                                                                  ranked_lists, window_k)))
     return stored_mapping(Verdict, made, len(gold.queries))
@@ -67,12 +67,16 @@ def _v(kind: str, reason: str, detail: dict | None = None, flags: Sequence[str] 
     return Verdict(kind=kind, reason=reason, detail=detail or {}, flags=list(flags))
 
 
-def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool) -> Verdict:
+def _verdict(ranked, k, dq, cq, judgments, problems, s, absent: bool, unanswerable: bool = False) -> Verdict:
     if problems:
         return _v("goldset_error",
                   f"the gold cannot be checked: {problems[0].message}"
                   + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
                   {"problems": [{"doc_id": p.doc_id, "kind": p.kind, "message": p.message} for p in problems]})
+    if unanswerable:
+        top = ranked.hits[0].score if ranked is not None and ranked.hits and not absent else None
+        return _v("unanswerable", "marked answerable: false (its answer is not in the corpus): judged for abstention "
+                  "(summary.abstention), not ranked", {"top_score": top})
     relevant_docs = {d for d, g in dq.items() if g >= 1}
     if not relevant_docs:
         return _v("no_gold", "the golden set lists no relevant document for this query")

@@ -71,9 +71,17 @@ def _number_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     return NumberText(loader.construct_scalar(node))  # 2.0: 2 as a grade (``whole``), "2.0" as an id
 
 
+class BoolText(str):
+    """A YAML boolean kept as its text (an id or a tag reads ``on`` as written); ``answerable`` reads it as one."""
+
+
+def _bool_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    return BoolText(loader.construct_scalar(node))
+
+
 _TextKeepingLoader.add_constructor("tag:yaml.org,2002:float", _number_text)
-for _tag in ("bool", "timestamp"):
-    _TextKeepingLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _scalar_text)
+_TextKeepingLoader.add_constructor("tag:yaml.org,2002:bool", _bool_text)
+_TextKeepingLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_text)
 _TextKeepingLoader.add_constructor("tag:yaml.org,2002:int", _plain_int)
 
 
@@ -131,6 +139,24 @@ class RowProblem(str):
 
 
 JUDGMENT_KEYS = {"doc", "grade", "evidence", "group"}
+QUERY_KEYS = {"id", "query", "relevant", "tags", "answerable"}
+
+
+def read_answerable(value: object, relevant: list[RawJudgment]) -> tuple[bool, str | None]:
+    """A query's ``answerable`` (default true) and its problem (None: none). A boolean only: "no" or 0 would be a
+    guess (YAML keeps ``false`` as ``BoolText``: its spellings false/False/FALSE are taken, not yes/no/on/off). A
+    query marked unanswerable judges no document relevant: both would be two claims at once (a grade 0 judgment,
+    "this document does not answer it", agrees with the mark)."""
+    if isinstance(value, BoolText) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    if not isinstance(value, bool):
+        return True, f"'answerable' must be true or false, got {_short(value)}"
+    judged = [j.doc_id for j in relevant if j.grade >= 1]
+    if not value and judged:
+        named = ", ".join(map(_short, judged[:3])) + (", ..." if len(judged) > 3 else "")
+        return False, (f"marked answerable: false (its answer is not in the corpus) but it judges "
+                       f"{len(judged)} document(s) relevant ({named}); drop the judgments or the mark")
+    return value, None
 
 
 def group_problem(value: object) -> str | None:
@@ -278,10 +304,10 @@ def native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None)
         if not isinstance(row, dict):
             problems.append(f"{where}: expected an object with id, query, relevant")
             continue
-        unknown = set(row) - {"id", "query", "relevant", "tags"}
+        unknown = set(row) - QUERY_KEYS
         if unknown:
             problems.append(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; expected id, query, "
-                            f"relevant, tags")
+                            f"relevant, tags, answerable")
         head = query_of(row, where, seen)
         if isinstance(head, str):
             problems.append(head)
@@ -291,5 +317,8 @@ def native_queries(path: Path, rows: Iterable[tuple[str, object]] | None = None)
         if bad:
             problems.append(f"{where}: query {qid!r}: {bad}")
         relevant = _read_judgments(where, qid, row.get("relevant"), problems)
-        yield RawQuery(qid, text, tags, relevant, where)
+        answerable, bad = read_answerable(row.get("answerable", True), relevant)
+        if bad:
+            problems.append(f"{where}: query {qid!r}: {bad}")
+        yield RawQuery(qid, text, tags, relevant, where, answerable)
     _fail(path, problems)

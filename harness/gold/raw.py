@@ -36,3 +36,4 @@ class RawQuery:
     tags: dict[str, str]
     relevant: list[RawJudgment]
     where: str
+    answerable: bool = True  # False: its answer is not in the corpus (``answerable: false``); it has no judgments

@@ -29,9 +29,11 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
     (``core.goldcolumns``). A judgment whose units lie in several evidence groups becomes one judgment per group.
     A named group none of whose units resolves is an error (``GoldSetError``, every such group named by file:line):
     the query could never be complete, and the cause is in the golden set."""
-    columns, problems, unplaced = GoldColumnsBuilder(), [], []
+    columns, problems, unplaced, unanswerable = GoldColumnsBuilder(), [], [], set()
     for rq in raw:
         columns.add_query(rq.query_id, rq.text, rq.tags)
+        if not rq.answerable:
+            unanswerable.add(rq.query_id)
         given: dict[str | None, int] = {}  # group -> units given, and how many were placed
         placed: dict[str | None, int] = {}
         why: dict[str | None, list[str]] = {}  # group -> the problems of its units
@@ -69,7 +71,7 @@ def resolve_goldset(raw: Iterable[RawQuery], docs: Mapping[str, Document], name:
     if unplaced:
         shown = unplaced[:50] + ([f"... and {len(unplaced) - 50} more"] if len(unplaced) > 50 else [])
         raise GoldSetError(f"{len(unplaced)} evidence group(s) with no unit in the corpus", shown)
-    return GoldSet(name, *columns.build()), problems
+    return GoldSet(name, *columns.build(), unanswerable=frozenset(unanswerable)), problems
 
 
 def _resolved_spans(rq: RawQuery, rj, doc: Document | None, problems: list[GoldProblem]

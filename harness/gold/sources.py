@@ -46,6 +46,8 @@ def query_row(query: RawQuery, relevant: list[dict]) -> dict:
     row: dict = {"id": query.query_id, "query": query.text, "relevant": relevant}
     if query.tags:
         row["tags"] = dict(query.tags)
+    if not query.answerable:
+        row["answerable"] = False
     return row
 
 

@@ -32,7 +32,9 @@ def goldset_stats(raw: Sequence[RawQuery]) -> dict:
         "judgments": len(judgments),
         "judgments_per_query": {"mean": round(sum(per_query) / len(per_query), 4) if per_query else 0.0,
                                 "min": min(per_query, default=0), "max": max(per_query, default=0)},
+        # (the unanswerable ones among them: marked answerable: false, judged for abstention)
         "queries_without_relevant": sum(not any(j.grade > 0 for j in q.relevant) for q in raw),
+        "unanswerable_queries": sum(not q.answerable for q in raw),
         "grades": {str(g): grades[g] for g in sorted(grades)},
         "evidence": {"relevant_judgments": len(relevant), "with_evidence": with_evidence,
                      "evidence_spans": sum(len(j.evidence) for j in relevant),

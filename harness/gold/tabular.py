@@ -1,8 +1,9 @@
 """Golden sets from tables teams keep in spreadsheets: CSV, TSV or Parquet, one row per judgment.
 
 Columns are mapped in the config (``goldset.columns``); the defaults are ``query_id``, ``query``, ``doc_id``,
-``grade``, and optionally ``quote`` or ``start``/``end`` for evidence, ``group`` (the row's evidence group), and
-``tags`` (a list of columns kept as the query's tags, for slices). Rows of one query are gathered (its text and
+``grade``, and optionally ``quote`` or ``start``/``end`` for evidence, ``group`` (the row's evidence group),
+``answerable`` (true/false: false marks a query whose answer is not in the corpus) and ``tags`` (a list of columns
+kept as the query's tags, for slices). Rows of one query are gathered (its text and
 tags must be the same on each); rows of one (query, document) add evidence to one judgment (their grades must
 agree). A row with an empty document cell is a query with no judgment. Each row becomes the native form and is
 validated by the same rules (``gold.load``). Quoted cells may span lines (the csv module reads them); messages name
@@ -114,6 +115,14 @@ def whole_number(value: object) -> object:
     return value if number is None else number
 
 
+def _answerable(cell: object) -> object:
+    """A table's answerable cell: true/false in any case as a boolean, empty as None (not said); anything else as
+    it is, for the native reader to refuse with its row."""
+    if isinstance(cell, str):
+        return None if cell == "" else {"true": True, "false": False}.get(cell.lower(), cell)
+    return cell
+
+
 def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
     """The golden set as native rows ``(where, {"id", "query", "relevant", "tags"})``, one per query."""
     cols: GoldColumns = cfg.columns or GoldColumns()
@@ -123,7 +132,7 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
     for where, row in _rows(cfg.path, cfg.format, problems):
         if first:
             wanted = [("query_id", cols.query_id), ("query", cols.query), ("doc", cols.doc)]
-            wanted += [(k, getattr(cols, k)) for k in ("grade", "quote", "start", "end", "group")
+            wanted += [(k, getattr(cols, k)) for k in ("grade", "quote", "start", "end", "group", "answerable")
                        if k in cols.model_fields_set]
             missing = [f"{key} ({name!r})" for key, name in wanted if name not in row]
             missing += [f"tags ({t!r})" for t in cols.tags if t not in row]
@@ -158,6 +167,11 @@ def tabular_rows(cfg: GoldsetConfig) -> list[tuple[str, dict]]:
                 f"tag {t} {str(_cell(row, t))!r} here, {query['tags'][t]!r} on its first row ({first_where})"
                 for t in differ) + "; a query has one value of each tag")
             continue
+        if (mark := _answerable(_cell(row, cols.answerable) if cols.answerable in row else None)) is not None:
+            if query.setdefault("answerable", mark) != mark:
+                problems.append(f"{where}: query {key!r}: answerable {mark!r} here, {query['answerable']!r} on an "
+                                f"earlier row; a query is answerable or not")
+                continue
         doc = _cell(row, cols.doc)
         if doc in (None, ""):
             continue

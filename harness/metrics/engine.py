@@ -146,7 +146,8 @@ def compute(spec: MetricSpec, labels: Labels, window: tuple[np.ndarray, np.ndarr
 def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
              query_policy: str = "exclude", order: str = "score", trec_compat: bool = False,
              gold_errors: Collection[str] | None = None, window: Window | None = None,
-             columns: Mapping[MetricSpec, np.ndarray] | None = None) -> MetricTable:
+             columns: Mapping[MetricSpec, np.ndarray] | None = None,
+             unanswerable: Collection[str] = ()) -> MetricTable:
     """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
     ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
     if len(qrels.doc_ids) and (qrels.doc_codes is None or qrels.doc_vocab is not run.doc_vocab):
@@ -171,7 +172,7 @@ def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
 
     return evaluate_parts(qrels, parts(), metrics, unjudged_run_queries=unjudged, query_policy=query_policy,
                           order=order, trec_compat=trec_compat, gold_errors=gold_errors, window=window,
-                          columns=columns)
+                          columns=columns, unanswerable=unanswerable)
 
 
 def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str | MetricSpec], *,
@@ -179,7 +180,8 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
                    order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
                    window: Window | None = None, spill: bool = False,
                    doc_name: Callable[[object], str] = str,
-                   columns: Mapping[MetricSpec, np.ndarray] | None = None) -> MetricTable:
+                   columns: Mapping[MetricSpec, np.ndarray] | None = None,
+                   unanswerable: Collection[str] = ()) -> MetricTable:
     """The table of a run given in parts, each ``(rows, judged, run, present)``: judged queries (their rows in
     ``qrels``, a query in one part at most), their judgments (``qrels.select(rows)``, its doc codes in ``run``'s
     vocabulary), run rows, each judged query's row in ``run`` (-1: absent). A part is scored as the whole run would
@@ -188,7 +190,8 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
     as each part is scored (``core.spilled.SpilledRows``), read back a block at a time: a large run's table holds a
     few bytes a query in memory (its counts and flags), not 8 a metric. ``doc_name`` reads a doc id of ``qrels``
     for an error that names one (``harness eval``'s are codes). ``columns``: metrics computed elsewhere
-    (``hits.evidence``), one value per query of ``qrels``, taken as they are."""
+    (``hits.evidence``), one value per query of ``qrels``, taken as they are. ``unanswerable``: the queries marked
+    ``answerable: false`` (a pipeline run's), never in a mean."""
     if query_policy not in QUERY_POLICIES:
         raise MetricError(f"unknown query policy {query_policy!r}; choose from {', '.join(QUERY_POLICIES)}")
     if trec_compat:
@@ -210,7 +213,8 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
     return build_table(qrels.query_ids, specs, values, np.bincount(relevant, minlength=qrels.n_queries), in_run,
                        query_policy=query_policy, gold_errors=gold_errors,
                        conventions=conventions(order=order, query_policy=query_policy, trec_compat=trec_compat),
-                       unjudged_run_queries=unjudged_run_queries(), dropped_duplicates=dropped)
+                       unjudged_run_queries=unjudged_run_queries(), dropped_duplicates=dropped,
+                       unanswerable=unanswerable)
 
 
 def _check_gains(specs: list[MetricSpec], qrels: Qrels, doc_name: Callable[[object], str]) -> None:

@@ -25,16 +25,19 @@ def rule_text(query_policy: str) -> str:
     """The rule in words, for every result's conventions."""
     no_relevant = ("counted as 0" if query_policy == "zero" else "excluded at that level and listed")
     return ("a query enters the means of a level unless its golden-set entry cannot be checked against the corpus "
-            "(goldset_error: excluded at both levels and listed, like a query without judgments); a query with no "
-            f"relevant item at a level is {no_relevant} (query_policy {query_policy}); every other query counts, "
+            "(goldset_error: excluded at both levels and listed, like a query without judgments); a query marked "
+            "answerable: false is excluded at both levels under any policy and listed (unanswerable_queries); a "
+            f"query with no relevant item at a level is {no_relevant} (query_policy {query_policy}); every other query counts, "
             "absent from the run or not (scored 0)")
 
 
-def included(n_relevant: np.ndarray, query_policy: str, gold_error: np.ndarray | None = None) -> np.ndarray:
+def included(n_relevant: np.ndarray, query_policy: str, gold_error: np.ndarray | None = None,
+             unanswerable: np.ndarray | None = None) -> np.ndarray:
     """Which queries enter the means at one level: THE rule (see ``rule_text``).
 
     ``n_relevant``: relevant items of each query at this level; ``gold_error``: the query's judgments could not be
-    checked against the corpus (an unknown document, a quote or span not in its document). The rule is the same for
+    checked against the corpus (an unknown document, a quote or span not in its document); ``unanswerable``: marked
+    ``answerable: false`` (nothing to rank: judged for abstention instead, under any policy). The rule is the same for
     every metric family: a query's row is either in every mean of its level or in none, so two metrics of one table
     are always over the same queries."""
     if query_policy not in QUERY_POLICIES:
@@ -43,6 +46,8 @@ def included(n_relevant: np.ndarray, query_policy: str, gold_error: np.ndarray |
     keep = np.ones(len(n_relevant), dtype=bool) if query_policy == "zero" else n_relevant > 0
     if gold_error is not None:
         keep &= ~np.asarray(gold_error, dtype=bool)
+    if unanswerable is not None:
+        keep &= ~np.asarray(unanswerable, dtype=bool)
     return keep
 
 
@@ -150,17 +155,21 @@ def with_column(table: MetricTable, spec: MetricSpec, column: np.ndarray) -> Met
 def build_table(query_ids: Sequence[str], specs: Sequence[MetricSpec], values: np.ndarray, n_relevant: np.ndarray,
                 in_run: np.ndarray, *, query_policy: str, conventions: dict,
                 gold_errors: Collection[str] | None = None, unjudged_run_queries: int = 0,
-                dropped_duplicates: int = 0) -> MetricTable:
+                dropped_duplicates: int = 0, unanswerable: Collection[str] = ()) -> MetricTable:
     """A table with its ``included`` mask (from ``included``) and counts that match the mask exactly: each query
     not included is listed once, under a golden-set error or under no relevant item. ``gold_errors`` (the queries
     whose judgments could not be checked) is known to a pipeline run only: given, even empty, the counts list it;
-    ``harness eval`` (plain qrels) passes None and its counts keep trec_eval's shape."""
+    ``harness eval`` (plain qrels) passes None and its counts keep trec_eval's shape. ``unanswerable`` queries are
+    listed under their own reason (only when there are some: counts written before keep their shape)."""
     qids = tuple(map(str, query_ids))
     errors = set(gold_errors or ())
     error = np.array([q in errors for q in qids], dtype=bool) if errors else np.zeros(len(qids), dtype=bool)
-    keep = included(n_relevant, query_policy, error)
+    marked = set(unanswerable)
+    unanswered = (np.array([q in marked for q in qids], dtype=bool) if marked
+                  else np.zeros(len(qids), dtype=bool))
+    keep = included(n_relevant, query_policy, error, unanswered)
     # Lists by position, not by a Python pass over every query: a 1M-query `harness eval` spent ~0.7 s here.
-    no_relevant = [qids[i] for i in np.flatnonzero((np.asarray(n_relevant) == 0) & ~error)]
+    no_relevant = [qids[i] for i in np.flatnonzero((np.asarray(n_relevant) == 0) & ~error & ~unanswered)]
     counts = {
         "judged_queries": len(qids),
         "evaluated_queries": int(keep.sum()),
@@ -170,6 +179,9 @@ def build_table(query_ids: Sequence[str], specs: Sequence[MetricSpec], values: n
     if gold_errors is not None:
         counts["excluded_goldset_error"] = int(error.sum())
         counts["excluded_goldset_error_query_ids"] = [qids[i] for i in np.flatnonzero(error)]
+    if marked:
+        counts["unanswerable_queries"] = int(unanswered.sum())
+        counts["unanswerable_query_ids"] = [qids[i] for i in np.flatnonzero(unanswered)]
     counts.update({
         "absent_from_run": int((~in_run).sum()),
         "absent_from_run_query_ids": [qids[i] for i in np.flatnonzero(~np.asarray(in_run, dtype=bool))],

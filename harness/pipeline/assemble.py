@@ -48,6 +48,8 @@ from ..executors.retrieval import query_coverage
 from .window import depth_cut_warning, empty_window_warning, window_size_means, window_sizes
 from ..hits.evidence import rule_text as evidence_rule
 from ..hits.units import CHUNK_LEVEL_RULE
+from ..metrics.calibration import RULE as CALIBRATION_RULE
+from .calibrate import calibrate
 from .levels import Coverage, Levels, evaluate_levels, evidence_counter, level_qrels, unit_qrels
 from ..hits.geometry import evidence_geometry
 from ..hits.groups import RULE as GROUPS_RULE
@@ -258,6 +260,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     # and the first chunk of each relevant document never retrieved (a drill-down shows the document's start)
     window_chunks.update((c.chunk_id, c) for c in _first_chunks(chunks, unretrieved) if c.chunk_id not in window_chunks)
 
+    calibration, abstention = calibrate(config, gold, lists, levels.doc, kinds)
     conventions = metric_conventions(order="rank", query_policy=policy, trec_compat=False)
     conventions["order"] = "retriever score descending, ties by chunk id descending; documents at their best chunk"
     conventions["counted_queries"] = rule_text(policy)
@@ -271,6 +274,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
     conventions["judgments"] = "as given by the golden set; unjudged documents count as not relevant"
     conventions["evidence_groups"] = GROUPS_RULE
     conventions["flags"] = flags_text(config.diagnostics)
+    conventions["calibration"] = CALIBRATION_RULE
     # A HitTable stays columns (a tuple of it would make every query's RankedList at once).
     run = RankedRun(config.name, lists if isinstance(lists, HitTable) else tuple(lists), config.config_hash(), timings)
     result = Result(
@@ -299,6 +303,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
             counts=SummaryCounts(doc=_counts(levels, "doc"), chunk=_counts(levels, "chunk")),
             verdicts=summarize_verdicts(verdicts, gold, _metric_means(levels, kinds),
                                         evidence_geometry(gold, chunks, lists, window_k, chunk_text, gold_errors)),
+            calibration=calibration, abstention=abstention,
         ),
         diagnostics_settings=config.diagnostics.model_dump(mode="json"),
         timings={"index_s": float(timings.get("index_s", 0.0)), "retrieve_s": float(timings.get("retrieve_s", 0.0)),

@@ -124,7 +124,9 @@ def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mappin
     columns = None
     if units is not None and any(FAMILIES[s.family].evidence for s in specs):
         columns = evidence_columns(lists, units, window_k, specs, counter, doc_text)
-    levels = _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage, units, columns)
+    unanswerable = gold.unanswerable if gold is not None else ()
+    levels = _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage, units, columns,
+                            unanswerable)
     if gold is not None and len(gold.queries) != len(window_k):
         raise ValueError(f"{len(window_k)} windows for {len(gold.queries)} golden-set queries")
     has_groups = gold is not None and gold.has_groups
@@ -139,7 +141,8 @@ def evaluate_levels(dq: Mapping[str, Mapping[str, int]], cq: Mapping[str, Mappin
     return Levels(*tables)
 
 
-def _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage, units, columns) -> Levels:
+def _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, coverage, units, columns,
+                   unanswerable=()) -> Levels:
     if isinstance(lists, HitTable):
         tables = []
         for level, qrels in (("doc", as_qrels(dq)), ("chunk", as_qrels(cq))):
@@ -148,14 +151,15 @@ def _engine_levels(dq, cq, lists, window_k, specs, query_policy, gold_errors, co
             tables.append(engine.evaluate_parts(qrels, parts, specs, unjudged_run_queries=unjudged,
                                                 query_policy=query_policy, order="rank", gold_errors=gold_errors,
                                                 window=window, spill=len(qrels.query_ids) > engine.SPILL_VALUES_ABOVE,
-                                                columns=columns))
+                                                columns=columns, unanswerable=unanswerable))
         return Levels(*tables)
     doc_window, chunk_window = _window_cuts(lists, window_k)
     chunk_ranked = chunk_lists(lists)
     if units is not None:
         chunk_ranked, chunk_window = unit_lists(lists, units, window_k)
     tables = [evaluate(as_qrels(qrels), _ranked_run(ranked, coverage), specs, query_policy=query_policy,
-                       order="rank", gold_errors=gold_errors, window=window, columns=columns)
+                       order="rank", gold_errors=gold_errors, window=window, columns=columns,
+                       unanswerable=unanswerable)
               for qrels, ranked, window in ((dq, doc_lists(lists), doc_window), (cq, chunk_ranked, chunk_window))]
     return Levels(*tables)
 

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 def nothing_counted(gold: GoldSet, problems: Sequence[GoldProblem], query_policy: str) -> str | None:
     """Why no query could be counted in any mean (a run would measure nothing and show n/a everywhere), or None.
     A query enters the means (``metrics.table.included``) when its judgments could be checked against the corpus
-    (``problems``: the golden set's against it) and, under query_policy exclude, it has a relevant document (grade 1
-    or more)."""
+    (``problems``: the golden set's against it), it is not marked ``answerable: false`` and, under query_policy
+    exclude, it has a relevant document (grade 1 or more)."""
     ids = list(gold.query_ids())
     errors = {p.query_id for p in problems}
     checkable = [q for q in ids if q not in errors]
@@ -24,6 +24,11 @@ def nothing_counted(gold: GoldSet, problems: Sequence[GoldProblem], query_policy
         first = problems[0].message if problems else ""
         return (f"no query can be counted: every query ({len(ids)}) is a golden-set error (e.g. {first}), so a run "
                 f"would measure nothing; fix the golden set or the corpus (harness goldset check)")
+    ranked = [q for q in checkable if q not in gold.unanswerable]
+    if not ranked:
+        return (f"no query can be counted: every checkable query ({len(checkable)}) is marked answerable: false, so "
+                f"no mean could be taken (nor a lost answer rate); add the questions the corpus answers, with their "
+                f"relevant documents")
     if query_policy == "zero":
         return None
     relevant = _with_relevant(gold)

@@ -44,7 +44,8 @@ def goldset_fingerprint(gold: GoldSet) -> str:
     return fingerprint_of_items(chain(([q.query_id, q.text] for q in gold.queries),
                                       ([j.query_id, j.doc_id, j.relevance, [[s.start, s.end] for s in j.evidence]]
                                        + ([j.group] if j.group is not None else [])  # ungrouped: as before groups
-                                       for j in gold.judgments)))
+                                       for j in gold.judgments),
+                                      ([["unanswerable", q] for q in sorted(gold.unanswerable)])))
 
 
 def _attempt(step: Callable, errors: list[InputError]):

@@ -74,12 +74,16 @@ def means_sentence(result: Result, level: str) -> str:
     """"means over N of M queries" at one level, and why each query not counted is not, from the summary counts
     (which match the ``counted`` flags: the schema checks it)."""
     c = result.summary.level_counts(level)
-    parts = []
+    parts, unanswerable = [], getattr(c, "unanswerable_queries", 0)
     if c.excluded_goldset_error:
         parts.append(f"{c.excluded_goldset_error} with a golden-set error excluded "
                      f"({_some(c.excluded_goldset_error_query_ids, c.excluded_goldset_error)})")
+    if unanswerable:
+        parts.append(f"{unanswerable} marked answerable: false excluded (judged for abstention: "
+                     f"{_some(c.unanswerable_query_ids, unanswerable)})")
     if c.no_relevant_queries:
-        what = "counted as 0" if c.evaluated_queries + c.excluded_goldset_error == c.judged_queries else "excluded"
+        what = ("counted as 0" if c.evaluated_queries + c.excluded_goldset_error + unanswerable
+                == c.judged_queries else "excluded")
         parts.append(f"{c.no_relevant_queries} with no relevant {'document' if level == 'doc' else 'chunk'} {what} "
                      f"({_some(c.no_relevant_query_ids, c.no_relevant_queries)})")
     return (f"{level} level: means over {c.evaluated_queries} of {c.judged_queries} queries"

@@ -8,7 +8,9 @@ def stats_lines(stats: dict) -> list[str]:
     """The table form: one fact a line."""
     per = stats["judgments_per_query"]
     ev = stats["evidence"]
-    lines = [f"queries: {stats['queries']} ({stats['queries_without_relevant']} without a relevant document)",
+    unanswerable = stats.get("unanswerable_queries", 0)
+    lines = [f"queries: {stats['queries']} ({stats['queries_without_relevant']} without a relevant document"
+             + (f", {unanswerable} of them marked answerable: false" if unanswerable else "") + ")",
              f"judgments: {stats['judgments']} ({per['mean']} per query, min {per['min']}, max {per['max']})",
              "grades: " + (", ".join(f"{g}: {n}" for g, n in stats["grades"].items()) or "none"),
              f"evidence: {ev['with_evidence']} of {ev['relevant_judgments']} relevant judgments "

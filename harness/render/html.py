@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics.kinds import css as verdict_css
 from .drilldown import Texts, drilldown, snippet
+from .calibration import html_section as calibration_section
 from .fmt import at_k_sentence, e, fmt, means_sentence, plural
 from . import plots as charts_of  # by another name: plots() here is the page's section
 from .plots import curves as _curves  # noqa: F401  (the curves the page plots; tests read them here)
@@ -320,6 +321,7 @@ def _run_section(result: Result, texts: Texts, charts=None) -> str:
                              for val, c in sorted(rows.items())) + "</tbody></table>")
     if v.advice:
         parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in v.advice) + "</ul>")
+    parts.append(calibration_section(s))
     parts.append("<h2>Plots</h2>" + (_svgs(charts) if charts is not False else plots([result])))
     parts.append("<h2>Queries</h2>" + _query_rows(result, texts))
     parts.append("<h2>Conventions</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(val)}</li>"

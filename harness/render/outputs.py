@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..diagnostics.kinds import DRILLED
 from ..result import querycolumns
 from ..io.files import atomic_open, write_bytes, write_text
+from .calibration import markdown_lines as calibration_lines
 from .drilldown import Texts, drilldown, snippet, worst_of
 from .fmt import at_k_sentence, fmt, md, md_code, md_table, means_sentence, plural  # noqa: F401 (md* re-exported)
 
@@ -153,6 +154,7 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
         out += md_table([tag, *kinds], [[val, *[c[k] for k in kinds]] for val, c in sorted(rows.items())])
     if v.advice:
         out += ["", "## Advice", ""] + [f"- {md(a)}" for a in v.advice]
+    out += calibration_lines(s)
     out += ["", "## Worst queries", ""]
     kinds = querycolumns.of(result)  # only each kind's records are read (a large run's are spooled)
     for kind in DRILLED:  # the failing kinds with evidence to show (diagnostics.kinds)

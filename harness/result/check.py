@@ -188,6 +188,7 @@ class ConsistencyScan:
                                 f"{self.count - len(uncounted)} queries are counted at {level} level "
                                 f"(queries.N.counted.{level})")
             errors, no_rel = set(counts.excluded_goldset_error_query_ids), set(counts.no_relevant_query_ids)
+            no_rel |= set(counts.unanswerable_query_ids)
             if not errors <= uncounted or not uncounted <= errors | no_rel:
                 problems.append(f"summary.counts.{level}: the excluded query ids do not match the queries not "
                                 f"counted at {level} level (queries.N.counted.{level})")
@@ -207,6 +208,11 @@ def _verdict_problems(result: Any, columns: QueryColumns) -> list[str]:
                 for kind, said in verdicts.counts.model_dump().items() if said != found.get(kind, 0)]
     if verdicts.total != len(columns.kinds):
         problems.append(f"summary.verdicts.total: says {verdicts.total}, but 'queries' has {len(columns.kinds)}")
+    marked = found.get("unanswerable", 0)  # the abstention's population is the queries of that verdict
+    abstention = result.summary.abstention
+    if abstention is not None and abstention.unanswerable_queries != marked:
+        problems.append(f"summary.abstention.unanswerable_queries: says {abstention.unanswerable_queries}, but "
+                        f"{marked} queries have the verdict unanswerable (edited by hand?)")
     return problems
 
 

@@ -25,6 +25,7 @@ from .records import ChunkRecord, Count, HitRecord, MetricValue, Record, StoredH
 from .records import GEOMETRY_SHOWN, GeometryCounts  # noqa: F401
 from .run_records import (ExecutorRecord, HitProblemRecord, HitProblemsRecord, LatencyRecord,  # noqa: F401
                           RequestLogRecord, RequestsRecord, Timings)
+from .calibration import Abstention, Calibration, ScoreHistogram  # noqa: F401
 from .check import MAX_SHOWN, consistency_problems, got, located, shown  # noqa: F401
 
 from ..diagnostics.kinds import FLAGS, KINDS, RETRIEVER_FAILURES  # noqa: F401  (one table of kinds)
@@ -104,8 +105,9 @@ Queries = Annotated[list[QueryResult], Spooled]  # a list, or a large run's Quer
 
 class Counts(Record):
     """``MetricTable.counts`` of one level plus the window's ``nothing_found_in_window``. Every judged query is
-    either counted (``evaluated_queries``) or listed once under the reason it is not: a golden-set error, or no
-    relevant item at this level (listed but counted as 0 under ``query_policy: zero``)."""
+    either counted (``evaluated_queries``) or listed once under the reason it is not: a golden-set error, marked
+    ``answerable: false`` (``unanswerable_queries``), or no relevant item at this level (listed but counted as 0
+    under ``query_policy: zero``)."""
 
     judged_queries: Count
     evaluated_queries: Count
@@ -118,6 +120,8 @@ class Counts(Record):
     unjudged_run_queries: Count
     dropped_duplicates: Count
     nothing_found_in_window: Count
+    unanswerable_queries: Count = 0  # (absent from results without unanswerable queries)
+    unanswerable_query_ids: list[str] = Field(default_factory=list)
 
 
 class SummaryCounts(Record):
@@ -130,6 +134,9 @@ class Summary(Record):
     chunk: dict[str, MetricValue | None]
     counts: SummaryCounts
     verdicts: VerdictSummary
+    # can the scores tell a miss (``pipeline.calibrate``); absent from results written before they were computed
+    calibration: Calibration | None = None
+    abstention: Abstention | None = None
 
     def means(self, level: str) -> dict[str, float | None]:
         return getattr(self, _level(level))

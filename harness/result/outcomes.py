@@ -68,7 +68,7 @@ class Comparison:
 @dataclass(frozen=True)
 class Rule:
     name: str
-    kind: str  # metric | verdict | latency | regression
+    kind: str  # metric | verdict | latency | score (summary.abstention, .calibration) | regression
     target: str
     op: str = ""
     value: float = 0.0

@@ -34,6 +34,7 @@ class KindCounts(Record):
     """One count per verdict kind (fields = ``KINDS``, checked by a test)."""
 
     goldset_error: Count
+    unanswerable: Count = 0  # (absent from results written before answerable: false)
     no_gold: Count
     missing_document: Count
     wrong_chunk: Count
@@ -44,6 +45,7 @@ class KindCounts(Record):
 
 class KindShares(Record):
     goldset_error: float
+    unanswerable: float = 0.0
     no_gold: float
     missing_document: float
     wrong_chunk: float

@@ -9,6 +9,7 @@ Rules file (YAML), a list under ``rules:``; each rule is a string or a mapping:
   - {regression: doc.ndcg@10, budget: 0.02, policy: significant_drop}  # fails only on a significant drop
   - "latency.p95_ms <= 300"                        # the run's per-query latency (p50_ms, p95_ms, max_ms, mean_ms,
                                                    # queries_per_s), as recorded in results.json ``latency``
+  - "abstention.false_answer_rate <= 0.1"          # summary.abstention / summary.calibration (``scorerules``)
 
 A regression rule without a baseline is skipped (reported as such), not failed and not an error. A rule that cannot
 be read, or that names a metric, slice tag or slice value the run does not have, is bad input: all such problems
@@ -34,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .compare import bootstrap_ci, compare_runs, paired_vectors, split_metric
+from .scorerules import is_score_rule, parse_score_rule, score_rule_problem, score_rule_result
 from .decisions import OPS, non_inferiority, shown, significant_drop, threshold_result, wilson, written
 from ..result import querycolumns
 from ..core.errors import InputError
@@ -159,6 +161,8 @@ def parse_rule(item, where: str = "") -> Rule:
                                   or any(isinstance(v, (dict, list)) or v is None for v in raw_slice.values())):
         raise InputError(f"slice: expected a mapping of tag to value, e.g. {{topic: billing}}, got {raw_slice!r}")
     sl = tuple(sorted((str(k), str(v)) for k, v in (raw_slice or {}).items()))
+    if is_score_rule(lhs):
+        return parse_score_rule(lhs, op, value, item, name, where, bool(sl))
     if lhs.startswith("latency."):
         if sl:
             raise InputError("latency rules take no slice (latency is recorded for the whole run)")
@@ -262,6 +266,9 @@ def rule_problems(rules: list[Rule], result: Result, baseline: Result | None = N
             if rule.target not in KINDS:
                 problems.append(f"{where}: this run has no {rule.target} share")
             continue
+        if rule.kind == "score":
+            problems += [f"{where}: {p}" for p in [score_rule_problem(rule, result)] if p]
+            continue
         if rule.kind == "latency":
             if result.latency is None:
                 problems.append(f"{where}: this run has no latency (a results.json written before latency was "
@@ -346,6 +353,8 @@ def evaluate_gates(result: Result | dict, rules: list[Rule], baseline: Result | 
             values = np.r_[np.ones(count), np.zeros(total - count)]
             out.append(threshold_result(rule, share, total, said, values, wilson(count, total, rule.confidence)
                                          if rule.confidence else None, "Wilson", accept))
+        elif rule.kind == "score":
+            out.append(score_rule_result(rule, result))
         elif rule.kind == "latency":
             value = float(getattr(result.latency, rule.target))
             out.append(GateResult(rule, OPS[rule.op](value, rule.value), value,

@@ -61,8 +61,8 @@ def test_loads_without_console_errors_and_is_self_contained(chromium, page_html)
     # nothing is fetched: no src/href to a remote address, no stylesheet links (SVG namespaces are only names)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) and "<link" not in text
     (title, n_svg), errors = with_page(chromium, path, lambda page: (page.title(), page.locator("svg").count()))
-    # recall/nDCG, precision, first-relevant rank, and the verdict mix by its one tag (topic)
-    assert errors == [] and title == "html-test" and n_svg == 4
+    # recall/nDCG, precision, first-relevant rank, the verdict mix by its one tag (topic), the top-score histogram
+    assert errors == [] and title == "html-test" and n_svg == 5
 
 
 def test_user_text_renders_as_text(chromium, page_html):
