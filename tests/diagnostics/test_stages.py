@@ -1,0 +1,208 @@
+"""Stage attribution on constructed composites: each child's ranking is fixed by the test (a registered kind that
+answers from a table) and the reranker's order too, so the stage that lost the evidence is known beforehand; every
+kind of loss is checked in ``detail.lost_at``, with the ranks worked out by hand (RRF with rrf_k 60)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import BaseModel
+
+import harness
+from harness.core.types import Hit, RankedList
+from harness.diagnostics.stages import LOST_AT, lost_at, lost_counts, lost_sentence
+from harness.pipeline.assemble import run_experiment
+from harness.config.schema import load_config
+
+DOCS = [f"d{i}" for i in range(1, 9)]
+
+
+class FixedConfig(BaseModel):
+    kind: str = "stagefixed"
+    ranking: dict[str, list[str]]  # query id -> "doc" (its first chunk) or "doc.n" (its n-th), best first
+
+
+class Fixed:
+    def __init__(self, cfg: FixedConfig, ctx):
+        self.cfg = cfg
+
+    def index(self, chunks):
+        self.chunk: dict[str, str] = {}
+        for c in sorted(chunks, key=lambda c: c.start):
+            n = sum(1 for key in self.chunk if key.split(".")[0] == c.doc_id)
+            self.chunk[c.doc_id if n == 0 else f"{c.doc_id}.{n + 1}"] = c.chunk_id
+
+    def retrieve(self, queries, k):
+        out = []
+        for q in queries:
+            names = self.cfg.ranking.get(q.query_id, [])[:k]
+            out.append(RankedList(q.query_id, tuple(Hit(self.chunk[d], d.split(".")[0], float(len(names) - i), i + 1)
+                                                    for i, d in enumerate(names))))
+        return out
+
+
+harness.register_retriever("stagefixed", FixedConfig, Fixed, "a fixed ranking per query (tests)")
+
+RERANK_ORDER: dict[str, list[str]] = {}  # query id -> document ids in the fake reranker's order, best first
+
+
+class FakeStage:
+    """The reranker's second stage, scoring a candidate by its place in ``RERANK_ORDER`` (absent: last)."""
+
+    def __init__(self, cfg, cache):
+        pass
+
+    def index(self, chunks):
+        pass
+
+    def score(self, queries, candidates, chunks):
+        out = []
+        for text, idx in zip(queries, candidates):
+            order = RERANK_ORDER[text]
+            out.append(np.array([-float(order.index(chunks[i].doc_id)) if chunks[i].doc_id in order else -99.0
+                                 for i in idx]))
+        return out
+
+
+@pytest.fixture
+def fake_reranker(monkeypatch):
+    monkeypatch.setattr("harness.retrievers.compose.LateInteraction", FakeStage)
+    RERANK_ORDER.clear()
+    yield RERANK_ORDER
+
+
+def fixed(ranking: list[str]) -> dict:
+    return {"kind": "stagefixed", "ranking": {"q1": ranking}}
+
+
+def run(tmp_path: Path, retriever: dict, k: int = 2, evidence: bool = False):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": d, "text": f"Document {d} says one thing. And then another."}) + "\n"
+                              for d in DOCS))
+    relevant = {"doc": "d1", "grade": 1}
+    if evidence:
+        relevant["evidence"] = [{"quote": "And then another."}]
+    (tmp_path / "gold.jsonl").write_text(json.dumps({"id": "q1", "query": "q1", "relevant": [relevant]}) + "\n")
+    (tmp_path / "c.yaml").write_text(json.dumps({
+        "name": "stages", "corpus": {"path": "corpus.jsonl"},
+        "chunking": {"strategy": "sentences" if evidence else "none", "size": 1},
+        "goldset": {"path": "gold.jsonl"}, "retriever": retriever, "cutoff": {"k": k}, "depth": 10}))
+    result = run_experiment(load_config(tmp_path / "c.yaml"), progress=False, log=lambda m: None)
+    return result.queries[0].verdict, result
+
+
+def test_fusion_lost_it(tmp_path):
+    # child 1: d5 r1, d1 r2 (within k=2); child 2: d2 d3 d4. RRF: d5 = d2 = 1/61, d1 = d3 = 1/62, d4 = 1/63;
+    # ties by chunk id descending: d5, d2, d3, d1 -> d1 at 4.
+    v, result = run(tmp_path, {"kind": "hybrid", "children": [fixed(["d5", "d1"]), fixed(["d2", "d3", "d4"])]})
+    assert v.kind == "missing_document"
+    lost = v.detail["lost_at"]
+    assert lost["stage"] == "fusion" and lost["path"] == "hybrid/fusion"
+    assert lost["from"] == {"path": "hybrid/stagefixed", "rank": 2}
+    assert lost["to"] == {"path": "hybrid/fusion", "rank": 4}
+    assert lost["ranks"] == {"hybrid/stagefixed": 2, "hybrid/stagefixed#2": None, "hybrid/fusion": 4}
+    assert [s["path"] for s in v.detail["stages"]] == ["hybrid/stagefixed", "hybrid/stagefixed#2", "hybrid/fusion"]
+    assert v.detail["stages"][2]["inputs"] == ["hybrid/stagefixed", "hybrid/stagefixed#2"]
+    assert result.summary.verdicts.lost_at == {"retriever": 0, "fusion": 1, "rerank_candidates": 0, "rerank": 0,
+                                               "window": 0}
+
+
+def test_no_child_found_it(tmp_path):
+    v, _ = run(tmp_path, {"kind": "hybrid", "depth": 3,
+                          "children": [fixed(["d5", "d6"]), {**fixed(["d2", "d3"]), "depth": 7}]})
+    lost = v.detail["lost_at"]
+    assert lost["stage"] == "retriever"
+    # each child was asked for max(its depth, the run's depth 10)
+    assert lost["children"] == [{"path": "hybrid/stagefixed", "depth": 10}, {"path": "hybrid/stagefixed#2", "depth": 10}]
+    assert set(lost["ranks"].values()) == {None}
+
+
+def test_no_stage_had_it_within_k_is_the_window(tmp_path):
+    # child 1 has d1 at 3 (k=2): never within the window at any stage; fused: d5=d2 1/61, d6=d3 1/62, d1 1/63 -> 5
+    v, _ = run(tmp_path, {"kind": "hybrid", "children": [fixed(["d5", "d6", "d1"]), fixed(["d2", "d3"])]})
+    assert v.detail["lost_at"] == {"stage": "window", "window": 2,
+                                   "ranks": {"hybrid/stagefixed": 3, "hybrid/stagefixed#2": None, "hybrid/fusion": 5}}
+
+
+def test_the_reranker_demoted_it(tmp_path, fake_reranker):
+    fake_reranker["q1"] = ["d2", "d3", "d4", "d5", "d1"]  # the child's first, put last of the five candidates
+    v, _ = run(tmp_path, {"kind": "reranked", "top_n": 5, "child": fixed(["d1", "d2", "d3", "d4", "d5", "d6"])})
+    lost = v.detail["lost_at"]
+    assert lost["stage"] == "rerank" and lost["path"] == "reranked/rerank"
+    assert lost["from"] == {"path": "reranked/stagefixed", "rank": 1}
+    assert lost["to"] == {"path": "reranked/rerank", "rank": 5}
+    assert lost["ranks"] == {"reranked/stagefixed": 1, "reranked/candidates": 1, "reranked/rerank": 5}
+
+
+def test_the_candidate_cut_left_it_out(tmp_path, fake_reranker):
+    fake_reranker["q1"] = ["d1"]  # the reranker would have put it first, but never sees it: the child has it at 4
+    v, result = run(tmp_path, {"kind": "reranked", "top_n": 3, "child": fixed(["d2", "d3", "d4", "d1", "d5"])})
+    lost = v.detail["lost_at"]
+    assert lost["stage"] == "rerank_candidates" and lost["depth"] == 3
+    assert lost["from"] == {"path": "reranked/stagefixed", "rank": 4}
+    assert lost["ranks"] == {"reranked/stagefixed": 4, "reranked/candidates": None, "reranked/rerank": 4}
+    assert result.summary.verdicts.lost_at["rerank_candidates"] == 1
+
+
+def test_nested_fusion_inside_a_reranker(tmp_path, fake_reranker):
+    # the hybrid of test_fusion_lost_it under a reranker that keeps the fused order
+    fake_reranker["q1"] = ["d5", "d2", "d3", "d1", "d4"]
+    hybrid = {"kind": "hybrid", "children": [fixed(["d5", "d1"]), fixed(["d2", "d3", "d4"])]}
+    v, _ = run(tmp_path, {"kind": "reranked", "top_n": 5, "child": hybrid})
+    lost = v.detail["lost_at"]
+    assert lost["stage"] == "fusion" and lost["path"] == "reranked/hybrid/fusion"
+    assert lost["from"] == {"path": "reranked/hybrid/stagefixed", "rank": 2}
+    assert [s["path"] for s in v.detail["stages"]] == [
+        "reranked/hybrid/stagefixed", "reranked/hybrid/stagefixed#2", "reranked/hybrid/fusion",
+        "reranked/candidates", "reranked/rerank"]
+
+
+def test_nested_reranker_inside_a_hybrid(tmp_path, fake_reranker):
+    # reranked child: d1 r1 demoted to 3; fused with a child holding d2 d3: reranked d4=1/61 d5=1/62 d1=1/63,
+    # other d2=1/61 d3=1/62 -> d4, d2, d5, d3, d1: the rerank (first to move it past k=2) is named, not fusion
+    fake_reranker["q1"] = ["d4", "d5", "d1"]
+    v, _ = run(tmp_path, {"kind": "hybrid", "children": [
+        {"kind": "reranked", "top_n": 3, "child": fixed(["d1", "d4", "d5"])}, fixed(["d2", "d3"])]})
+    lost = v.detail["lost_at"]
+    assert lost["stage"] == "rerank" and lost["path"] == "hybrid/reranked/rerank"
+    assert lost["from"]["rank"] == 1 and lost["to"]["rank"] == 3
+    assert lost["ranks"]["hybrid/fusion"] == 5
+
+
+def test_wrong_chunk_follows_the_evidence_unit(tmp_path):
+    # sentence chunks: d1's first sentence (no evidence) and its second (the evidence, d1.2). Child 1: d1 r1,
+    # d1.2 r2 (within k=2); child 2: d3, d2. RRF: d1 = d3 = 1/61, d1.2 = d2 = 1/62; ties by chunk id descending
+    # (d3 > d1, d2 > d1): d3, d1, d2, d1.2 -> the document stays in the window, its evidence drops to 4.
+    v, _ = run(tmp_path, {"kind": "hybrid", "children": [fixed(["d1", "d1.2"]), fixed(["d3", "d2"])]},
+               evidence=True)
+    assert v.kind == "wrong_chunk"
+    lost = v.detail["lost_at"]
+    assert lost["stage"] == "fusion" and lost["from"]["rank"] == 2 and lost["to"]["rank"] == 4
+    assert v.detail["stages"][0]["docs"] == {"d1": 1} and list(v.detail["stages"][0]["units"].values()) == [2]
+
+
+def test_a_plain_retriever_records_no_stages(tmp_path):
+    v, result = run(tmp_path, fixed(["d2", "d1"]), k=1)
+    assert "stages" not in v.detail and "lost_at" not in v.detail
+    assert result.summary.verdicts.lost_at is None
+
+
+def test_lost_at_on_units_of_an_incomplete_query():
+    stages = [{"path": "hybrid/a", "role": "retriever", "inputs": [], "depth": 9, "length": 9,
+               "docs": {"x": 1}, "units": {"x#unit:0-5": 1, "x#unit:9-12": 2}},
+              {"path": "hybrid/fusion", "role": "fusion", "inputs": ["hybrid/a"], "depth": 9, "length": 9,
+               "docs": {"x": 1}, "units": {"x#unit:0-5": 1, "x#unit:9-12": 6}}]
+    # only the missing group's unit is followed: it was at 2 in the child, 6 fused
+    lost = lost_at(stages, 3, "units", {"x#unit:9-12"})
+    assert lost["stage"] == "fusion" and lost["from"]["rank"] == 2 and lost["to"]["rank"] == 6
+
+
+def test_the_sentence_counts_each_stage_once_in_pipeline_order():
+    counts = lost_counts(["rerank_candidates", "fusion", "fusion", "window"] + ["fusion"] * 10
+                         + ["rerank_candidates"] * 4)
+    assert list(counts) == list(LOST_AT)
+    assert lost_sentence(counts) == ("fusion lost 12 queries, the rerank cut lost 5 queries, the window cut (no stage "
+                                     "had the evidence within k) in 1 query")
