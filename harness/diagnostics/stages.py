@@ -1,7 +1,8 @@
 """Stage attribution: for a composite retriever (``hybrid``, ``reranked``, nested), each stage's ranks of the query's
 relevant items, and, for a query that lost its evidence, the stage that lost it (``detail.lost_at``).
 
-The ladder (``detail.stages``, on every query of a run whose retriever has stages): per stage in pipeline order its
+The ladder (``detail.stages``, on every query of a run whose retriever has stages, but those without checkable
+gold: ``goldset_error``, ``no_gold``): per stage in pipeline order its
 path, role, depth, the length of its list, and the rank of each relevant document (``docs``) and evidence unit
 (``units``) it holds; items it does not hold are left out, so the record is bounded by the golden set, not the lists.
 
@@ -26,13 +27,13 @@ from ..hits.groups import required_groups
 from ..hits.units import QueryUnits, new_units
 from ..retrievers.stages import StageRecord
 
-# stage name -> how report.md and the summary say a count of queries lost there; the order is the pipeline's
+# stage name -> how report.md and the summary say "{n} queries" lost there; the order is the pipeline's
 LOST_AT = {
-    "retriever": "no child retriever found the evidence in",
-    "fusion": "fusion lost",
-    "rerank_candidates": "the rerank cut lost",
-    "rerank": "the reranker demoted the evidence out of the window in",
-    "window": "the window cut (no stage had the evidence within k) in",
+    "retriever": "the retrievers missed {n} (no stage found the evidence)",
+    "fusion": "fusion lost {n}",
+    "rerank_candidates": "the rerank cut lost {n}",
+    "rerank": "the reranker lost {n}",
+    "window": "the window cut {n} (no stage had the evidence within k)",
 }
 STAGE_NAMES = tuple(LOST_AT)
 RULE = ("lost_at names the first stage, in pipeline order, whose input held the evidence the verdict misses within "
@@ -109,7 +110,7 @@ def lost_at(stages: Sequence[dict], k: int, level: str, items: Iterable[str]) ->
 def attributed(kind: str, detail: dict, records: Sequence[StageRecord] | None, units: QueryUnits,
                chunks: Mapping[str, Chunk], judgments: Sequence[Judgment], k: int) -> dict:
     """``detail`` with the query's ladder (``stages``) and, for a query that lost evidence, ``lost_at``."""
-    if records is None:
+    if records is None or kind in ("goldset_error", "no_gold"):  # no evidence that can be followed
         return detail
     stages = ladder(records, units, chunks)
     out = dict(detail, stages=stages)
@@ -127,5 +128,5 @@ def lost_counts(stages_lost: Iterable[str]) -> dict[str, int]:
 
 def lost_sentence(counts: Mapping[str, int]) -> str:
     """"fusion lost 12 queries, the rerank cut lost 5": the stages that lost any, in pipeline order."""
-    return ", ".join(f"{LOST_AT[name]} {n} quer{'y' if n == 1 else 'ies'}" for name, n in counts.items()
+    return ", ".join(LOST_AT[name].format(n=f"{n} quer{'y' if n == 1 else 'ies'}") for name, n in counts.items()
                      if n and name in LOST_AT)

@@ -204,5 +204,5 @@ def test_the_sentence_counts_each_stage_once_in_pipeline_order():
     counts = lost_counts(["rerank_candidates", "fusion", "fusion", "window"] + ["fusion"] * 10
                          + ["rerank_candidates"] * 4)
     assert list(counts) == list(LOST_AT)
-    assert lost_sentence(counts) == ("fusion lost 12 queries, the rerank cut lost 5 queries, the window cut (no stage "
-                                     "had the evidence within k) in 1 query")
+    assert lost_sentence(counts) == ("fusion lost 12 queries, the rerank cut lost 5 queries, the window cut 1 query "
+                                     "(no stage had the evidence within k)")
