@@ -4,7 +4,7 @@ against runs of its children.
 A compared run is a child of a composite when its retriever section holds every setting the composite's child
 section gives (the parent's ``weight`` and ``depth`` aside), of the same kind; each child section is matched to one
 run. Per query, on the comparison's first metric: the composite **followed** the children whose value it equals
-(several when they tie with it); ``all`` when every child scores what it scores; ``above`` / ``below`` when it beats
+(several when they tie with it); ``all`` when every child (two or more) scores what it scores; ``above`` / ``below`` when it beats
 or trails every child (it followed none); ``between`` otherwise. Queries either run does not count are left out.
 """
 
@@ -72,7 +72,7 @@ def followed(composite: Result, children: Sequence[tuple[str, Result]], level: s
         if len(values) < len(theirs) or not values:
             continue
         same = [name for name, y in values if np.isclose(x, y, rtol=0, atol=1e-12)]
-        if len(same) == len(values):
+        if len(same) == len(values) > 1:
             label = "all"
         elif same:
             label = "+".join(same)
