@@ -210,7 +210,7 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
 
     # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
     # of them go to hits.parquet from ``store``.
-    store = RunHits(lists, cq, dq, window_k, chunk_map, units)
+    store = RunHits(lists, cq, dq, window_k, chunk_map, units, stages)
     # golden-set order (diagnose's), read once; an object array (8 bytes a query) compares to a kind at once
     kinds = np.fromiter((v.kind for v in verdicts.values()), dtype=object, count=len(verdicts))
     query_ids = gold.query_ids()

@@ -120,3 +120,18 @@ def test_the_sentence_counts_each_stage_once_in_pipeline_order():
     assert list(counts) == list(LOST_AT)
     assert lost_sentence(counts) == ("fusion lost 12 queries, the rerank cut lost 5 queries, the window cut 1 query "
                                      "(no stage had the evidence within k)")
+
+
+def test_hits_parquet_carries_each_relevant_hits_stage_ranks(tmp_path):
+    import pyarrow.parquet as pq
+
+    from harness.hits.parquet import write_hits
+
+    _, result = run(tmp_path, {"kind": "hybrid", "children": [fixed(["d5", "d1"]), fixed(["d2", "d3", "d4"])]})
+    write_hits(tmp_path / "hits.parquet", result.hit_source, result.run_id)
+    rows = pq.read_table(tmp_path / "hits.parquet").to_pylist()
+    assert [r["doc_id"] for r in rows] == ["d5", "d2", "d3", "d1", "d4"]  # the fused order worked out above
+    assert dict(rows[3]["stage_ranks"]) == {"hybrid/stagefixed": 2, "hybrid/fusion": 4}
+    assert [r["stage_ranks"] for r in rows if r["doc_id"] != "d1"] == [None] * 4
+    # a reader of the hits (report, explain) reads its columns and ignores this one
+    assert [h.rank for h in result.hits_of(result.queries[0])] == [1, 2, 3, 4, 5]
