@@ -59,8 +59,9 @@ def html_tables(c: Comparison) -> str:
     if trans_html:
         out += f"<h2>Verdict transitions</h2><ul>{trans_html}</ul>"
     for sentence, labels in followed_lines(c):
-        items = "".join(f"<li>{e(label)}: {e(len(ids))} ({e(', '.join(ids[:15]))})</li>" for label, ids in labels)
-        out += f'<h2>Which child it followed</h2><p class="followed">{e(sentence)}</p><ul>{items}</ul>'
+        items_html = "".join(f"<li>{e(label)}: {e(len(ids))} ({e(', '.join(ids[:15]))})</li>"
+                             for label, ids in labels)
+        out += f'<h2>Which child it followed</h2><p class="followed">{e(sentence)}</p><ul>{items_html}</ul>'
     return out
 
 

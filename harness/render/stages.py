@@ -47,11 +47,12 @@ def ladder_html(detail: Mapping) -> str:
     if not rows:
         return ""
     lost = detail.get("lost_at")
-    body = "".join(f'<tr class="{"lost" if here else ""}"><td>{e(path)}</td><td>{e(role)}</td><td>{e(depth)}</td>'
-                   f"<td>{e(docs)}</td><td>{e(units)}</td></tr>" for path, role, depth, docs, units, here in rows)
-    head = f'<p class="lost-at"><b>{e(lost_text(lost))}</b></p>' if lost else ""
-    return (f'{head}<table class="stages"><thead><tr><th>stage</th><th>role</th><th>depth</th>'
-            f"<th>relevant documents: rank</th><th>evidence units: rank</th></tr></thead><tbody>{body}</tbody>"
+    body_html = "".join(f'<tr class="{e("lost" if here else "")}"><td>{e(path)}</td><td>{e(role)}</td>'
+                        f"<td>{e(depth)}</td><td>{e(docs)}</td><td>{e(units)}</td></tr>"
+                        for path, role, depth, docs, units, here in rows)
+    head_html = f'<p class="lost-at"><b>{e(lost_text(lost))}</b></p>' if lost else ""
+    return (f'{head_html}<table class="stages"><thead><tr><th>stage</th><th>role</th><th>depth</th>'
+            f"<th>relevant documents: rank</th><th>evidence units: rank</th></tr></thead><tbody>{body_html}</tbody>"
             "</table>")
 
 
