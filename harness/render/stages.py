@@ -69,6 +69,15 @@ def ladder_md(detail: Mapping) -> list[str]:
     return out
 
 
+def ladder_lines(detail: Mapping) -> list[str]:
+    """The same as plain text lines (``harness explain``'s terminal output)."""
+    lost = detail.get("lost_at")
+    out = [lost_text(lost)] if lost else []
+    out += [f"{path} ({role}, depth {depth}): {docs}; {units}" + (" (lost here)" if here else "")
+            for path, role, depth, docs, units, here in _rows(detail)]
+    return out
+
+
 def lost_counts_line(counts: Mapping[str, int] | None) -> str:
     """"Where the evidence was lost: fusion lost 12 queries, ..." ("" for a retriever without stages)."""
     if counts is None:

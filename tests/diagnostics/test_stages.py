@@ -135,3 +135,16 @@ def test_hits_parquet_carries_each_relevant_hits_stage_ranks(tmp_path):
     assert [r["stage_ranks"] for r in rows if r["doc_id"] != "d1"] == [None] * 4
     # a reader of the hits (report, explain) reads its columns and ignores this one
     assert [h.rank for h in result.hits_of(result.queries[0])] == [1, 2, 3, 4, 5]
+
+
+def test_reports_and_explain_show_the_ladder(tmp_path):
+    from harness.render.explain import explain_result, to_markdown as explain_md
+    from harness.render.outputs import markdown
+
+    _, result = run(tmp_path, {"kind": "hybrid", "children": [fixed(["d5", "d1"]), fixed(["d2", "d3", "d4"])]})
+    said = "lost at fusion: hybrid/stagefixed had it at rank 2, hybrid/fusion at 4 (window 2)"
+    report = markdown(result)
+    assert "Where the evidence was lost (stage attribution): fusion lost 1 query." in report
+    assert said in report and "`hybrid/fusion` (fusion, depth 10): d1 4; d1#unit:doc 4 ← lost here" in report
+    text = explain_md(explain_result(result, "q1"))
+    assert f"- {said}" in text and "- hybrid/fusion (fusion, depth 10): d1 4; d1#unit:doc 4 (lost here)" in text
