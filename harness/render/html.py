@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from ..diagnostics.kinds import css as verdict_css
 from .drilldown import Texts, drilldown, snippet
 from .fmt import at_k_sentence, e, fmt, means_sentence, plural
-from .stages import ladder_html, lost_counts_line
+from .stages import lost_counts_line
+from .stages_html import ladder_html
 from . import plots as charts_of  # by another name: plots() here is the page's section
 from .plots import curves as _curves  # noqa: F401  (the curves the page plots; tests read them here)
 

@@ -1,12 +1,13 @@
-"""The ladder of a composite retriever's stages in a query's drill-down (report.html, report.md), the sentence that
-says where its evidence was lost (``detail.lost_at``, ``diagnostics.stages``), and the run's counts per stage."""
+"""The ladder of a composite retriever's stages in a query's drill-down (report.md, explain; report.html's is in
+``stages_html``), the sentence that says where its evidence was lost (``detail.lost_at``, ``diagnostics.stages``),
+and the run's counts per stage."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
 from ..diagnostics.stages import lost_sentence
-from .fmt import e, md, md_code
+from .fmt import md, md_code
 
 
 def _rank(r) -> str:
@@ -30,7 +31,7 @@ def lost_text(lost: Mapping) -> str:
     return f"lost at the window: no stage had it within the window's {k}"
 
 
-def _rows(detail: Mapping) -> list[tuple[str, str, int, str, str, bool]]:
+def rows(detail: Mapping) -> list[tuple[str, str, int, str, str, bool]]:
     """(path, role, depth, documents' ranks, units' ranks, whether this stage lost it) per stage."""
     lost = detail.get("lost_at") or {}
     out = []
@@ -41,31 +42,16 @@ def _rows(detail: Mapping) -> list[tuple[str, str, int, str, str, bool]]:
     return out
 
 
-def ladder_html(detail: Mapping) -> str:
-    """The stage table of one query's drill-down ("" when its retriever recorded no stages)."""
-    rows = _rows(detail)
-    if not rows:
-        return ""
-    lost = detail.get("lost_at")
-    body_html = "".join(f'<tr class="{e("lost" if here else "")}"><td>{e(path)}</td><td>{e(role)}</td>'
-                        f"<td>{e(depth)}</td><td>{e(docs)}</td><td>{e(units)}</td></tr>"
-                        for path, role, depth, docs, units, here in rows)
-    head_html = f'<p class="lost-at"><b>{e(lost_text(lost))}</b></p>' if lost else ""
-    return (f'{head_html}<table class="stages"><thead><tr><th>stage</th><th>role</th><th>depth</th>'
-            f"<th>relevant documents: rank</th><th>evidence units: rank</th></tr></thead><tbody>{body_html}</tbody>"
-            "</table>")
-
-
 def ladder_md(detail: Mapping) -> list[str]:
-    """The same in report.md: the losing stage, then each stage's ranks."""
-    rows = _rows(detail)
-    if not rows:
+    """report.md's ladder (report.html's: ``stages_html``): the losing stage, then each stage's ranks."""
+    ladder = rows(detail)
+    if not ladder:
         return []
     lost = detail.get("lost_at")
     out = [f"  - {md(lost_text(lost))}"] if lost else []
     out.append("  - stages (relevant documents: rank; evidence units: rank):")
     out += [f"    - {md_code(path)} ({md(role)}, depth {md(depth)}): {md(docs)}; {md(units)}"
-            + (" ← lost here" if here else "") for path, role, depth, docs, units, here in rows]
+            + (" ← lost here" if here else "") for path, role, depth, docs, units, here in ladder]
     return out
 
 
@@ -74,7 +60,7 @@ def ladder_lines(detail: Mapping) -> list[str]:
     lost = detail.get("lost_at")
     out = [lost_text(lost)] if lost else []
     out += [f"{path} ({role}, depth {depth}): {docs}; {units}" + (" (lost here)" if here else "")
-            for path, role, depth, docs, units, here in _rows(detail)]
+            for path, role, depth, docs, units, here in rows(detail)]
     return out
 
 
