@@ -17,6 +17,7 @@ import numpy as np
 
 from ..result import querycolumns
 from ..result.model import Result
+from ..retrievers.stages import child_names
 
 PARENT_KEYS = ("weight", "depth")
 
@@ -39,8 +40,6 @@ def child_sections(composite: Result) -> list[dict]:
 def children_of(composite: Result, runs: Sequence[Result]) -> list[tuple[str, Result]]:
     """(child name, its run) for each child section of ``composite`` that one of ``runs`` matches; names as the
     stage paths name children (``retrievers.stages.child_names``)."""
-    from ..retrievers.stages import child_names
-
     sections = child_sections(composite)
     names = child_names(s.get("kind", "?") for s in sections)
     taken: set[int] = set()
