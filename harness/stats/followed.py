@@ -29,9 +29,16 @@ def _holds(given: Any, resolved: Any) -> bool:
     return given == resolved
 
 
+def _retriever(run: Result) -> dict:
+    """The run's retriever section ({} for a result without a config: one made from a metric table)."""
+    config = getattr(run, "config", None)
+    retriever = getattr(config, "retriever", None)
+    return retriever.model_dump() if retriever is not None else {}
+
+
 def child_sections(composite: Result) -> list[dict]:
     """The composite's child sections, without the parent's keys (none for another kind)."""
-    section = composite.config.retriever.model_dump()
+    section = _retriever(composite)
     kids = section.get("children") if section.get("kind") == "hybrid" else (
         [section["child"]] if section.get("kind") == "reranked" and isinstance(section.get("child"), dict) else [])
     return [{k: v for k, v in kid.items() if k not in PARENT_KEYS} for kid in kids or [] if isinstance(kid, dict)]
@@ -48,7 +55,7 @@ def children_of(composite: Result, runs: Sequence[Result]) -> list[tuple[str, Re
         for i, run in enumerate(runs):
             if run is composite or i in taken:
                 continue
-            if _holds(section, run.config.retriever.model_dump()):
+            if _holds(section, _retriever(run)):
                 taken.add(i)
                 out.append((name, run))
                 break
