@@ -19,7 +19,7 @@ ranks, and the stage's depth and length. Whole lists live for one batch only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..core.types import Hit
 
@@ -95,7 +95,3 @@ def unpacked(rows: Sequence[tuple]) -> list[StageList]:
     return [StageList(path, role, tuple(inputs), depth, tuple(Hit(*h) for h in hits))
             for path, role, inputs, depth, hits in rows]
 
-
-def relevant_docs_of(doc_grades: Mapping[str, Mapping[str, int]]) -> dict[str, frozenset[str]]:
-    """query id -> its relevant documents (grade >= 1): what ``keep`` keeps a stage's hits of."""
-    return {q: frozenset(d for d, g in grades.items() if g >= 1) for q, grades in doc_grades.items()}
