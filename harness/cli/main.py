@@ -48,6 +48,7 @@ from ..metrics.table import QUERY_POLICIES
 from ..render.fmt import plural
 from ..render.calibration import text_line as calibration_line
 from ..render.summary import means_line
+from ..render.stages import lost_counts_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=HelpGroup,
                   help="Evaluate RAG retrievers: metrics you can trust and a verdict per query.")
@@ -161,6 +162,8 @@ def run(config: Path = typer.Argument(..., metavar="CONFIG", help="experiment YA
         _err("verdicts: " + ", ".join(f"{k} {n}" for k, n in s.verdicts.counts.model_dump().items() if n))
         if calibration := calibration_line(s):
             _err(calibration)
+        if lost_counts_line(s.verdicts.lost_at):  # a composite retriever's stage attribution
+            _err(lost_counts_line(s.verdicts.lost_at))
         _err(f"wrote {target}/ (report.md for a review, results.json for compare and gate)")
     print(target / "report.html")  # the page people open
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Collection, Mapping, Sequence
 from ..result.model import FLAGS, KINDS, RETRIEVER_FAILURES, KindCounts, Verdict, VerdictSummary  # noqa: F401
 from ..hits.groups import coverage as group_coverage, group_label
 from .geometry import geometry_advice, geometry_counts
+from .stages import attributed, lost_counts
 from ..hits.table import HitTable
 from ..hits.levelgrades import grades_at
 from ..result.querystore import stored_mapping
@@ -36,21 +37,34 @@ def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:
 
 def diagnose(gold: GoldSet, problems: Sequence["GoldProblem"], settings: "DiagnosticsConfig",
              lists: Sequence[RankedList], window_k: Sequence[int], doc_qrels: Mapping[str, Mapping[str, int]],
-             chunk_qrels: Mapping[str, Mapping[str, int]], absent: Collection[str] = ()) -> Mapping[str, Verdict]:
+             chunk_qrels: Mapping[str, Mapping[str, int]], absent: Collection[str] = (), *,
+             stages: Mapping | None = None, units=None, chunks: Mapping | None = None) -> Mapping[str, Verdict]:
     """One verdict per golden-set query, keyed by query id, in golden-set order. ``absent``: queries the retriever
     had no answer for at all (an external run that lacks them), told apart from a ranking that found nothing
-    relevant. A large run's verdicts are spooled as they are made (``core.querystore``), a small run's are a dict."""
+    relevant. A large run's verdicts are spooled as they are made (``core.querystore``), a small run's are a dict.
+    ``stages`` (query id -> a composite retriever's stage records), with the evidence ``units`` and the run's
+    ``chunks``, adds each query's ladder and ``lost_at`` (``diagnostics.stages``)."""
     by_query = defaultdict(list)
     for p in problems:
         by_query[p.query_id].append(p)
     absent = set(absent)
     # A HitTable's lists with hits made as the verdict reads them (the window, a few below it), not all of them
     ranked_lists = (lists.lazy(i) for i in range(len(lists))) if isinstance(lists, HitTable) else lists
-    made = ((qid, _verdict(ranked, k, grades_at(doc_qrels, i, qid), grades_at(chunk_qrels, i, qid), judgments,
-                           by_query.get(qid, []), settings, qid in absent, qid in gold.unanswerable))
+    made = ((qid, _staged(_verdict(ranked, k, grades_at(doc_qrels, i, qid), grades_at(chunk_qrels, i, qid),
+                                   judgments, by_query.get(qid, []), settings, qid in absent,
+                                   qid in gold.unanswerable),
+                          stages, i, qid, units, chunks, judgments, k))
             for i, (qid, judgments, ranked, k) in enumerate(zip(gold.query_ids(), gold.judgments_per_query(),
                                                                  ranked_lists, window_k)))
     return stored_mapping(Verdict, made, len(gold.queries))
+
+
+def _staged(verdict: Verdict, stages, i, qid, units, chunks, judgments, k) -> Verdict:
+    """``verdict`` with its query's stage ladder and ``lost_at`` when the retriever recorded stages."""
+    if stages is None or units is None:
+        return verdict
+    detail = attributed(verdict.kind, verdict.detail, stages.get(qid), units.at(i, qid), chunks or {}, judgments, k)
+    return verdict if detail is verdict.detail else verdict.model_copy(update={"detail": detail})
 
 
 def flags_text(settings: "DiagnosticsConfig") -> str:
@@ -213,6 +227,8 @@ class _Tally:
         self.missing_groups: Counter = Counter()  # incomplete's missing groups, by name
         self.group_ranks: list[int] = []  # ... the ranks they were first found at, past the window
         self.groups_unretrieved = 0  # ... and how many were not in the ranking at all
+        self.staged = False  # the retriever recorded stages (``diagnostics.stages``)
+        self.lost: list[str] = []  # lost_at.stage of each query that lost its evidence
         kind_of: dict[str, int] = {}
         tags_of = gold.tags_by_query()  # only the queries that have tags: no dict of every query
         for qid, v in verdicts.items():
@@ -242,6 +258,10 @@ class _Tally:
                     self.buried_ranks.append(v.detail["rank"])
                     if v.detail.get("position") != "end":
                         self.buried_early.append(v.detail["rank"])
+            if "stages" in v.detail:
+                self.staged = True
+                if isinstance(v.detail.get("lost_at"), dict):
+                    self.lost.append(v.detail["lost_at"]["stage"])
             noisy = v.detail.get("noisy_context")
             if "noisy_context" in v.flags and isinstance(noisy, dict) and noisy.get("chunk_precision", 0) > 0:
                 self.noisy_found += 1
@@ -272,6 +292,7 @@ def summarize_verdicts(verdicts: Mapping[str, Verdict], gold: GoldSet,
         wrong_chunk_possible=gold.has_evidence,
         advice=advice(t, gold) + (geometry_advice(geometry) if geometry is not None else []),
         geometry=geometry_counts(geometry) if geometry is not None else None,
+        lost_at=lost_counts(t.lost) if t.staged else None,
     )
 
 

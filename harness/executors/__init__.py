@@ -7,7 +7,7 @@ shard of it each) over a Ray cluster. ``executor_for`` picks the one the config'
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 from ..config.schema import ExperimentConfig
 from ..core.types import Chunk, Query
@@ -20,8 +20,8 @@ class Executor(Protocol):
     lists for the same config (a test compares Ray's with the local one's on the demo and SciFact)."""
 
     def execute(self, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], *,
-                context: BuildContext, progress: bool = True,
-                log: Callable[[str], None] | None = None) -> Executed: ...
+                context: BuildContext, progress: bool = True, log: Callable[[str], None] | None = None,
+                stage_docs: Mapping[str, frozenset[str]] | None = None) -> Executed: ...
 
 
 def executor_for(config: ExperimentConfig) -> Executor:
@@ -34,9 +34,12 @@ def executor_for(config: ExperimentConfig) -> Executor:
 
 
 def execute(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], *,
-            context: BuildContext, progress: bool = True, log: Callable[[str], None] | None = None) -> Executed:
-    """Retrieve every query with the executor the config names."""
-    return executor_for(config).execute(retriever, chunks, queries, context=context, progress=progress, log=log)
+            context: BuildContext, progress: bool = True, log: Callable[[str], None] | None = None,
+            stage_docs: Mapping[str, frozenset[str]] | None = None) -> Executed:
+    """Retrieve every query with the executor the config names; ``stage_docs`` (query id -> relevant documents)
+    keeps a composite retriever's stages (``retrievers.stages``)."""
+    return executor_for(config).execute(retriever, chunks, queries, context=context, progress=progress, log=log,
+                                        stage_docs=stage_docs)
 
 
 @contextmanager

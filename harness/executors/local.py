@@ -23,12 +23,14 @@ class Executed:
 
 
 def run_local(config: ExperimentConfig, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query],
-              documents: Mapping[str, Document], progress: bool, batch_size: int | None = None) -> Retrieved:
+              documents: Mapping[str, Document], progress: bool, batch_size: int | None = None,
+              stage_docs: Mapping[str, frozenset[str]] | None = None) -> Retrieved:
     """``retrieve_all`` with the config's settings (the Ray executor calls it too, with a retriever that sends the
     batches to its workers, so the contract checks and hit placement are the same code)."""
     return retrieve_all(retriever, chunks, queries, config.depth, batch_size or config.batch_size, progress,
                         kind=config.retriever["kind"], documents=documents,
-                        unplaceable=config.unplaceable(), include_title=config.chunking.include_title)
+                        unplaceable=config.unplaceable(), include_title=config.chunking.include_title,
+                        stage_docs=stage_docs)
 
 
 def retrieval_stages(retrieved: Retrieved) -> dict[str, float]:
@@ -43,7 +45,8 @@ class LocalExecutor:
     config: ExperimentConfig
 
     def execute(self, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], *,
-                context: BuildContext, progress: bool = True,
-                log: Callable[[str], None] | None = None) -> Executed:
-        retrieved = run_local(self.config, retriever, chunks, queries, context.documents, progress)
+                context: BuildContext, progress: bool = True, log: Callable[[str], None] | None = None,
+                stage_docs: Mapping[str, frozenset[str]] | None = None) -> Executed:
+        retrieved = run_local(self.config, retriever, chunks, queries, context.documents, progress,
+                              stage_docs=stage_docs)
         return Executed(retrieved, ExecutorRecord(kind="local", placement="local"), retrieval_stages(retrieved))

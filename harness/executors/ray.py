@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..config.schema import ExperimentConfig
 from ..core.errors import ConfigError
@@ -27,8 +27,8 @@ class RayExecutor:
     config: ExperimentConfig
 
     def execute(self, retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], *,
-                context: BuildContext, progress: bool = True,
-                log: Callable[[str], None] | None = None) -> Executed:
+                context: BuildContext, progress: bool = True, log: Callable[[str], None] | None = None,
+                stage_docs: Mapping[str, frozenset[str]] | None = None) -> Executed:
         ray = import_ray()  # without the extra, kind: ray is its one-line error even for a live retriever
         config, ex = self.config, self.config.executor
         live = live_parts(retriever)
@@ -39,7 +39,8 @@ class RayExecutor:
             if log:
                 log(f"note: executor.kind 'ray': retriever.kind {live[0]!r} is a live service: its requests are "
                     f"sent from this process, not from Ray workers (its concurrency: setting spreads them)")
-            retrieved = run_local(config, retriever, chunks, queries, context.documents, progress)
+            retrieved = run_local(config, retriever, chunks, queries, context.documents, progress,
+                                  stage_docs=stage_docs)
             return Executed(retrieved, self._record("driver"), retrieval_stages(retrieved))
         batch = self._batch_size()
         stages: dict[str, float] = {}
@@ -55,7 +56,7 @@ class RayExecutor:
             remote = RayRetriever(ray, retriever, config, context, batch)
             # One "batch" of retrieve_all is a wave: one query batch per replica, answered in parallel.
             retrieved = run_local(config, remote, chunks, queries, context.documents, progress,
-                                  batch_size=batch * ex.num_workers)
+                                  batch_size=batch * ex.num_workers, stage_docs=stage_docs)
             stages.update(retrieval_stages(retrieved))
             if log and encoded:
                 log(f"ray: encoded {encoded} texts on {ex.num_workers} worker(s) in {stages['encode_s']:.1f}s")

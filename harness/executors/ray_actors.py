@@ -14,6 +14,7 @@ from ..core.types import Chunk, Hit, Query, RankedList
 from ..retrievers import BuildContext, Retriever, build_retriever
 from ..retrievers.compose import dropped_duplicates
 from ..retrievers.ranking import merge_shard_lists
+from ..retrievers.stages import packed as packed_stages, unpacked as unpacked_stages
 from .ray_encode import import_folders
 from .ray_session import cpus_per_actor, get_raising, set_threads
 
@@ -61,12 +62,16 @@ class IndexActor:
             close()
         return True
 
-    def retrieve(self, queries: Sequence[Query], k: int) -> tuple[list[tuple], int]:
-        """The batch's lists, and the repeated hits its retrievers dropped before the cut (results.json counts them
-        as a local run does: the count lives in this actor's copy of the retriever)."""
+    def retrieve(self, queries: Sequence[Query], k: int) -> tuple[list[tuple], int, list | None]:
+        """The batch's lists, the repeated hits its retrievers dropped before the cut (results.json counts them
+        as a local run does: the count lives in this actor's copy of the retriever), and a composite's stages
+        (``retrievers.stages``; they travel with the hits, so a Ray run records what a local one does)."""
         before = dropped_duplicates(self.retriever)
         packed = [_packed(ranked) for ranked in self.retriever.retrieve(queries, k)]
-        return packed, dropped_duplicates(self.retriever) - before
+        traced = getattr(self.retriever, "stage_lists", None)
+        stages = traced() if callable(traced) else None
+        return (packed, dropped_duplicates(self.retriever) - before,
+                None if stages is None else [packed_stages(s) for s in stages])
 
 
 def _packed(ranked: RankedList) -> tuple:
@@ -96,6 +101,7 @@ class RayRetriever:
         self.groups: list[list] = []  # replicas x shards actors
         self.placement = ""
         self.duplicates_dropped = 0  # what the actors' retrievers dropped (``IndexActor.retrieve``)
+        self._stages: list | None = None  # the last retrieve call's stages (``retrievers.stages``), if any
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         ray, ex, local = self.ray, self.ex, self.local
@@ -137,12 +143,21 @@ class RayRetriever:
             batch = list(queries[first:first + self.batch_size])
             refs.append([a.retrieve.remote(batch, k) for a in self.groups[n % len(self.groups)]])
         out: list[RankedList] = []
+        stages: list | None = []
         for per_shard in refs:
             answers = get_raising(self.ray, per_shard)
-            self.duplicates_dropped += sum(dropped for _, dropped in answers)
-            lists = [_unpacked(part) for part, _ in answers]
+            self.duplicates_dropped += sum(dropped for _, dropped, _ in answers)
+            lists = [_unpacked(part) for part, _, _ in answers]
             out += lists[0] if len(lists) == 1 else merge_shard_lists(lists, k)
+            # A shard's stages rank its slice of the corpus only: a sharded run records no stages.
+            traced = answers[0][2] if len(answers) == 1 else None
+            stages = None if stages is None or traced is None else stages + [unpacked_stages(s) for s in traced]
+        self._stages = stages
         return out
+
+    def stage_lists(self) -> list | None:
+        """The stages of the last ``retrieve`` call's queries, as the actors' retrievers recorded them."""
+        return self._stages
 
     def close(self) -> None:
         """Each actor closes its retriever (waiting for one still building its index), then is killed: also when

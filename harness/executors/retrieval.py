@@ -17,6 +17,7 @@ from ..retrievers import REGISTRY, HitPlacer, HitProblem, Retriever, check_outpu
 from ..retrievers.compose import dropped_duplicates
 from ..retrievers.contract import HitReport, shown
 from ..retrievers.ranking import id_order
+from ..retrievers.stages import StageRecord, keep
 from .latency import latency_summary, per_query_ms
 
 
@@ -31,6 +32,9 @@ class Retrieved:
     timings: dict[str, float]
     hits: HitReport
     latency: dict | None = None  # latency.latency_summary: p50/p95/max ms per query, queries/s
+    # query id -> its stages (``retrievers.stages``: a composite's), the hits of relevant documents only; None for
+    # a retriever without stages or a run not asked for them
+    stages: Mapping[str, tuple[StageRecord, ...]] | None = None
 
     def warning(self, kind: str) -> str | None:
         """The stderr warning for skipped hits (``retriever_hits.unplaceable: skip``), or None."""
@@ -66,9 +70,11 @@ def _guarded(kind: str, step: str, call: Callable):
 def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequence[Query], depth: int,
                  batch_size: int = 256, progress: bool = True, *, kind: str = "retriever",
                  documents: Mapping[str, Document] = MappingProxyType({}), unplaceable: str = "fail",
-                 include_title: bool = True) -> Retrieved:
+                 include_title: bool = True, stage_docs: Mapping[str, frozenset[str]] | None = None) -> Retrieved:
     """Index ``chunks``, retrieve ``queries`` in batches and place their hits. ``unplaceable``: ``fail`` raises
-    one error listing every hit that names no chunk; ``skip`` drops them and reports them in ``Retrieved.hits``."""
+    one error listing every hit that names no chunk; ``skip`` drops them and reports them in ``Retrieved.hits``.
+    ``stage_docs`` (query id -> relevant documents): a composite's stages are kept, each reduced to the hits of
+    those documents as each batch is retrieved (``retrievers.stages.keep``)."""
     timings: dict[str, float] = {}
     chunks = tuple(chunks)  # what a retriever is handed it cannot change (chunks and documents are frozen too)
     t0 = time.perf_counter()
@@ -87,6 +93,8 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     duplicates = 0
     dropped_before = dropped_duplicates(retriever)
     batches: list[tuple[float, int]] = []  # (seconds, queries) per retrieve call, for per-query latency
+    traced = getattr(retriever, "stage_lists", None) if stage_docs is not None else None
+    stages: dict[str, tuple[StageRecord, ...]] | None = {} if callable(traced) else None
     with _progress(len(queries), "retrieving", progress) as advance:
         for i in range(0, len(queries), batch_size):
             batch = queries[i:i + batch_size]
@@ -103,6 +111,8 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
             else:
                 lists = _guarded(kind, "retrieve", lambda: retriever.retrieve(given, depth))
                 batches.append((time.perf_counter() - tb, len(batch)))
+                if stages is not None:
+                    _keep_stages(stages, batch, traced(), stage_docs)
             check_output(kind, batch, lists, depth)
             placed_lists = []
             for ranked in lists:
@@ -128,7 +138,17 @@ def retrieve_all(retriever: Retriever, chunks: Sequence[Chunk], queries: Sequenc
     run_chunks = list(chunks) + list(placer.adopted.values())
     ms, measured = per_query_ms(retriever, queries, batches)
     return Retrieved(table.build(run_chunks), run_chunks, timings, HitReport.of(problems, duplicates, loose),
-                     latency_summary(ms, sum(s for s, _ in batches), measured))
+                     latency_summary(ms, sum(s for s, _ in batches), measured), stages or None)
+
+
+def _keep_stages(out: dict, batch: Sequence[Query], per_query, stage_docs: Mapping[str, frozenset[str]]) -> None:
+    """A batch's stages, each reduced to the hits of the query's relevant documents (a retriever whose stages do
+    not line up with the batch, a sharded run's, records none)."""
+    if per_query is None or len(per_query) != len(batch):
+        return
+    for q, query_stages in zip(batch, per_query):
+        docs = stage_docs.get(q.query_id, frozenset())
+        out[q.query_id] = keep(query_stages, docs.__contains__)
 
 
 def _handed(batch: Sequence[Query]) -> tuple[Query, ...]:

@@ -60,6 +60,7 @@ class RunHits:
     window_k: Sequence[int]
     chunks: Mapping[str, Chunk]
     units: object = None  # hits.units.EvidenceUnits: a hit is relevant when it covers a new unit (else by grades)
+    stages: Mapping | None = None  # query id -> a composite's stage records: hits.parquet gets ``stage_ranks``
     _position: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     _judged: list = field(default_factory=list, init=False, repr=False, compare=False)  # the JudgedTable, made once
 
@@ -191,9 +192,14 @@ def write_hits(path: Path, source: RunHits, run_id: str = "") -> int:
     and the run it belongs to (``RUN_KEY``); returns the rows written."""
     import pyarrow.parquet as pq
 
+    from .stageranks import stage_field, with_stage_ranks
+
     rows, first_query, first_row = 0, [], []
-    with atomic_open(path, "wb") as fh, pq.ParquetWriter(fh, hit_schema()) as writer:
+    stages = getattr(source, "stages", None)
+    schema = hit_schema() if stages is None else hit_schema().append(stage_field())
+    with atomic_open(path, "wb") as fh, pq.ParquetWriter(fh, schema) as writer:
         for start, batch in source.positioned_batches():
+            batch = batch if stages is None else with_stage_ranks(batch, stages)
             first_query.append(int(start))
             first_row.append(rows)
             writer.write_batch(batch)

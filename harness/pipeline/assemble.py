@@ -73,9 +73,13 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
     context = replace(context or BuildContext(progress=progress), documents=documents, unplaceable=unplaceable)
     retriever = build_retriever(config.retriever, context)
     kind = config.retriever["kind"]
+    # A composite's stages are kept for the hits of each query's relevant documents only (diagnostics.stages)
+    stage_docs = ({q: frozenset(j.doc_id for j in js if j.relevance >= 1)
+                   for q, js in zip(prepared.gold.query_ids(), prepared.gold.judgments_per_query())}
+                  if callable(getattr(retriever, "stage_lists", None)) else None)
     try:
         executed = execute(config, retriever, prepared.chunks, prepared.gold.queries, context=context,
-                           progress=progress, log=log)
+                           progress=progress, log=log, stage_docs=stage_docs)
     finally:  # a backend that started a server or holds a client (pgvector's pgserver, qdrant) releases it
         close = getattr(retriever, "close", None)
         if callable(close):
@@ -97,7 +101,8 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, log=None,
             f"and score 0: {shown}")
     result = build_result(replace(prepared, chunks=retrieved.chunks), retrieved.lists, retrieved.timings, coverage,
                           retrieved.hits, retriever_info=info() if callable(info) else None,
-                          latency=retrieved.latency, requests=report() if callable(report) else None)
+                          latency=retrieved.latency, requests=report() if callable(report) else None,
+                          stages=retrieved.stages)
     result = result.model_copy(update={
         "executor": executed.record,
         "timings": result.timings.model_copy(update={"stages": {k: float(v) for k, v in executed.stages.items()}})})
@@ -180,8 +185,9 @@ def _first_chunks(chunks: Sequence, doc_ids: set[str]) -> list:
 def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
                  coverage: Coverage = Coverage(), hits: HitReport | None = None,
                  retriever_info: dict | None = None, *, latency: dict | None = None,
-                 requests: dict | None = None) -> Result:
-    """``lists`` are placed (``executors.retrieval.retrieve_all``): every hit names one of ``prepared.chunks``."""
+                 requests: dict | None = None, stages=None) -> Result:
+    """``lists`` are placed (``executors.retrieval.retrieve_all``): every hit names one of ``prepared.chunks``.
+    ``stages``: a composite retriever's stage records per query (``Retrieved.stages``)."""
     config, gold = prepared.config, prepared.gold
     if not gold.queries:
         raise GoldSetError(f"{config.goldset.path}: the golden set has no queries; nothing to evaluate")
@@ -199,12 +205,14 @@ def build_result(prepared: Prepared, lists: Sequence[RankedList], timings: dict,
         doc_text = {d.doc_id: d.text for d in prepared.docs}
     levels = evaluate_levels(dq, uq, lists, window_k, parse_metrics(config.metrics), policy, gold_errors, coverage,
                              units=units, counter=counter, doc_text=doc_text, gold=gold, chunk_grades=cq)
-    verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent)
+    chunk_map = {c.chunk_id: c for c in chunks}
+    verdicts = diagnose(gold, prepared.problems, config.diagnostics, lists, window_k, dq, cq, coverage.absent,
+                        stages=stages, units=units, chunks=chunk_map)
     per_query = {level: _Rows(levels.table(level)) for level in LEVELS}
 
     # Hits are kept for every query of a small run, else for the queries the reports show (core.selection); all
     # of them go to hits.parquet from ``store``.
-    store = RunHits(lists, cq, dq, window_k, {c.chunk_id: c for c in chunks}, units)
+    store = RunHits(lists, cq, dq, window_k, chunk_map, units, stages)
     # golden-set order (diagnose's), read once; an object array (8 bytes a query) compares to a kind at once
     kinds = np.fromiter((v.kind for v in verdicts.values()), dtype=object, count=len(verdicts))
     query_ids = gold.query_ids()

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ..result import querycolumns
-from .compare_view import HEADERS, SLICE_NOTE, cells, decision_lines, headers, note, slice_table, title, transition_lines
+from .compare_view import (HEADERS, SLICE_NOTE, cells, decision_lines, followed_lines, headers, note, slice_table, title,
+                           transition_lines)
 from .fmt import e
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ def html_tables(c: Comparison) -> str:
                          for run, k, ids in transition_lines(c))
     if trans_html:
         out += f"<h2>Verdict transitions</h2><ul>{trans_html}</ul>"
+    for sentence, labels in followed_lines(c):
+        items_html = "".join(f"<li>{e(label)}: {e(len(ids))} ({e(', '.join(ids[:15]))})</li>"
+                             for label, ids in labels)
+        out += f'<h2>Which child it followed</h2><p class="followed">{e(sentence)}</p><ul>{items_html}</ul>'
     return out
 
 

@@ -130,6 +130,19 @@ def transition_lines(c: Comparison) -> list[tuple[str, str, list[str]]]:
     return [(run, k, ids) for run, trans in c.transitions.items() for k, ids in trans.items()]
 
 
+def followed_lines(c: Comparison) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """(the sentence, [(label, its query ids)]) per composite compared with its children (``stats.followed``)."""
+    from ..stats.followed import followed_sentence
+
+    out = []
+    for run, f in c.followed.items():
+        by_label: dict[str, list[str]] = {}
+        for qid, label in f["queries"].items():
+            by_label.setdefault(label, []).append(qid)
+        out.append((followed_sentence(run, f), [(label, by_label[label]) for label in f["counts"]]))
+    return out
+
+
 def to_markdown(c: Comparison) -> str:
     """Run names, metric names, slice tags and values, ids and warnings are user text: each goes through ``md``."""
     from .fmt import md, md_code
@@ -150,6 +163,10 @@ def to_markdown(c: Comparison) -> str:
             out += ["", f"Verdict transitions, {md(c.baseline)} -> {md(run)}:"]
             out += [f"- {md(k)}: {len(v)} ({md(', '.join(v[:12]))}{' …' if len(v) > 12 else ''})"
                     for k, v in trans.items()]
+    for sentence, labels in followed_lines(c):
+        out += ["", f"Which child it followed, per query: {md(sentence)}:"]
+        out += [f"- {md(label)}: {len(ids)} ({md(', '.join(ids[:12]))}{' …' if len(ids) > 12 else ''})"
+                for label, ids in labels]
     return "\n".join(out) + "\n"
 
 
@@ -224,3 +241,7 @@ def print_table(c: Comparison) -> None:
     console.print(Text(note(c).replace("`", "")))
     for run, k, ids in transition_lines(c):
         console.print(Text(f"{run}: {k}: {len(ids)} ({', '.join(ids[:12])})"))
+    for sentence, labels in followed_lines(c):
+        console.print(Text(sentence))
+        for label, ids in labels:
+            console.print(Text(f"  {label}: {len(ids)} ({', '.join(ids[:12])}{' …' if len(ids) > 12 else ''})"))

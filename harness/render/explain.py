@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..core.errors import InputError
+from .stages import ladder_lines
 
 if TYPE_CHECKING:
     from ..result.model import Result
@@ -84,6 +85,8 @@ def to_markdown(ex: dict) -> str:
         out.append("Gold evidence:")
         out += [f"- {md_code(e['doc_id'])} {_where_md(e)}: “{md(_snippet(e['text']))}”" for e in ex["evidence"]]
         out.append("")
+    if ladder := ladder_lines(v.get("detail", {})):  # a composite retriever's stages (diagnostics.stages)
+        out += ["Stages (relevant documents: rank; evidence units: rank):", ""] + [f"- {md(x)}" for x in ladder] + [""]
     out.append(f"Window ({md(ex['window_size'])} chunks):")
     out.append("")
     rows = []
@@ -122,6 +125,8 @@ def print_rich(ex: dict) -> None:
     for e in ex["evidence"]:
         where = "(whole document)" if e.get("whole_document") else f"[{e['start']},{e['end']})"
         console.print(Text(f"evidence in {e['doc_id']} {where}: {_snippet(e['text'])}", style="green"))
+    for line in ladder_lines(v.get("detail", {})):  # a composite retriever's stages
+        console.print(Text(line, style="cyan"))
     terms = set(re.findall(r"\w+", ex["query"].lower()))
     table = Table(title=f"window ({ex['window_size']} chunks)")
     for col in ("rank", "score", "chunk", "", "snippet"):

@@ -17,6 +17,8 @@ from ..diagnostics.kinds import css as verdict_css
 from .drilldown import Texts, drilldown, snippet
 from .calibration import html_section as calibration_section
 from .fmt import at_k_sentence, e, fmt, means_sentence, plural
+from .stages import lost_counts_line
+from .stages_html import ladder_html
 from . import plots as charts_of  # by another name: plots() here is the page's section
 from .plots import curves as _curves  # noqa: F401  (the curves the page plots; tests read them here)
 
@@ -33,7 +35,7 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #e3e6ee;paddi
 th{background:#f4f6fa}tr.q{cursor:pointer}tr.q:hover{background:#f8f9fc}tr.detail td{background:#fbfbfd}
 mark{background:#fde68a}.plots{display:flex;gap:16px;flex-wrap:wrap}.plots svg{height:auto}
 select{margin-right:12px}th{cursor:pointer;user-select:none}th[data-dir=asc]::after{content:" \\25B2"}
-th[data-dir=desc]::after{content:" \\25BC"}tr.window-end td{background:#eef2ff;color:#3538cd;font-size:12px;text-align:center}
+th[data-dir=desc]::after{content:" \\25BC"}tr.lost td{background:#fef3f2}tr.window-end td{background:#eef2ff;color:#3538cd;font-size:12px;text-align:center}
 tr.gap td{color:#667;text-align:center;font-size:12px}tr.m-evidence td{background:#ecfdf3}tr.m-right_document td{background:#fffaeb}
 .headline{margin:4px 0}.sbs{display:flex;gap:12px}.sbs .col{flex:1;min-width:0}
 table{display:block;max-width:100%;overflow-x:auto}.plots svg{max-width:100%}td{overflow-wrap:break-word}
@@ -198,6 +200,7 @@ def _drill_html(q, texts: Texts) -> str:
     title = ("the window" if d.target_rank is None or d.target_rank <= d.window
              else "the ranking down to the evidence (rank " + str(d.target_rank) + ")")
     rows_html = "".join(rows)
+    parts.append(ladder_html(q.verdict.detail))  # a composite retriever's stages, the losing one marked
     parts.append(f'<p>{e(title)}:</p><table class="ranking"><thead><tr><th>rank</th><th>score</th><th>chunk</th>'
                  f"<th>mark</th><th>text (evidence marked)</th></tr></thead><tbody>{rows_html}</tbody></table>")
     return "".join(parts)
@@ -319,6 +322,8 @@ def _run_section(result: Result, texts: Texts, charts=None) -> str:
                      "".join(f"<th>{e(k)}</th>" for k in kinds) + "</tr></thead><tbody>" +
                      "".join(f"<tr><td>{e(val)}</td>" + "".join(f"<td>{e(c[k])}</td>" for k in kinds) + "</tr>"
                              for val, c in sorted(rows.items())) + "</tbody></table>")
+    if lost_counts_line(v.lost_at):
+        parts.append(f"<p class=\"lost-counts\">{e(lost_counts_line(v.lost_at))}</p>")
     if v.advice:
         parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in v.advice) + "</ul>")
     parts.append(calibration_section(s))

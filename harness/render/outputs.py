@@ -17,6 +17,7 @@ from ..io.files import atomic_open, write_bytes, write_text
 from .calibration import markdown_lines as calibration_lines
 from .drilldown import Texts, drilldown, snippet, worst_of
 from .fmt import at_k_sentence, fmt, md, md_code, md_table, means_sentence, plural  # noqa: F401 (md* re-exported)
+from .stages import ladder_md, lost_counts_line
 
 if TYPE_CHECKING:
     from ..io.outdir import OutputFolder
@@ -66,6 +67,7 @@ def _drill_md(q, texts: Texts | None) -> list[str]:
         text = f": “{md(snippet(ev.text, 200))}”" if ev.text is not None else ""
         group = f" (group {md(ev.group)})" if ev.group is not None else ""
         out.append(f"  - gold evidence in {md_code(ev.doc_id)} {where}{group}{text}")
+    out += ladder_md(q.verdict.detail)
     if d.kind == "missing_document":
         for g in d.gold_docs:
             rank = f"best rank {g.best_rank}" if g.best_rank is not None else "not retrieved"
@@ -147,6 +149,8 @@ def markdown(result: Result | dict, worst: int = 5, texts: Texts | dict | None =
                f"({md(v.by_where.near_cutoff)} just past it), {md(v.by_where.not_retrieved)} not retrieved"
                + (f", {md(v.by_where.absent_from_run)} absent from the run" if v.by_where.absent_from_run else "")
                + ".")
+    if lost_counts_line(v.lost_at):
+        out += ["", md(lost_counts_line(v.lost_at))]
     for tag, values in v.by_slice.items():
         out += ["", f"### By {md(tag)}", ""]
         rows = {val: c.model_dump() for val, c in values.items()}

@@ -55,6 +55,8 @@ class Comparison:
     warnings: list[str]
     rows: list[ComparisonRow]
     transitions: dict[str, dict[str, list[str]]]  # run -> "from -> to" -> query ids
+    # composite run -> which child it followed per query (``stats.followed``); only composites compared with children
+    followed: dict[str, dict] = field(default_factory=dict)
 
     def row(self, run: str, metric: str) -> ComparisonRow:
         return next(r for r in self.rows if r.run == run and r.metric == metric)
@@ -62,7 +64,7 @@ class Comparison:
     def to_dict(self) -> dict:
         return {"baseline": self.baseline, "runs": list(self.runs), "test": self.test, "correction": self.correction,
                 "permutations": self.permutations, "warnings": list(self.warnings),
-                "rows": [r.to_dict() for r in self.rows], "transitions": self.transitions}
+                "rows": [r.to_dict() for r in self.rows], "transitions": self.transitions, "followed": self.followed}
 
 
 @dataclass(frozen=True)

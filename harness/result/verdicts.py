@@ -81,3 +81,5 @@ class VerdictSummary(Record):
     wrong_chunk_possible: bool
     advice: list[str]
     geometry: GeometryCounts | None = None  # (absent from results written before it was counted)
+    # queries per stage that lost their evidence (``diagnostics.stages``); null: the retriever has no stages
+    lost_at: dict[str, Count] | None = None

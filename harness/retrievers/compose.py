@@ -16,6 +16,7 @@ from ..core.types import Chunk, Hit, Query, RankedList
 from .base import REGISTRY, BuildContext, RetrieverKind, build_retriever, register, validate_retriever_config
 from .ranking import rank_hits
 from .encoders import BUNDLED, Encoder, cross_encoder_problem, load_cross_encoder, model_folder_problems
+from .stages import StageList, child_names, child_stages, output_path
 
 # Keys a parent reads from a child section; the child's own model never sees them.
 CHILD_KEYS = ("weight", "depth")
@@ -131,6 +132,8 @@ class HybridRetriever:
             self.children.append(build_retriever(own, context))
             self.weights.append(float(extra.get("weight", 1.0)))
             self.depths.append(int(extra.get("depth", config.depth)))
+        self.names = child_names(split_child(s)[0]["kind"] for s in config.children)
+        self._stages: list[list[StageList]] | None = None
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         for child in self.children:
@@ -138,9 +141,21 @@ class HybridRetriever:
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         per_child = [child.retrieve(queries, max(d, k)) for child, d in zip(self.children, self.depths)]
-        return [RankedList(q.query_id, tuple(fuse([lists[i] for lists in per_child], self.weights,
-                                                  self.config.fusion, self.config.rrf_k)[:k]))
-                for i, q in enumerate(queries)]
+        out = [RankedList(q.query_id, tuple(fuse([lists[i] for lists in per_child], self.weights,
+                                                 self.config.fusion, self.config.rrf_k)[:k]))
+               for i, q in enumerate(queries)]
+        children = [child_stages(child, name, "hybrid", [r.hits for r in lists], max(d, k))
+                    for child, name, lists, d in zip(self.children, self.names, per_child, self.depths)]
+        self._stages = []
+        for i, ranked in enumerate(out):
+            mine = [s for stages in children for s in stages[i]]
+            inputs = tuple(output_path(stages[i]) for stages in children)
+            self._stages.append(mine + [StageList("hybrid/fusion", "fusion", inputs, k, ranked.hits)])
+        return out
+
+    def stage_lists(self) -> list[list[StageList]] | None:
+        """Each query's stages of the last ``retrieve`` (``retrievers.stages``): the children's, then the fusion."""
+        return self._stages
 
 
 class StageConfig(Strict):
@@ -214,6 +229,8 @@ class RerankedRetriever:
         self.config = config
         own, _ = split_child(config.child)
         self.child = build_retriever(own, context)
+        self.child_name = own["kind"]
+        self._stages: list[list[StageList]] | None = None
         cache = ArrayCache(context.cache_dir) if config.cache else None
         stage_cls = LateInteraction if config.stage.type == "late-interaction" else CrossEncoderStage
         self.stage = stage_cls(config.stage, cache)
@@ -245,7 +262,18 @@ class RerankedRetriever:
                 floor = np.nextafter(floor, -np.inf)
                 hits.append(Hit(h.chunk_id, h.doc_id, float(floor), len(hits) + 1, h.start, h.end))
             out.append(RankedList(q.query_id, tuple(hits[:k])))
+        depth, top_n = max(self.config.top_n, k), self.config.top_n
+        child = child_stages(self.child, self.child_name, "reranked", [r.hits for r in child_lists], depth)
+        self._stages = [stages + [StageList("reranked/candidates", "candidates", (output_path(stages),), top_n,
+                                            tuple(head)),
+                                  StageList("reranked/rerank", "rerank", ("reranked/candidates",), k, ranked.hits)]
+                        for stages, head, ranked in zip(child, heads, out)]
         return out
+
+    def stage_lists(self) -> list[list[StageList]] | None:
+        """Each query's stages of the last ``retrieve`` (``retrievers.stages``): the child's, the candidates cut
+        at ``top_n``, the reranked list (the child's order kept below the candidates)."""
+        return self._stages
 
 
 register(RetrieverKind("hybrid", HybridConfig, lambda c, ctx: HybridRetriever(c, ctx),

@@ -10,6 +10,9 @@ The hit contract: every hit names a chunk the run knows: by chunk id, or by doc 
 is not one of the corpus's chunks becomes a chunk of that span, judged by evidence overlap like any other), or by
 text found exactly once in its document. ``HitPlacer`` places hits; one it cannot place is a ``HitProblem`` naming
 the query, the value and why, never an invented chunk or a silent zero.
+
+An optional hook, not part of the contract every retriever keeps: ``stage_lists()``, each query's stages of the last
+``retrieve`` call (``retrievers.stages``; the composites have it), from which a run says which stage lost evidence.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from ..result.model import Result, as_result
 from ..metrics.spec import parse_metric
 from ..metrics.table import mean_of
 from .choices import CORRECTIONS, TESTS
+from .followed import followed_of
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
 
 
@@ -284,7 +285,8 @@ def compare_runs(runs: Sequence[Result | dict], metrics: Sequence[str], *, basel
     done = [ComparisonRow(**row, p_corrected=p, significant=p is not None and p < 0.05)
             for row, p in zip(rows, corrected)]
     return Comparison(baseline=base.name, runs=names, test=test, correction=correction, permutations=10_000,
-                      warnings=warnings, rows=done, transitions={r.name: transitions(base, r) for r in others})
+                      warnings=warnings, rows=done, transitions={r.name: transitions(base, r) for r in others},
+                      followed=followed_of([base] + others, *parsed[0]) if parsed else {})
 
 
 def _slices(a: Result, pos: np.ndarray, d: np.ndarray) -> dict:

@@ -165,7 +165,11 @@ def test_hybrid_demo_same_result_as_local(local_ray, tmp_path):
     cache = tmp_path / "cache"
     local = _run(config, cache)
     remote = _run(_with(config, kind="ray", num_workers=2), cache)
-    _same(local, remote)
+    _same(local, remote)  # the verdicts' stage ladders and lost_at counts too: the stages travel with the hits
+    checkable = [q for q in remote.queries if q.verdict.kind not in ("goldset_error", "no_gold")]
+    assert checkable and all([s["path"] for s in q.verdict.detail["stages"]] == [
+        "hybrid/bm25", "hybrid/dense", "hybrid/fusion"] for q in checkable)
+    assert remote.summary.verdicts.lost_at is not None
     with pytest.raises(ConfigError, match="retriever.kind 'hybrid' cannot be sharded"):
         _run(_with(config, kind="ray", shards=2), cache)
 
