@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import harness
 from harness.config.schema import load_config
@@ -20,7 +20,8 @@ DOCS = [f"d{i}" for i in range(1, 9)]
 
 class FixedConfig(BaseModel):
     kind: str = "stagefixed"
-    ranking: dict[str, list[str]]  # query id -> "doc" (its first chunk) or "doc.n" (its n-th), best first
+    ranking: dict[str, list[str]] = Field(description='query id -> "doc" (its first chunk) or "doc.n" (its n-th), '
+                                                      'best first')
 
 
 class Fixed:
