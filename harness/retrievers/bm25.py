@@ -16,8 +16,9 @@ from ..text.analysis import Analyzer, token_pattern_problem
 from ..text.stopwords import BUILTIN as STOPWORD_LISTS, describe as describe_stopwords, read_stopword_file
 from ..core.types import Chunk, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
-from .bm25_index import BM25Index, bm25_delta
-from .bm25_tokens import tokenize_corpus
+from .bm25_index import DENSE_SHARE, BM25Index, bm25_delta
+from .bm25_postings import PostingsBuilder
+from .bm25_tokens import TokenBatches
 from .chunktable import ChunkTable
 from .contract import IndexedLists
 from .ranking import top_k
@@ -106,9 +107,12 @@ class BM25Retriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         self._table = ChunkTable.from_chunks(chunks)
         if self.config.backend == "fast":
-            tokens = tokenize_corpus((c.index_text for c in chunks), self.analyze)
-            self._terms, self._vocab = tokens.terms, None
-            self._index = BM25Index.build(tokens.ids, tokens.lengths, len(tokens.terms), self.config)
+            # Batch by batch: a batch's tokens become postings at once, so the tokens are never all held.
+            batches, builder = TokenBatches(self.analyze), PostingsBuilder()
+            for ids, lengths in batches.of(c.index_text for c in chunks):
+                builder.add(ids, lengths)
+            self._terms, self._vocab = batches.terms, None
+            self._index = BM25Index.from_postings(builder.finish(len(self._terms), DENSE_SHARE), self.config)
         else:
             self._engine = RankBM25([self.analyze(c.index_text) for c in chunks], self.config)
 
