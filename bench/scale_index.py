@@ -1,0 +1,106 @@
+"""The ``index`` phase of bench/scale.py, run in its own process: BM25 ``backend: fast`` over a corpus.jsonl (one
+chunk per line), then retrieval of a goldset.jsonl's queries at each depth. Prints one JSON object.
+
+  python bench/scale_index.py FOLDER --depths 100,1000 [--timed N] [--shards N]
+
+The texts are held in one Arrow buffer and each ``Chunk`` is made when the retriever reads it (a list of 8.8M
+``Chunk`` objects alone would take ~5 GB); what is measured is the retriever's own memory and time."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.core.types import Chunk, Query  # noqa: E402
+from harness.retrievers.bm25 import BM25Config, BM25Retriever  # noqa: E402
+
+
+def _rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KB on Linux
+
+
+class ArrowChunks(Sequence[Chunk]):
+    """The rows of a table with ``id`` and ``text`` as ``Chunk`` objects (one chunk per document), made on access."""
+
+    def __init__(self, ids, texts):
+        self.ids, self.texts = ids, texts
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        chunk_id, text = self.ids[i].as_py(), self.texts[i].as_py()
+        return Chunk(chunk_id, chunk_id, 0, len(text), text, text)
+
+    def __iter__(self):
+        batch = 50_000
+        for lo in range(0, len(self), batch):
+            ids = self.ids[lo:lo + batch].to_pylist()
+            texts = self.texts[lo:lo + batch].to_pylist()
+            yield from (Chunk(i, i, 0, len(t), t, t) for i, t in zip(ids, texts))
+
+
+def read_chunks(path: Path) -> ArrowChunks:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    table = pj.read_json(path, read_options=pj.ReadOptions(block_size=1 << 26))
+    return ArrowChunks(table.column("id").combine_chunks(), pa.chunked_array(table.column("text")).combine_chunks())
+
+
+def read_queries(path: Path) -> list[Query]:
+    with path.open() as fh:
+        return [Query(r["id"], r["query"]) for r in map(json.loads, fh)]
+
+
+def index_bytes(index) -> int:
+    return sum(a.nbytes for a in (index.indptr, index.docs, index.weights, index.dense_slot, index.dense, index.bound,
+                                  index.absent, index.seed_ptr, index.seed_docs))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folder", type=Path)
+    ap.add_argument("--depths", default="100,1000")
+    ap.add_argument("--timed", type=int, default=0, help="queries timed per depth (0: all)")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    chunks = read_chunks(args.folder / "corpus.jsonl")
+    queries = read_queries(args.folder / "goldset.jsonl")
+    if args.timed:
+        queries = queries[:args.timed]
+    out = {"load_s": time.perf_counter() - t0, "rss_loaded_gb": _rss_gb(), "chunks": len(chunks)}
+    retriever = BM25Retriever(BM25Config(backend="fast"))
+    t0 = time.perf_counter()
+    retriever.index(chunks)
+    out["index_s"] = time.perf_counter() - t0
+    out["rss_indexed_gb"] = _rss_gb()  # the peak so far: loading and indexing
+    index = retriever._index
+    dense_postings = int(np.count_nonzero(index.dense))
+    out.update(postings=len(index.docs) + dense_postings, sparse_postings=len(index.docs),
+               dense_terms=len(index.dense), terms=index.n_terms, index_bytes=index_bytes(index),
+               table_bytes=sum(getattr(retriever._table, f).nbytes if hasattr(getattr(retriever._table, f), "nbytes")
+                               else len(getattr(retriever._table, f)) for f in retriever._table.__dataclass_fields__))
+    for depth in map(int, args.depths.split(",")):
+        t0 = time.perf_counter()
+        got = retriever.retrieve_indexed(queries, depth)
+        out[f"ms_per_query@{depth}"] = (time.perf_counter() - t0) / max(len(queries), 1) * 1000
+        out[f"hits@{depth}"] = int(got.lengths.sum())
+    out["queries_timed"] = len(queries)
+    out["rss_peak_gb"] = _rss_gb()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
