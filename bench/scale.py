@@ -75,6 +75,18 @@ def passage_lengths(rng: np.random.Generator, n: int, words: int, lengths: str) 
     return np.maximum(np.rint(rng.gamma(5.0, words / 5.0, n)), 1).astype(np.int64)
 
 
+def _lines(vocab: np.ndarray, tokens: np.ndarray, offsets: np.ndarray, first: int) -> str:
+    """JSON lines ``{"id": "d0000001", "text": "w w ..."}`` of documents ``first``.., joined in Arrow (the words need
+    no escaping)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    words = pa.array(vocab).take(pa.array(tokens))
+    texts = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), words), " ")
+    ids = pa.array([f"d{i:07d}" for i in range(first, first + len(offsets) - 1)])
+    return "".join(pc.binary_join_element_wise('{"id": "', ids, '", "text": "', texts, '"}\n', "").to_pylist())
+
+
 def make_corpus(folder: Path, n_chunks: int, n_queries: int, words: int, lengths: str = "msmarco",
                 seed: int = 0, block: int = 500_000) -> None:
     """corpus.jsonl, goldset.jsonl and a config in ``folder``, ``block`` documents at a time (bounded memory)."""
@@ -90,8 +102,7 @@ def make_corpus(folder: Path, n_chunks: int, n_queries: int, words: int, lengths
             hi = min(lo + block, n_chunks)
             offsets = np.concatenate([[0], np.cumsum(passage_lengths(rng, hi - lo, words, lengths))])
             tokens = np.minimum(np.searchsorted(cdf, rng.random(int(offsets[-1]))), VOCAB - 1)
-            fh.writelines(f'{{"id": "d{i:07d}", "text": "{" ".join(vocab[tokens[offsets[i - lo]:offsets[i - lo + 1]]])}"}}\n'
-                          for i in range(lo, hi))
+            fh.write(_lines(vocab, tokens, offsets, lo))
             for q in order[np.searchsorted(targets[order], lo):np.searchsorted(targets[order], hi)].tolist():
                 own = tokens[offsets[targets[q] - lo]:offsets[targets[q] - lo + 1]]
                 queries[q] = " ".join(list(vocab[rng.choice(own, 5)]) + [vocab[rng.integers(0, VOCAB)]])
