@@ -170,12 +170,14 @@ def bench_index(n_chunks: int, n_queries: int, args, work: Path) -> dict:
     print(f"{n_chunks:,} chunks x {r['queries_timed']:,} queries, BM25 fast, the retriever alone: wall {wall:.1f} s "
           f"(CPU {cpu:.1f} s), peak RSS {rss:.2f} GB; load average {load_before} before, {_load()} after")
     print(f"  corpus read in {r['load_s']:.1f} s ({r['rss_loaded_gb']:.2f} GB); index {r['index_s']:.1f} s "
-          f"({n_chunks / max(r['index_s'], 1e-9):,.0f} chunks/s), peak RSS while indexing {r['rss_indexed_gb']:.2f} GB")
+          f"(CPU {r['index_cpu_s']:.1f} s; {n_chunks / max(r['index_s'], 1e-9):,.0f} chunks/s), peak RSS while "
+          f"indexing {r['rss_indexed_gb']:.2f} GB")
     print(f"  {r['postings']:,} postings ({r['sparse_postings']:,} in lists, the rest in {r['dense_terms']} dense "
           f"columns), {r['terms']:,} terms: index {r['index_bytes'] / 1e9:.2f} GB = "
           f"{r['index_bytes'] / max(r['postings'], 1):.1f} bytes per posting; chunk table "
           f"{r['table_bytes'] / 1e9:.2f} GB")
-    print("  " + "; ".join(f"depth {d}: {r[f'ms_per_query@{d}']:.1f} ms/query" for d in depths))
+    print("  " + "; ".join(f"depth {d}: {r[f'ms_per_query@{d}']:.1f} ms/query (CPU {r[f'cpu_ms_per_query@{d}']:.1f})"
+                           for d in depths))
     return r
 
 
@@ -289,7 +291,7 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=1000)
     ap.add_argument("--words", type=int, default=56, help="mean words per chunk")
     ap.add_argument("--lengths", choices=("msmarco", "uniform"), default="msmarco")
-    ap.add_argument("--phases", default="index,run", help="index (the retriever alone), run (harness run), or both")
+    ap.add_argument("--phases", default="index,run", help="index (the retriever alone), run (harness run), or both; data: only write the data and config")
     ap.add_argument("--timed", type=int, default=0, help="index phase: queries timed per depth (default 0: all)")
     ap.add_argument("--max-rss", type=float, default=MAX_RSS_GB, help="GB; a child past it is stopped")
     ap.add_argument("--executor", choices=EXECUTORS, default="local")
@@ -314,6 +316,8 @@ def main() -> None:
               f"executor {args.executor}, {os.cpu_count()} CPUs, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 1e9:.0f} GB")
         rows = []
         for c, q in _pairs(args.sizes):
+            if "data" in phases:  # only the corpus, golden set and config (to run elsewhere)
+                print(f"  {write_config(_data(c, q, args, work), args.depth)}")
             if "index" in phases:
                 bench_index(c, q, args, work)
             if "run" in phases:
