@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import harness.retrievers.bm25_postings as postings
-from harness.core.types import Chunk
+from harness.core.types import Chunk, Query
 from harness.retrievers.bm25 import BM25Config, BM25Retriever
 from harness.retrievers.bm25_index import BM25Index, _above_kth
 from harness.retrievers.bm25_postings import PostingsBuilder
@@ -72,3 +72,17 @@ def test_above_kth_keeps_the_top_k_and_its_ties():
         assert scores[kept].min() <= kth and np.isin(np.flatnonzero(scores >= kth), kept).all()
         np.testing.assert_array_equal(kept[top_k(scores[kept], k, ids[kept])], top_k(scores, k, ids))
     assert _above_kth(np.ones(100), 10) is None  # too small a sample to be worth it: top_k's partition
+
+
+def test_one_pass_over_the_chunks_gives_the_chunk_table_of_the_list():
+    from harness.retrievers.chunktable import ChunkTable
+
+    texts = _texts(300, seed=7)
+    chunks = [Chunk(f"c{(i * 37) % 300:03d}", f"d{i // 3}", 5, 5 + len(t), t, t) for i, t in enumerate(texts)]
+    retriever = BM25Retriever(BM25Config(backend="fast"))
+    retriever.index(c for c in chunks)  # a generator: read once
+    expected = ChunkTable.from_chunks(chunks)
+    for field in expected.__dataclass_fields__:
+        a, b = getattr(expected, field), getattr(retriever._table, field)
+        assert (a == b) if isinstance(a, bytes) else np.array_equal(a, b), field
+    assert retriever.retrieve([Query("q", "w1 w2")], 3)[0].hits[0].chunk_id in {c.chunk_id for c in chunks}
