@@ -108,7 +108,8 @@ def make_corpus(folder: Path, n_chunks: int, n_queries: int, words: int, lengths
                 queries[q] = " ".join(list(vocab[rng.choice(own, 5)]) + [vocab[rng.integers(0, VOCAB)]])
     with (folder / "goldset.jsonl").open("w") as fh:
         for q, d in enumerate(targets.tolist()):
-            fh.write(f'{{"id": "q{q:07d}", "query": "{queries[q]}", "relevant": [{{"doc": "d{d:07d}", "grade": 1}}]}}\n')
+            fh.write(f'{{"id": "q{q:07d}", "query": "{queries[q]}", '
+                     f'"relevant": [{{"doc": "d{d:07d}", "grade": 1}}]}}\n')
 
 
 def write_config(folder: Path, depth: int) -> Path:
@@ -291,7 +292,8 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=1000)
     ap.add_argument("--words", type=int, default=56, help="mean words per chunk")
     ap.add_argument("--lengths", choices=("msmarco", "uniform"), default="msmarco")
-    ap.add_argument("--phases", default="index,run", help="index (the retriever alone), run (harness run), or both; data: only write the data and config")
+    ap.add_argument("--phases", default="index,run",
+                    help="index (the retriever alone), run (harness run), or both; data: only write the data")
     ap.add_argument("--timed", type=int, default=0, help="index phase: queries timed per depth (default 0: all)")
     ap.add_argument("--max-rss", type=float, default=MAX_RSS_GB, help="GB; a child past it is stopped")
     ap.add_argument("--executor", choices=EXECUTORS, default="local")
@@ -312,8 +314,9 @@ def main() -> None:
                 bench_eval(n, depth, work)
             return
         phases = set(args.phases.split(","))
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1e9
         print(f"BM25 backend fast, depth {args.depth}, {args.lengths} lengths of {args.words} words on average, "
-              f"executor {args.executor}, {os.cpu_count()} CPUs, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 1e9:.0f} GB")
+              f"executor {args.executor}, {os.cpu_count()} CPUs, {memory:.0f} GB")
         rows = []
         for c, q in _pairs(args.sizes):
             if "data" in phases:  # only the corpus, golden set and config (to run elsewhere)
