@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from typing import Literal, Sequence
+from typing import Iterable, Iterator, Literal, Sequence
 
 import numpy as np
 from pydantic import Field, PrivateAttr, field_validator, model_validator
@@ -16,8 +16,9 @@ from ..text.analysis import Analyzer, token_pattern_problem
 from ..text.stopwords import BUILTIN as STOPWORD_LISTS, describe as describe_stopwords, read_stopword_file
 from ..core.types import Chunk, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
-from .bm25_index import BM25Index, bm25_delta
-from .bm25_tokens import tokenize_corpus
+from .bm25_index import DENSE_SHARE, BM25Index, bm25_delta
+from .bm25_postings import PostingsBuilder
+from .bm25_tokens import TokenBatches
 from .chunktable import ChunkTable
 from .contract import IndexedLists
 from .ranking import top_k
@@ -104,12 +105,19 @@ class BM25Retriever:
         return {**self.__dict__, "_analyzer": None, "_vocab": None}
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        self._table = ChunkTable.from_chunks(chunks)
         if self.config.backend == "fast":
-            tokens = tokenize_corpus((c.index_text for c in chunks), self.analyze)
-            self._terms, self._vocab = tokens.terms, None
-            self._index = BM25Index.build(tokens.ids, tokens.lengths, len(tokens.terms), self.config)
+            # One pass over the chunks (an iterable streaming them from disk will do), batch by batch: a batch's
+            # tokens become postings at once, so neither all the texts nor all the tokens need be held.
+            columns: tuple[list, list, list, list] = ([], [], [], [])
+            batches, builder = TokenBatches(self.analyze), PostingsBuilder()
+            for ids, lengths in batches.of(_texts(chunks, columns)):
+                builder.add(ids, lengths)
+            self._table = ChunkTable.from_columns(*columns)
+            del columns
+            self._terms, self._vocab = batches.terms, None
+            self._index = BM25Index.from_postings(builder.finish(len(self._terms), DENSE_SHARE), self.config)
         else:
+            self._table = ChunkTable.from_chunks(chunks)
             self._engine = RankBM25([self.analyze(c.index_text) for c in chunks], self.config)
 
     def _term_ids(self, text: str) -> np.ndarray:
@@ -178,6 +186,17 @@ class BM25Retriever:
                 value = float(self._engine.get_scores([term])[chunk_index])
             out[term] = out.get(term, 0.0) + value
         return out
+
+
+def _texts(chunks: Iterable[Chunk], columns: tuple[list, list, list, list]) -> Iterator[str]:
+    """Each chunk's index text, noting its id, document, start and end in ``columns`` on the way."""
+    ids, docs, starts, ends = columns
+    for c in chunks:
+        ids.append(c.chunk_id)
+        docs.append(c.doc_id)
+        starts.append(c.start)
+        ends.append(c.end)
+        yield c.index_text
 
 
 def _delta(config: BM25Config) -> float:

@@ -8,9 +8,8 @@ the regex per text. Stopwords and stemming are functions of the token, so they a
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -42,24 +41,75 @@ class CorpusTokens:
 
 
 def tokenize_corpus(texts: Iterable[str], analyzer: Analyzer, batch: int = BATCH_CHUNKS) -> CorpusTokens:
-    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)  # a new token gets the next id, in C
+    batches = TokenBatches(analyzer)
     ids, lengths = [], []
-    it = iter(texts)
-    while True:
-        texts_batch = list(itertools.islice(it, batch))
-        if not texts_batch:
-            break
-        if analyzer.lowercase:
-            texts_batch = [t.lower() for t in texts_batch]
-        got = _vector_batch(texts_batch, analyzer.pattern, vocab) if analyzer.pattern in VECTOR_PATTERNS else None
-        if got is None:
-            got = _regex_batch(texts_batch, analyzer, vocab)
+    for got in batches.of(texts, batch):
         ids.append(got[0])
         lengths.append(got[1])
-    raw_terms = list(vocab)
     all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32)
     all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
-    return _normalise(raw_terms, all_ids, all_lengths, analyzer)
+    return CorpusTokens(batches.terms, all_ids, all_lengths)
+
+
+class _Vocab(dict):
+    """Term -> id, numbering new terms in order of first appearance and keeping them in a list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str] = []
+
+    def __missing__(self, term: str) -> int:
+        self[term] = i = len(self.order)
+        self.order.append(term)
+        return i
+
+
+class TokenBatches:
+    """A corpus's term ids batch by batch (``of``), so a caller never holds every token at once; ``terms`` (after
+    the last batch): the vocabulary, by id. Stopwords and stems are decided once per new distinct token."""
+
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
+        self._raw = _Vocab()  # the tokens as the pattern cut them
+        self._plain = not analyzer.stop and analyzer.stemmer == "none"
+        self._final = _Vocab()  # after stopwords and stemming
+        self._mapping = np.zeros(0, dtype=np.int32)  # raw id -> final id, -1 for a stopword
+
+    @property
+    def terms(self) -> list[str]:
+        return self._raw.order if self._plain else self._final.order
+
+    def of(self, texts: Iterable[str], batch: int = BATCH_CHUNKS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(term ids chunk after chunk, int32; tokens per chunk, int64) per batch of ``batch`` texts."""
+        analyzer, it = self.analyzer, iter(texts)
+        while True:
+            texts_batch = list(itertools.islice(it, batch))
+            if not texts_batch:
+                return
+            if analyzer.lowercase:
+                texts_batch = [t.lower() for t in texts_batch]
+            got = _vector_batch(texts_batch, analyzer.pattern, self._raw) \
+                if analyzer.pattern in VECTOR_PATTERNS else None
+            if got is None:
+                got = _regex_batch(texts_batch, analyzer, self._raw)
+            yield got if self._plain else self._normalise(*got)
+
+    def _normalise(self, ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Drop stopwords and stem: the tokens first seen in this batch get their final ids (in order of first
+        appearance, so the numbering is the one a single pass over the whole corpus gives)."""
+        analyzer, new = self.analyzer, self._raw.order[len(self._mapping):]
+        if new:
+            stop = analyzer.stop
+            kept = [t for t in new if t not in stop]
+            final = iter(map(self._final.__getitem__, analyzer._stem(kept) if analyzer._stem is not None else kept))
+            added = np.array([-1 if t in stop else next(final) for t in new], dtype=np.int32)
+            self._mapping = np.concatenate([self._mapping, added])
+        if not len(ids):
+            return ids, lengths
+        mapped = self._mapping[ids]
+        keep = mapped >= 0
+        chunk_of = np.repeat(np.arange(len(lengths)), lengths)
+        return mapped[keep], np.bincount(chunk_of[keep], minlength=len(lengths)).astype(np.int64)
 
 
 def _regex_batch(texts: Sequence[str], analyzer: Analyzer, vocab) -> tuple[np.ndarray, np.ndarray]:
@@ -106,21 +156,3 @@ def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray
     to_global = np.fromiter(map(vocab.__getitem__, encoded.dictionary.to_pylist()), dtype=np.int32,
                             count=len(encoded.dictionary))
     return to_global[local] if len(local) else np.zeros(0, dtype=np.int32), lengths
-
-
-def _normalise(raw_terms: list[str], ids: np.ndarray, lengths: np.ndarray, analyzer: Analyzer) -> CorpusTokens:
-    """Drop stopwords and stem, per distinct token; renumber the terms that remain."""
-    stop = analyzer.stop
-    if not stop and analyzer.stemmer == "none":
-        return CorpusTokens(raw_terms, ids, lengths)
-    kept = [t for t in raw_terms if t not in stop]
-    final = analyzer._stem(kept) if analyzer._stem is not None else kept
-    vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-    kept_ids = iter(map(vocab.__getitem__, final))
-    mapping = np.array([-1 if t in stop else next(kept_ids) for t in raw_terms], dtype=np.int32)
-    if not len(mapping):
-        return CorpusTokens([], ids, lengths)
-    new = mapping[ids]
-    keep = new >= 0
-    chunk_of = np.repeat(np.arange(len(lengths)), lengths)
-    return CorpusTokens(list(vocab), new[keep], np.bincount(chunk_of[keep], minlength=len(lengths)).astype(np.int64))

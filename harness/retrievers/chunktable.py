@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.types import Chunk, Hit, RankedList
-from .ranking import id_order
+from .ranking import rank_of
 
 
 def _pack(strings: Sequence[str]) -> tuple[bytes, np.ndarray]:
@@ -44,7 +44,14 @@ class ChunkTable:
                              count=len(chunks))
         return cls(*_pack(ids), doc_of, *_pack(list(docs)),
                    np.fromiter((c.start for c in chunks), dtype=np.int64, count=len(chunks)),
-                   np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks)), id_order(chunks))
+                   np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks)), rank_of(ids))
+
+    @classmethod
+    def from_columns(cls, ids: list[str], doc_ids: list[str], start: list[int], end: list[int]) -> "ChunkTable":
+        docs: dict[str, int] = {}
+        doc_of = np.fromiter((docs.setdefault(d, len(docs)) for d in doc_ids), dtype=np.int32, count=len(doc_ids))
+        return cls(*_pack(ids), doc_of, *_pack(list(docs)), np.array(start, dtype=np.int64),
+                   np.array(end, dtype=np.int64), rank_of(ids))
 
     def __len__(self) -> int:
         return len(self.doc_of)

@@ -12,8 +12,13 @@ from ..core.types import Chunk, Hit, RankedList
 
 def id_order(chunks: Sequence[Chunk]) -> np.ndarray:
     """Each chunk's position in chunk-id order: ``top_k`` compares these integers instead of the id strings."""
-    order = np.empty(len(chunks), dtype=np.int64)
-    order[sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_id)] = np.arange(len(chunks))
+    return rank_of([c.chunk_id for c in chunks])
+
+
+def rank_of(ids: Sequence[str]) -> np.ndarray:
+    """Each id's position in sorted order (the ids read once: a sequence may make its items on access)."""
+    order = np.empty(len(ids), dtype=np.int64)
+    order[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
     return order
 
 
