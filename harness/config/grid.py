@@ -12,6 +12,7 @@ import re
 from ..core.errors import ConfigError
 from ..metrics.spec import default_metrics
 from .schema import ExperimentConfig, parse_config
+from .selection import goldset_overrides
 
 
 def _set(data: dict, path: str, value) -> None:
@@ -44,7 +45,7 @@ def expand(config: ExperimentConfig, *, on_selection: bool = False) -> list[tupl
     base.pop("sweep_metric", None)
     select_on = base.pop("select_on", None)
     if on_selection and select_on is not None:
-        base["goldset"] = {**base["goldset"], **select_on}
+        base["goldset"] = {**base["goldset"], **goldset_overrides(select_on)}
     if "metrics" not in config.model_fields_set and isinstance(grid.get("depth"), list):
         depths = [d for d in grid["depth"] if isinstance(d, int) and not isinstance(d, bool) and d >= 1]
         if depths:  # the defaults follow the depth, and every point scores the same ones: at the smallest depth

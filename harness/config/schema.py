@@ -17,6 +17,7 @@ from ..core.errors import ConfigError, MetricError
 from ..core.schema import MAX_RANK, EnvText, Strict, format_validation_error  # noqa: F401  (re-exported)
 from ..metrics.spec import DEFAULT_METRICS, WINDOW_METRICS, default_metrics, parse_metrics
 from .paths import _interpolate, _resolve_paths, relative_paths  # noqa: F401  (relative_paths re-exported)
+from .selection import fold_problems, goldset_overrides
 from .chunking import (MAX_CHUNK_UNITS, LIBRARY_STRATEGIES, RECURSIVE_STRATEGIES, DEFAULT_SEPARATORS, NEWER_CHUNKING_KEYS, ChunkingConfig)  # noqa: F401  (re-exported)
 
 
@@ -217,7 +218,9 @@ class ExperimentConfig(Strict):
     """what a sweep ranks its runs by: level.metric, one of metrics (default: the first metric at doc level)"""
     select_on: dict[str, Any] | None = None
     """choose a sweep's best run on another golden set (keys merged over goldset, e.g. {split: train}), then report
-    it on goldset"""
+    it on goldset; kfold (a whole number, 2 up to the number of selection queries) adds a k-fold estimate of the
+    choice: each fold's best point chosen on the other folds' queries and scored on the fold, with the optimism gap;
+    seed (default 0) shuffles the queries into folds (docs/tuning.md)"""
 
     @model_validator(mode="after")
     def _metrics_follow_depth(self) -> "ExperimentConfig":
@@ -237,7 +240,11 @@ class ExperimentConfig(Strict):
     def selection_goldset(self) -> GoldsetConfig | None:
         if self.select_on is None:
             return None
-        return GoldsetConfig.model_validate({**self.goldset.model_dump(), **self.select_on})
+        return GoldsetConfig.model_validate({**self.goldset.model_dump(), **goldset_overrides(self.select_on)})
+
+    def selects_elsewhere(self) -> bool:
+        """``select_on`` names another golden set (not only folds): the best point is then run again on goldset."""
+        return bool(goldset_overrides(self.select_on))
 
     def unplaceable(self) -> str:
         """What the run does with hits that name no chunk: ``retriever_hits.unplaceable``, or ``skip`` for a
@@ -289,6 +296,7 @@ def _sweep_problems(config: ExperimentConfig, specs: list) -> list[str]:
                 problems.append(f"sweep_metric: {config.sweep_metric!r} is not among metrics: "
                                 f"({', '.join(s.name for s in specs)}) nor a window metric; add it there")
     if config.select_on is not None:
+        problems += fold_problems(config.select_on)
         try:
             config.selection_goldset()
         except ValidationError as exc:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..text.chunking import chunk_documents
 from ..config.schema import ExperimentConfig
+from ..config.selection import too_many_folds
 from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assemble)
 from ..core.fingerprint import fingerprint_of_items
 from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError, RunFileError
@@ -131,7 +132,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
         # Every point as the sweep runs it (on the select_on golden set when there is one), and the golden set the
         # best point is reported on.
         points = _attempt(lambda: [cfg for cfg, _ in expand(config, on_selection=True)]
-                          + ([expand(config)[0][0]] if config.select_on is not None else []), errors)
+                          + ([expand(config)[0][0]] if config.selects_elsewhere() else []), errors)
         if errors:  # name the file: a sweep point's own source is its parameters
             first = errors[0]
             errors[0] = ConfigError(f"{source}: {str(first).split(chr(10), 1)[0]}", getattr(first, "problems", []))
@@ -182,6 +183,9 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
                     errors) is None:
             break  # the points after it share its golden set
         _check_external_hits(cfg, loaded, errors, dropped, sample, bad_runs)
+    if config.sweep and prepared and (line := too_many_folds(config.select_on, len(
+            next(iter(prepared.values())).gold.query_ids()))):  # the first prepared is the selection golden set
+        errors.append(ConfigError(f"{source}: {line}"))
     if rules is not None:  # after loading: slice rules are checked against the golden set's tags
         gold = next(iter(prepared.values())).gold if prepared else None
         _attempt(lambda: check_rules(rules, config, source, gold), errors)
@@ -194,7 +198,7 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
             line = f"{p.config.goldset.path}: {problem.message} (the query is flagged goldset_error)"
             if line not in warnings:
                 warnings.append(line)
-    reported_only = 1 if config.sweep and config.select_on is not None and len(configs) > 1 else 0
+    reported_only = 1 if config.sweep and config.selects_elsewhere() and len(configs) > 1 else 0
     sampled = list(dict.fromkeys(ext.path for cfg in configs for _, ext in _external_parts(cfg)
                                  if ext.read_in_part())) if sample else []
     return Checked(next(iter(prepared.values())), len(configs) - reported_only, warnings, sampled)

@@ -17,6 +17,8 @@ from ..stats.compare import compare_runs, split_metric, window_size_note
 from ..config.grid import expand  # noqa: F401  (re-exported: sweeps and their callers expand the grid here)
 from ..config.schema import ExperimentConfig, relative_paths
 from ..core.errors import ConfigError
+from ..config.selection import folds
+from .kfold import kfold_report, runner_up
 
 if TYPE_CHECKING:
     from ..result.outcomes import Comparison
@@ -84,7 +86,14 @@ def _run_points(config: ExperimentConfig, points, out_dir: Path, *, progress: bo
                                                         [(cfg.name, params, result) for cfg, params, result in results],
                                                         log)
     best = next(r for r in results if r[0].name == leaderboard["best"])
-    if config.select_on is not None:
+    if (second := runner_up(leaderboard, comparison)) is not None:
+        leaderboard["runner_up"] = second
+    if (chosen_folds := folds(config.select_on)) is not None:
+        leaderboard["kfold"] = kfold_report([(cfg.name, params, result) for cfg, params, result in results], level,
+                                            primary, *chosen_folds, config.select_on, leaderboard["best"])
+        log(f"sweep: {chosen_folds[0]}-fold selection: mean held-out {level}.{primary} "
+            f"{leaderboard['kfold']['mean_heldout']:.4f}, optimism gap {leaderboard['kfold']['optimism_gap']:+.4f}")
+    if config.selects_elsewhere():
         leaderboard.update(_report_best_on_goldset(config, best, out_dir, level, primary, progress, log, warn,
                                                    context))
     write_text(out_dir / "leaderboard.json", json.dumps(leaderboard, indent=2))
