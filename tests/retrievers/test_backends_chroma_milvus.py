@@ -198,6 +198,7 @@ BAD_CONFIGS = [
     ("chroma no server", "{kind: chroma, host: 127.0.0.1, port: 9}", ("retriever.kind chroma (127.0.0.1:9)",)),
     ("chroma missing collection", "{kind: chroma, mode: connect, path: {tmp}/store, collection: nope, "
                                   "fields: {chunk_id: c}}", ("Chroma collection 'nope' does not exist",)),
+    ("chroma user folder", "{kind: chroma, path: {tmp}/empty.db}", ("retriever.path", "holds other files")),
     ("chroma not a store", "{kind: chroma, mode: connect, path: {tmp}/empty, collection: abc, fields: {chunk_id: c}}",
      ("retriever.path", "not a Chroma folder")),
     ("milvus not .db", "{kind: milvus, path: x.txt}", ("ending .db",)),
@@ -239,12 +240,17 @@ def test_a_missing_client_names_the_extra(kind, module, monkeypatch, tmp_path):
         retriever.index([Chunk("d#0-1", "d", 0, 1, "x", "x")])
 
 
-def test_validate_says_a_missing_extra_in_one_line(monkeypatch, tmp_path):
-    cfg = demo_config(tmp_path, retriever="{kind: milvus}")
-    monkeypatch.setitem(sys.modules, "milvus_lite", None)
-    proc = harness("validate", cfg, cwd=tmp_path)
-    assert_input_error(proc, "pip install 'rag-harness[milvus]'", code=proc.returncode)
-    assert proc.returncode != 0 and proc.stderr.count("rag-harness[milvus]") == 1, proc.stderr
+@pytest.mark.parametrize("kind,module", [("chroma", "chromadb"), ("milvus", "pymilvus"), ("milvus", "milvus_lite")])
+def test_validate_and_run_name_a_missing_extra_in_the_same_line(kind, module, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, module, None)
+    config = ROOT / f"configs/demo-{kind}.yaml"
+    checked = harness("validate", config)
+    ran = harness("run", config, "--out", tmp_path / "out", "-q")
+    want = f"error: retriever.kind {kind}: needs {module}: pip install 'rag-harness[{kind}]'"
+    for proc in (checked, ran):
+        assert_input_error(proc)
+        assert [line for line in proc.stderr.splitlines() if line.startswith("error:")] == [want]
+    assert not (tmp_path / "out").exists()  # said before any work
 
 
 def test_importing_the_kinds_imports_no_client():
