@@ -84,7 +84,7 @@ def test_a_framework_retriever_scores_as_its_ranking_given_as_an_external_run(ki
 
     result = _run(_with_retriever(DEMO, _section(kind, factory, **extra), cutoff={"k": 10}), cache)
     prepared = _prepared()
-    retriever = getattr(framework_factories, factory)(list(prepared.documents.values()))
+    retriever = getattr(framework_factories, factory)(list(prepared.docs))
     run = tmp_path / "run.jsonl"
     returned = {}
     with run.open("w") as f:
