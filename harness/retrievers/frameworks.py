@@ -212,15 +212,22 @@ class FrameworkRetriever:
 
     # ---- what the run reads after retrieval ----
 
-    def answered_query_ids(self) -> list[str]:
-        """The queries the framework answered: one it raised on (``on_error: skip``) is absent from the run."""
-        return list(self._answered)
+    @property
+    def answered_query_ids(self) -> Callable[[], list[str]] | None:
+        """With ``on_error: skip``, the queries the framework answered: one it raised on is absent from the run.
+        With ``fail`` every query is answered or the run stops (and on Ray the actors answer: this object knows
+        nothing of them), so there is nothing to say."""
+        if self.config.on_error != "skip":
+            return None
+        return lambda: list(self._answered)
 
     def query_latencies_ms(self) -> dict[str, float]:
         return dict(self._latency)  # per query where called per query; a batch's time is shared by its queries
 
     def info(self) -> dict:
-        return {"framework": self.kind, "factory": self.config.factory,
+        counted = {} if self._answered else {"note": "the queries were answered by Ray actors' copies: "
+                                                     "their counts are not here"}
+        return {**counted, "framework": self.kind, "factory": self.config.factory,
                 "retriever": type(self.retriever).__name__ if self.retriever is not None else None,
                 "calls": "batch" if self.kind == "langchain" and callable(getattr(self.retriever, "batch", None))
                 else "per query",
