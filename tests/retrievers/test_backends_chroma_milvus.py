@@ -271,3 +271,59 @@ def test_a_temporary_store_is_removed_after_the_run(cache, tmp_path, monkeypatch
         before = snapshot(tmp_path)
         _run(_with_retriever(DEMO, {"kind": kind}), cache)
         assert snapshot(tmp_path) == before, kind
+
+
+# ---- a server: Chroma's `chroma run` and Milvus Lite's gRPC server, started here on a free port and stopped ---------
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(args: list[str], port: int):
+    import socket
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    proc.kill()
+    pytest.skip(f"{args[0]} did not start")
+
+
+@pytest.mark.parametrize("kind", list(MODULES))
+def test_a_server_with_a_token_from_the_environment(kind, cache, dense_demo, tmp_path, monkeypatch):
+    _need(kind)
+    port = _free_port()
+    if kind == "chroma":
+        chroma = Path(sys.executable).parent / "chroma"
+        if not chroma.exists():
+            pytest.skip("no chroma command")
+        args = [str(chroma), "run", "--path", str(tmp_path / "srv"), "--host", "127.0.0.1", "--port", str(port)]
+        section = {"kind": "chroma", "host": "127.0.0.1", "port": port, "token_env": "HARNESS_TEST_TOKEN"}
+    else:
+        args = [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(tmp_path / "srv"), "--host",
+                "127.0.0.1", "--port", str(port)]
+        section = {"kind": "milvus", "uri": f"http://127.0.0.1:{port}", "token_env": "HARNESS_TEST_TOKEN"}
+    monkeypatch.setenv("HARNESS_TEST_TOKEN", "root:Milvus")
+    server = _serve(args, port)
+    try:
+        first = _run(_with_retriever(DEMO, section), cache)
+        second = _run(_with_retriever(DEMO, section), cache)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert (first.retriever_info["reused_existing_index"], second.retriever_info["reused_existing_index"]) == \
+        (False, True)
+    assert_same_metrics(first, dense_demo)  # (Chroma: its HNSW finds every neighbour of 79 vectors)
+    assert_same_metrics(second, first)
