@@ -327,3 +327,23 @@ def test_a_server_with_a_token_from_the_environment(kind, cache, dense_demo, tmp
         (False, True)
     assert_same_metrics(first, dense_demo)  # (Chroma: its HNSW finds every neighbour of 79 vectors)
     assert_same_metrics(second, first)
+
+
+# ---- SciFact (skips without ../shared): Milvus FLAT = dense flat; Chroma's recall measured ------------------------
+
+from test_backends_vectordb import _scifact, scifact_dense  # noqa: E402,F401  (the module's fixture, shared)
+
+
+@pytest.mark.slow
+def test_scifact_milvus_flat_matches_dense_flat_and_chroma_reports_its_recall(scifact_dense):
+    from harness.cache import default_cache_dir
+
+    _need("milvus")
+    result = _run(_scifact({"kind": "milvus"}), default_cache_dir())
+    assert_same_ranking(result, scifact_dense, tol=1e-6)
+    assert_same_metrics(result, scifact_dense)
+    _need("chroma")
+    chroma = _run(_scifact({"kind": "chroma"}), default_cache_dir())
+    recall = chroma.retriever_info["ann_recall_at_10"]
+    assert recall == pytest.approx(_recall_at_10(chroma, scifact_dense), abs=1e-12)
+    assert 0.9 < recall <= 1.0
