@@ -186,3 +186,7 @@ def haystack_embedding(documents):
     pipe.add_component("retriever", InMemoryEmbeddingRetriever(store, top_k=DEPTH))
     pipe.connect("text_embedder.embedding", "retriever.query_embedding")
     return pipe
+
+
+def factory_that_raises(documents):
+    raise RuntimeError("index folder missing")

@@ -139,6 +139,34 @@ def test_a_framework_exception_is_one_line_naming_the_factory_and_on_error_skip_
     assert set(sync) <= set(result.summary.counts.doc.absent_from_run_query_ids)
 
 
+def test_a_factory_that_raises_is_one_line_naming_it(tmp_path):
+    _need("langchain")
+    cfg = demo_config(tmp_path, retriever=f"{{kind: langchain, factory: framework_factories:factory_that_raises, "
+                                          f"path: {HERE}}}")
+    proc = harness("run", cfg, "--out", tmp_path / "out", "-q", cwd=tmp_path)
+    assert_input_error(proc, "retriever.kind 'langchain' (framework_factories:factory_that_raises) failed in the "
+                             "factory: RuntimeError: index folder missing (at ", "framework_factories.py:",
+                       code=proc.returncode)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("kind,factory", [("langchain", "langchain_bm25"), ("llamaindex", "llamaindex_bm25"),
+                                          ("haystack", "haystack_bm25")])
+def test_set_depth_asks_the_retriever_for_the_runs_depth(kind, factory, cache):
+    _need(kind)
+    built = _run(_with_retriever(DEMO, _section(kind, factory), cutoff={"k": 10}, depth=20), cache)
+    deeper = _run(_with_retriever(DEMO, _section(kind, factory, set_depth=True), cutoff={"k": 10}, depth=20), cache)
+    # the depth the factory built it with, then the run's (Haystack's BM25 returns only documents that match)
+    assert max(len(q.hits) for q in built.queries) == 10 and max(len(q.hits) for q in deeper.queries) == 20
+    for a, b in zip(built.queries, deeper.queries):  # the same ranking, further down
+        n = len(a.hits)
+        assert len(b.hits) >= n
+        if kind != "langchain":  # a BM25 cuts ties at k its own way: the same scores, tied chunks may differ
+            assert [h.score for h in b.hits[:n]] == pytest.approx([h.score for h in a.hits], abs=1e-9), a.id
+        else:
+            assert [h.chunk_id for h in b.hits[:n]] == [h.chunk_id for h in a.hits], a.id
+
+
 @pytest.mark.parametrize("retriever,expect", [
     ("{kind: langchain, factory: framework_factories:not_a_retriever, path: %s}",
      "framework_factories:not_a_retriever) the factory returned int, not a LangChain retriever"),
