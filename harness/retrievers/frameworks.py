@@ -173,9 +173,8 @@ class FrameworkRetriever:
             target = r if callable(getattr(r, "retrieve", None)) and not hasattr(r, "query") else r.retriever
             return target.retrieve(text)
         data: dict = {}
-        for name, value in ((c.query_input, text), (c.top_k_input, k)):
-            if name is None or value is k and not c.set_depth:
-                continue
+        given = [(c.query_input, text)] + ([(c.top_k_input, k)] if c.set_depth and c.top_k_input else [])
+        for name, value in given:
             head, _, tail = name.partition(".")
             if tail:
                 data.setdefault(head, {})[tail] = value
