@@ -1,13 +1,15 @@
 """Vector backends side by side on SciFact (BEIR test split, 5,183 abstracts, 300 queries): index build time,
-queries/s and nDCG@10 of `dense` (faiss) and `qdrant`, `pgvector`, `lancedb` in build mode, exact search and one
-ANN index each (ANN recall@10 against exact from results.json), in one run.
+queries/s and nDCG@10 of `dense` (faiss) and `qdrant`, `pgvector`, `lancedb`, `chroma`, `milvus` in build mode,
+exact search and one ANN index each (Chroma has only HNSW) (ANN recall@10 against exact from results.json), in one run.
 
   python bench/backends.py [--data ../shared/datasets/scifact] [--cache DIR (default: harness's cache folder)] [--exact-only]
+                           [--only chroma,milvus (rows whose label starts with one of these)]
 
 Embeddings come from the harness cache (encoded once by the first run, about 3 minutes on 2 cores; every other
 row reuses them), so "build" is the backend's own work: creating and filling the collection/table and its index.
 A backend whose client is not installed is shown as such. pgvector runs on a PostgreSQL started from pip
-(pgserver) in a temporary folder; qdrant in local mode, which searches exactly whatever its HNSW settings."""
+(pgserver) in a temporary folder; qdrant in local mode, which searches exactly whatever its HNSW settings; chroma
+embedded and milvus as Milvus Lite, each in a temporary folder."""
 
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ ROWS = [
     ("lancedb flat", {"kind": "lancedb"}, "lancedb"),
     ("lancedb ivf_hnsw_sq", {"kind": "lancedb", "index": "ivf_hnsw_sq"}, "lancedb"),
     ("lancedb fulltext", {"kind": "lancedb", "search": "fulltext"}, "lancedb"),
+    ("chroma hnsw", {"kind": "chroma"}, "chromadb"),
+    ("milvus flat", {"kind": "milvus"}, "milvus_lite"),
+    ("milvus hnsw", {"kind": "milvus", "index": "hnsw"}, "milvus_lite"),
+    ("milvus ivf_flat", {"kind": "milvus", "index": "ivf_flat", "nlist": 72, "nprobe": 8}, "milvus_lite"),
 ]
 
 
@@ -54,13 +60,15 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets" / "scifact")
     ap.add_argument("--cache", type=Path, default=default_cache_dir())
     ap.add_argument("--exact-only", action="store_true", help="only the exact rows (and fulltext)")
+    ap.add_argument("--only", default="", help="comma-separated label prefixes: only those rows")
     args = ap.parse_args()
+    only = tuple(p.strip() for p in args.only.split(",") if p.strip())
     if not args.data.is_dir():
         sys.exit(f"{args.data}: SciFact not found (give --data)")
     context = BuildContext(cache_dir=args.cache, progress=False)
     print(f"{'backend':<22}{'build s':>9}{'queries/s':>11}{'nDCG@10':>9}{'R@100':>8}{'ANN R@10':>10}")
     for label, section, module in ROWS:
-        if args.exact_only and section.get("index", "flat") != "flat":
+        if args.exact_only and section.get("index", "flat") != "flat" or only and not label.startswith(only):
             continue
         if module and importlib.util.find_spec(module) is None:
             print(f"{label:<22}  (not installed: {module})")

@@ -13,6 +13,8 @@ from ..core.errors import ConfigError
 from ..result.run_records import ExecutorRecord
 from ..core.types import Chunk, Query
 from ..retrievers import BuildContext, Retriever
+from ..retrievers.compose import parts as _parts
+from ..retrievers.frameworks import FrameworkRetriever
 from .local import Executed, retrieval_stages, run_local
 from .ray_actors import RayRetriever
 from .ray_encode import encode_with_ray, live_parts
@@ -42,6 +44,12 @@ class RayExecutor:
             retrieved = run_local(config, retriever, chunks, queries, context.documents, progress,
                                   stage_docs=stage_docs)
             return Executed(retrieved, self._record("driver"), retrieval_stages(retrieved))
+        skipping = [node.kind for node in _parts(retriever)
+                    if isinstance(node, FrameworkRetriever) and node.config.on_error == "skip"]
+        if skipping:  # which queries failed is known only where the framework ran
+            raise ConfigError(f"retriever.on_error: skip with retriever.kind {skipping[0]!r} needs the local "
+                              f"executor (the queries the framework failed on are known to the actor that ran "
+                              f"them); use on_error: fail with executor.kind 'ray'")
         batch = self._batch_size()
         stages: dict[str, float] = {}
         t0 = time.perf_counter()

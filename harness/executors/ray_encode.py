@@ -23,13 +23,14 @@ def live_parts(retriever: Any) -> list[str]:
 
 
 def import_folders(retriever: Any) -> list[str]:
-    """The folders the python retrievers in ``retriever`` import their modules from (their ``path:``, absolute
+    """The folders the python and framework retrievers in ``retriever`` import their modules from (their ``path:``, absolute
     once the config is read): the actors put them on their import path, as ``load_target`` does on the driver."""
+    from ..retrievers.frameworks import FrameworkRetriever
     from ..retrievers.python import PythonRetriever
 
     folders = []
     for node in _parts(retriever):
-        path = getattr(node.config, "path", None) if isinstance(node, PythonRetriever) else None
+        path = getattr(node.config, "path", None) if isinstance(node, (PythonRetriever, FrameworkRetriever)) else None
         if path is not None and str(Path(path).resolve()) not in folders:
             folders.append(str(Path(path).resolve()))
     return folders

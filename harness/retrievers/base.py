@@ -121,7 +121,7 @@ def register_retriever(name: str, config_model: type, factory: Callable[[Any, Bu
 
 
 BUILTIN_MODULES = ("bm25", "compose", "dense", "external", "qdrant", "pgvector", "lancedb", "http", "python",
-                   "search_engine", "tantivy")
+                   "search_engine", "tantivy", "chroma", "milvus", "frameworks")
 
 
 def _load_builtin_kinds() -> None:

@@ -1,4 +1,4 @@
-"""What the vector-database kinds (``qdrant``, ``pgvector``, ``lancedb``) share: the config fields they have in
+"""What the vector-database kinds (``qdrant``, ``pgvector``, ``lancedb``, ``chroma``, ``milvus``) share: the config fields they have in
 common, the field mapping of connect mode, and ``VectorStoreRetriever``, which does everything but talk to the
 database: encoding (the ``dense`` encoder and embedding cache, so a backend reuses the vectors ``dense`` made),
 the build/connect decision, widening a search whose k-th score is tied past the cut, records to hits, and the
@@ -274,6 +274,27 @@ class VectorStoreRetriever:
     def mapped(self, record: dict) -> dict:
         """A connect-mode record reduced to the mapped fields."""
         return {name: record.get(name) for name in self.config.fields.names()}
+
+
+def exact_top(queries: np.ndarray, stored: np.ndarray, records: Sequence[object], n: int,
+              space: str) -> list[list[tuple[float, object]]]:
+    """Exact search over vectors read back from a store that has no exact mode (Chroma's HNSW; Milvus connect
+    mode): per query, up to ``n`` (score, record) by score descending, in the store's space ("ip", "cosine" or
+    "l2", whose score is the negated squared distance)."""
+    q = np.asarray(queries, dtype=np.float32)
+    v = np.asarray(stored, dtype=np.float32)
+    if space == "cosine":
+        q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+        v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    scores = q @ v.T
+    if space == "l2":
+        scores = 2 * scores - (q * q).sum(1)[:, None] - (v * v).sum(1)[None, :]
+    n = min(n, len(records))
+    out = []
+    for row in scores:
+        top = np.argsort(-row, kind="stable")[:n]
+        out.append([(float(row[i]), records[i]) for i in top])
+    return out
 
 
 def _record_key(record: object) -> object:

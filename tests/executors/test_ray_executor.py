@@ -403,6 +403,28 @@ def test_a_python_retriever_imports_from_its_path_on_the_workers(local_ray, tmp_
     assert local.hit_problems.duplicates > 0
 
 
+def test_a_framework_retriever_is_rebuilt_by_its_factory_in_each_actor(local_ray, tmp_path):
+    """kind: langchain (likewise llamaindex, haystack): the framework's objects are not shipped; each actor imports
+    the factory from path: and calls it again. The same lists as the local run."""
+    pytest.importorskip("langchain_community")
+    pytest.importorskip("rank_bm25")
+    from harness.config.schema import parse_config
+
+    demo = ROOT / "goldsets" / "demo"
+    config = parse_config({"name": "lcray", "corpus": {"path": str(demo / "corpus.jsonl")},
+                           "chunking": {"strategy": "sentences", "size": 2},
+                           "goldset": {"path": str(demo / "goldset.jsonl")}, "cutoff": {"k": 5},
+                           "retriever": {"kind": "langchain", "factory": "framework_factories:langchain_bm25",
+                                         "path": str(ROOT / "tests" / "retrievers")}}, "t", tmp_path)
+    local = _run(config, tmp_path / "cache")
+    remote = _run(_with(config, kind="ray", num_workers=2, batch_size=8), tmp_path / "cache")
+    assert remote.executor.placement == "rebuilt"
+    _same(local, remote)
+    skipping = config.model_copy(update={"retriever": {**config.retriever, "on_error": "skip"}})
+    with pytest.raises(ConfigError, match="on_error: skip with retriever.kind 'langchain' needs the local executor"):
+        _run(_with(skipping, kind="ray", num_workers=2), tmp_path / "cache")
+
+
 def test_more_shards_than_chunks_is_said_before_ray_starts(tmp_path, monkeypatch):
     """validate (which chunks the corpus) and run say it, naming the config file, before Ray is started: run
     started Ray (~7 s) and then failed with a line naming no file; validate said ok."""

@@ -205,7 +205,7 @@ CASES = [
          ("retriever.mode: Input should be 'ids', 'spans'",)),
     Case("unknown-kind-lists-plugins", lambda t: ["validate", demo_config(t, retriever="{kind: scriptd}")],
          # the built-in list grows (live retrievers, backends): check its start and the plugin, not every name
-         ("retriever.kind: unknown retriever kind 'scriptd'; registered kinds: bm25, dense, ", ", scripted",
+         ("retriever.kind: unknown retriever kind 'scriptd'; registered kinds: bm25, chroma, dense, ", ", scripted",
           "retriever.kind: (not registered) entry point broken = harness_not_there:register: cannot be loaded "
           "(ModuleNotFoundError")),
     Case("bad-hits-policy", lambda t: ["validate", demo_config(t, retriever_hits="{unplaceable: maybe}")],
