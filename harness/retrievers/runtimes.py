@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -95,7 +96,10 @@ def _export(model_name: str, folder: Path, quantize: str) -> None:
             return self.chain(dict(zip(inputs, tensors)))["sentence_embedding"]
 
     axes = {name: {0: "batch", 1: "tokens"} for name in inputs} | {"embedding": {0: "batch"}}
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # The tracer's notes on Python branches it fixes (pooling's mask check, the attention mask's padding): true
+        # for every batch shape, and not the user's concern.
+        warnings.simplefilter("ignore")
         # The TorchScript exporter: it needs no onnxscript, and traces the module chain as sentence-transformers
         # runs it (scaled-dot-product attention included).
         torch.onnx.export(Whole(model), tuple(sample[n] for n in inputs), str(folder / "fp32.onnx"),

