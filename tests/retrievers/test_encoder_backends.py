@@ -128,3 +128,27 @@ def test_a_bad_backend_or_quantize_is_one_located_line(retriever, expect, tmp_pa
 def test_validate_accepts_an_installed_backend(tmp_path):
     proc = _validate(tmp_path, "{kind: dense, backend: onnx, quantize: int8}")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_run_records_its_encoder_in_retriever_info(one_layer, root, tmp_path, monkeypatch):
+    """A hybrid's dense child on backend onnx: results.json's retriever_info names the backend, its distance from
+    torch and this process's rate; a second run reads every vector from the cache and encodes nothing."""
+    from harness.config.schema import load_config
+    from harness.pipeline.assemble import run_experiment
+    from harness.retrievers import BuildContext
+
+    retriever = f"{{kind: hybrid, children: [{{kind: bm25}}, {{kind: dense, model: '{one_layer}', backend: onnx}}]}}"
+    config = load_config(demo_config(tmp_path, retriever=retriever))
+
+    def run():
+        return run_experiment(config, progress=False, log=lambda m: None,
+                              context=BuildContext(cache_dir=root, progress=False))  # the export made above
+
+    cold = run().retriever_info
+    assert cold["children"][0] is None  # bm25 reports nothing
+    encoder = cold["children"][1]["encoder"]
+    assert (encoder["backend"], encoder["quantize"]) == ("onnx", "none") and encoder["min_cosine_to_torch"] >= 0.999
+    assert encoder["texts_encoded"] > 0 and encoder["texts_per_s"] > 0
+    monkeypatch.setattr(runtimes, "_export", lambda *a: pytest.fail("exported again"))
+    warm = run().retriever_info["children"][1]["encoder"]
+    assert (warm["texts_encoded"], warm["texts_per_s"]) == (0, None)
