@@ -248,8 +248,9 @@ class Encoder:
             from .runtimes import runner
 
             root = self.export_root if self.export_root is not None else default_cache_dir()
-            self._runner = runner(self.name, self.fingerprint, Path(root), self.backend, self.quantize,
-                                  self.max_length)
+            # The export is made from the torch model as loaded here (max_length aside: the graph takes any length).
+            self._runner = runner(self.name, lambda: load_sentence_transformer(self.name), self.fingerprint,
+                                  Path(root), self.backend, self.quantize, self.max_length)
         return self._runner
 
     def _encode(self, texts: list[str], prefix: str, normalize: bool, progress: bool) -> np.ndarray:

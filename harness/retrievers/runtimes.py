@@ -14,7 +14,7 @@ import shutil
 import time
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -53,8 +53,9 @@ def export_dir(root: Path, fingerprint: str, quantize: str) -> Path:
     return Path(root) / "encoders" / f"{fingerprint}-{quantize}-{EXPORT_VERSION}"
 
 
-def exported(model_name: str, fingerprint: str, root: Path, quantize: str) -> Path:
-    """The export folder of ``model_name``, made now if it is not there yet (torch is imported only then). Written
+def exported(model_name: str, load: Callable, fingerprint: str, root: Path, quantize: str) -> Path:
+    """The export folder of ``model_name``, made now from ``load()`` (the sentence-transformers model) if it is not
+    there yet: torch is imported only then. Written
     into a temporary sibling and renamed into place, so an interrupted export is never read as a finished one."""
     target = export_dir(root, fingerprint, quantize)
     if (target / "export.json").is_file():
@@ -63,7 +64,7 @@ def exported(model_name: str, fingerprint: str, root: Path, quantize: str) -> Pa
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        _export(model_name, tmp, quantize)
+        _export(model_name, load, tmp, quantize)
         try:
             tmp.rename(target)
         except OSError:  # another process finished the same export first: its copy is as good
@@ -74,13 +75,11 @@ def exported(model_name: str, fingerprint: str, root: Path, quantize: str) -> Pa
     return target
 
 
-def _export(model_name: str, folder: Path, quantize: str) -> None:
+def _export(model_name: str, load: Callable, folder: Path, quantize: str) -> None:
     import torch
 
-    from .encoders import load_sentence_transformer
-
     started = time.perf_counter()
-    model = load_sentence_transformer(model_name).eval()
+    model = load().eval()
     folder.mkdir(parents=True)
     model.tokenizer.save_pretrained(str(folder / "tokenizer"))
     first = model[0]
@@ -183,11 +182,12 @@ def _ov_runner(compiled):
     return lambda feed: request.infer(feed)[0].copy()
 
 
-def runner(model_name: str, fingerprint: str, root: Path, backend: str, quantize: str,
+def runner(model_name: str, load: Callable, fingerprint: str, root: Path, backend: str, quantize: str,
            max_length: int | None) -> OnnxRunner:
+    """``model_name``'s export (made from ``load()`` if missing) ready to encode on ``backend``."""
     check_installed(backend, quantize)
     try:
-        return OnnxRunner(exported(model_name, fingerprint, root, quantize), backend, max_length=max_length)
+        return OnnxRunner(exported(model_name, load, fingerprint, root, quantize), backend, max_length=max_length)
     except (MissingDependencyError, ConfigError, KeyboardInterrupt, MemoryError):
         raise
     except Exception as exc:

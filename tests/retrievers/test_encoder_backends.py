@@ -152,3 +152,29 @@ def test_a_run_records_its_encoder_in_retriever_info(one_layer, root, tmp_path, 
     monkeypatch.setattr(runtimes, "_export", lambda *a: pytest.fail("exported again"))
     warm = run().retriever_info["children"][1]["encoder"]
     assert (warm["texts_encoded"], warm["texts_per_s"]) == (0, None)
+
+
+def test_a_resumed_encode_tells_progress_which_rows_came_from_the_cache(one_layer, tmp_path, monkeypatch):
+    """The encoder hands the progress line (rate, time left) the rows a resumed run read back, batch by batch: an
+    interrupted run saved the first batch of 2; the next run encodes 2 batches and counts 2 rows as cached."""
+    from contextlib import contextmanager
+
+    from harness.cache import ArrayCache
+    from harness.retrievers import encoders
+
+    cache = ArrayCache(tmp_path)
+    enc = Encoder(one_layer, cache, batch_size=2, progress=True)
+    texts = [f"passage {i} " * (i + 1) for i in range(6)]
+    key, order = enc.plan(texts)
+    cache.save(f"embeddings/{key}.parts", "2-000000",
+               {"rows": order[:2], "vectors": enc._encode([texts[i] for i in order[:2].tolist()], "", True, False)})
+    calls = []
+
+    @contextmanager
+    def recorded(total, label, enabled):
+        yield lambda done, cached=0: calls.append((done, cached))
+
+    monkeypatch.setattr(encoders, "_progress", recorded)
+    enc.encoded = 0
+    enc.vectors("embeddings", texts)
+    assert calls == [(2, 2), (4, 2), (6, 2)] and enc.encoded == 4
