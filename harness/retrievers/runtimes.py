@@ -55,8 +55,8 @@ def export_dir(root: Path, fingerprint: str, quantize: str) -> Path:
 
 def exported(model_name: str, load: Callable, fingerprint: str, root: Path, quantize: str) -> Path:
     """The export folder of ``model_name``, made now from ``load()`` (the sentence-transformers model) if it is not
-    there yet: torch is imported only then. Written
-    into a temporary sibling and renamed into place, so an interrupted export is never read as a finished one."""
+    there yet: torch is imported only then. Written into a temporary sibling and renamed into place, so an
+    interrupted export is never read as a finished one."""
     target = export_dir(root, fingerprint, quantize)
     if (target / "export.json").is_file():
         return target
