@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, from the constraints file: the CPU build (see constraints.txt)
 	$(BIN)/pip install -q -c constraints.txt torch
-	$(BIN)/pip install -q -c constraints.txt -e '.[dense,report,dev,docs,ray,backends,documents,http,frameworks]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dense,onnx,openvino,report,dev,docs,ray,backends,documents,http,frameworks]'
 	touch $(STAMP)
 
 install: $(STAMP)

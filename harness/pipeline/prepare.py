@@ -242,14 +242,16 @@ def _check_installed(section: dict, errors: list) -> None:
     extra is the run's own one line (``pip install 'rag-harness[...]'``), said before any work."""
     said = {str(exc) for exc in errors}
     for cfg in _section_configs(section):
-        if not hasattr(cfg, "check_installed"):
-            continue
-        try:
-            cfg.check_installed()
-        except MissingDependencyError as exc:
-            if str(exc) not in said:  # two children of one kind miss one library
-                said.add(str(exc))
-                errors.append(exc)
+        # check_encoder_installed: the encoder backend's library (onnxruntime, openvino) of a kind that encodes.
+        for check in (getattr(cfg, "check_installed", None), getattr(cfg, "check_encoder_installed", None)):
+            if check is None:
+                continue
+            try:
+                check()
+            except MissingDependencyError as exc:
+                if str(exc) not in said:  # two children of one kind miss one library
+                    said.add(str(exc))
+                    errors.append(exc)
 
 
 def check_rules(path: Path, config: ExperimentConfig, source: str, gold: GoldSet | None = None) -> None:

@@ -139,6 +139,11 @@ class HybridRetriever:
         for child in self.children:
             child.index(chunks)
 
+    def info(self) -> dict | None:
+        """The children's ``retriever_info`` in their order (a dense child's encoder), None when none reports."""
+        infos = [child.info() if callable(getattr(child, "info", None)) else None for child in self.children]
+        return {"children": infos} if any(infos) else None
+
     def retrieve(self, queries: Sequence[Query], k: int) -> list[RankedList]:
         per_child = [child.retrieve(queries, max(d, k)) for child, d in zip(self.children, self.depths)]
         out = [RankedList(q.query_id, tuple(fuse([lists[i] for lists in per_child], self.weights,

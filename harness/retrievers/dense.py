@@ -7,15 +7,15 @@ import copy
 from typing import Literal, Sequence
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..cache import ArrayCache, cache_key
 from ..core.schema import Strict
 from ..core.errors import ConfigError, MissingDependencyError
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
-from .encoders import (BUNDLED, INSTALL, Encoder, load_sentence_transformer, model_fingerprint,  # noqa: F401
-                       model_folder_problems, model_path)
+from .encoders import (BUNDLED, INSTALL, Encoder, encoder_installed, load_sentence_transformer,  # noqa: F401
+                       model_fingerprint, model_folder_problems, model_path, quantize_backend)
 from .ranking import rank_hits
 
 
@@ -32,6 +32,11 @@ class DenseConfig(Strict):
     kind: Literal["dense"] = "dense"
     model: str = BUNDLED
     """bundled:all-MiniLM-L6-v2, a local sentence-transformers folder, or hub:<name> (needs network)"""
+    backend: Literal["torch", "onnx", "openvino"] = "torch"
+    """what runs the model: torch, or an ONNX export (made once, offline, into the cache) run by ONNX Runtime or
+    OpenVINO"""
+    quantize: Literal["none", "int8"] = "none"
+    """int8: the export's matrix multiplications in int8 (backend onnx or openvino; vectors differ slightly)"""
     query_prefix: str = ""
     """text put before every query (e.g. 'query: ' for E5 models)"""
     passage_prefix: str = ""
@@ -57,6 +62,13 @@ class DenseConfig(Strict):
         # Not sentence-transformers: a run whose vectors are all cached never loads the model.
         _faiss()
 
+    def check_encoder_installed(self) -> None:
+        encoder_installed(self.backend, self.quantize)
+
+    @model_validator(mode="after")
+    def _quantize_backend(self):
+        return quantize_backend(self)
+
 
 def _faiss():
     try:
@@ -71,9 +83,14 @@ class DenseRetriever:
         self.config = config
         self.cache = ArrayCache(context.cache_dir) if config.cache else None
         self.encoder = Encoder(config.model, self.cache, batch_size=config.batch_size, max_length=config.max_length,
-                               progress=context.progress)
+                               progress=context.progress, backend=config.backend, quantize=config.quantize,
+                               export_root=context.cache_dir)
         self._chunks: Sequence[Chunk] = ()
         self._vectors: np.ndarray | None = None  # a flat index's rows, kept for ``shards``
+
+    def info(self) -> dict:
+        """What results.json records (``retriever_info``): the encoder's backend and rate (``Encoder.info``)."""
+        return {"encoder": self.encoder.info()}
 
     def __getstate__(self) -> dict:
         # Shipped to another process (an executor's worker) as the faiss index (faiss pickles it) and the chunks,
@@ -81,6 +98,7 @@ class DenseRetriever:
         state = dict(self.__dict__)
         state["encoder"] = copy.copy(self.encoder)
         state["encoder"].model = None
+        state["encoder"]._runner = None  # an ONNX Runtime session or OpenVINO model does not pickle
         return state
 
     @property

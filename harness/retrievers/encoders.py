@@ -11,12 +11,13 @@ import hashlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from ..cache import ArrayCache, cache_key
+from ..cache import ArrayCache, cache_key, default_cache_dir
 from ..core.errors import ConfigError, MissingDependencyError
 
 BUNDLED = "bundled:all-MiniLM-L6-v2"
@@ -138,6 +139,20 @@ def model_fingerprint(folder: str) -> str:
     return h.hexdigest()[:32]
 
 
+def encoder_installed(backend: str, quantize: str) -> None:
+    """The libraries an encoder backend needs, or the one-line error naming the extra (``validate`` calls it)."""
+    from .runtimes import check_installed
+
+    check_installed(backend, quantize)
+
+
+def quantize_backend(config):
+    """A config's ``quantize: int8`` runs on an exported model only (a model validator of the encoding kinds)."""
+    if config.quantize == "int8" and config.backend == "torch":
+        raise ValueError("quantize: int8 needs backend: onnx or openvino (backend: torch runs the model in fp32)")
+    return config
+
+
 def load_sentence_transformer(name: str, max_length: int | None = None):
     if name == BUNDLED or not name.startswith("hub:"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder must never trigger a download
@@ -205,11 +220,16 @@ class Encoder:
     (``cache`` None: computed every time). ``load`` is how the model is loaded (``load_sentence_transformer``)."""
 
     def __init__(self, name: str, cache: ArrayCache | None, *, batch_size: int, max_length: int | None = None,
-                 progress: bool = False):
+                 progress: bool = False, backend: str = "torch", quantize: str = "none",
+                 export_root: Path | None = None):
         self.name, self.cache, self.batch_size, self.max_length = name, cache, batch_size, max_length
         self.progress = progress
+        # backend onnx / openvino: the model exported under ``export_root`` (the cache folder), see ``runtimes``.
+        self.backend, self.quantize, self.export_root = backend, quantize, export_root
         self.model = None  # set by the first miss (or by a caller that already has the model)
+        self._runner = None
         self._fingerprint: str | None = None
+        self.encoded, self.seconds = 0, 0.0  # texts encoded by this process, and the time it took (``info``)
 
     def loaded(self):
         if self.model is None:
@@ -222,10 +242,44 @@ class Encoder:
             self._fingerprint = model_fingerprint(model_path(self.name))
         return self._fingerprint
 
+    def runner(self):
+        """The exported model (backend onnx or openvino), exported on the first need."""
+        if self._runner is None:
+            from .runtimes import runner
+
+            root = self.export_root if self.export_root is not None else default_cache_dir()
+            # The export is made from the torch model as loaded here (max_length aside: the graph takes any length).
+            self._runner = runner(self.name, lambda: load_sentence_transformer(self.name), self.fingerprint,
+                                  Path(root), self.backend, self.quantize, self.max_length)
+        return self._runner
+
     def _encode(self, texts: list[str], prefix: str, normalize: bool, progress: bool) -> np.ndarray:
-        vecs = self.loaded().encode([prefix + t for t in texts], batch_size=self.batch_size,
-                                    normalize_embeddings=normalize, convert_to_numpy=True, show_progress_bar=progress)
+        self.loaded() if self.backend == "torch" else self.runner()  # loading (or exporting) is not encoding time
+        started = time.perf_counter()
+        if self.backend == "torch":
+            vecs = self.loaded().encode([prefix + t for t in texts], batch_size=self.batch_size,
+                                        normalize_embeddings=normalize, convert_to_numpy=True,
+                                        show_progress_bar=progress)
+        else:
+            # Longest first, as sentence-transformers orders a call's texts, so every backend pads the same batches.
+            order = np.argsort(-np.array([len(t) for t in texts], dtype=np.int64), kind="stable")
+            done = self.runner().encode([prefix + texts[i] for i in order.tolist()], self.batch_size)
+            vecs = np.empty_like(done)
+            vecs[order] = done
+            if normalize:
+                vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        self.encoded, self.seconds = self.encoded + len(texts), self.seconds + time.perf_counter() - started
         return self._finite(np.ascontiguousarray(vecs, dtype=np.float32))
+
+    def info(self) -> dict:
+        """What results.json records about the encoder (``retriever_info.encoder``): the backend, its measured
+        distance from torch's vectors (the export's probe sentences) and this process's encoding rate."""
+        out: dict = {"backend": self.backend, "quantize": self.quantize}
+        if self._runner is not None:
+            out["min_cosine_to_torch"] = self._runner.meta.get("min_cosine_to_torch")
+        out["texts_encoded"] = self.encoded
+        out["texts_per_s"] = round(self.encoded / self.seconds, 2) if self.encoded and self.seconds > 0 else None
+        return out
 
     def _finite(self, vecs: np.ndarray) -> np.ndarray:
         """Vectors with a NaN or an infinity rank nothing (every hit list came back empty, exit 0) and must never
@@ -241,7 +295,11 @@ class Encoder:
         (an executor that encodes elsewhere makes the same batches, so its cache entries and vectors are these)."""
         # The model's content identifies it, not how the config names it: `my-minilm`, `./my-minilm` and the
         # same folder copied elsewhere share their cache entries.
-        key = cache_key("sentence-embeddings", self.fingerprint, prefix, normalize, self.max_length, list(texts))
+        # Another backend's vectors differ in the last digits (int8: more): never the torch entries. torch's key is
+        # the one it always had, so existing caches stay warm.
+        runtime = () if self.backend == "torch" else (self.backend, self.quantize)
+        key = cache_key("sentence-embeddings", self.fingerprint, prefix, normalize, self.max_length, *runtime,
+                        list(texts))
         # Longest first, as sentence-transformers orders one call's texts: each batch pads to similar lengths.
         # A stable sort, so the batches (and the cached shards) are the same on every run.
         order = np.argsort(-np.array([len(t) for t in texts], dtype=np.int64), kind="stable")

@@ -22,7 +22,7 @@ from ..core.errors import HarnessError, MissingDependencyError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import BuildContext
-from .encoders import BUNDLED, Encoder, model_folder_problems
+from .encoders import BUNDLED, Encoder, encoder_installed, model_folder_problems, quantize_backend
 from .ranking import rank_hits
 
 RECALL_AT = 10
@@ -66,6 +66,11 @@ class VectorStoreConfig(Strict):
     model: str = BUNDLED
     """the encoder: bundled:all-MiniLM-L6-v2, a local folder, or hub:<name>; in connect mode, the model the
     collection was filled with"""
+    backend: Literal["torch", "onnx", "openvino"] = "torch"
+    """what runs the encoder: torch, or an ONNX export (made once, offline, into the cache) run by ONNX Runtime or
+    OpenVINO"""
+    quantize: Literal["none", "int8"] = "none"
+    """int8: the export's matrix multiplications in int8 (backend onnx or openvino; vectors differ slightly)"""
     query_prefix: str = ""
     """text put before every query"""
     passage_prefix: str = ""
@@ -92,6 +97,14 @@ class VectorStoreConfig(Strict):
         if self.mode == "build" and self.fields is not None:
             raise ValueError("fields: is for mode: connect; build mode writes its own fields")
         return self
+
+    @model_validator(mode="after")
+    def _quantize_backend(self):
+        return quantize_backend(self)
+
+    def check_encoder_installed(self) -> None:
+        if getattr(self, "search", "vector") != "fulltext":  # lexical search encodes nothing
+            encoder_installed(self.backend, self.quantize)
 
     def preflight(self, where: str) -> list[str]:
         return model_folder_problems(self.model, f"{where}.model")
@@ -143,7 +156,8 @@ class VectorStoreRetriever:
         self.context = context
         self.cache = ArrayCache(context.cache_dir) if config.cache else None
         self.encoder = Encoder(config.model, self.cache, batch_size=config.batch_size, max_length=config.max_length,
-                               progress=context.progress)
+                               progress=context.progress, backend=config.backend, quantize=config.quantize,
+                               export_root=context.cache_dir)
         self._chunks: tuple[Chunk, ...] = ()
         self._recall: list[float] = []
         self._reused = False
@@ -264,6 +278,8 @@ class VectorStoreRetriever:
                      "index": getattr(self.config, "index", "flat"), "metric": self.config.metric}
         if getattr(self.config, "search", "vector") == "fulltext":  # lexical: no vector index, no vector metric
             out.update(search="fulltext", index="full-text (BM25)", metric=None)
+        else:
+            out["encoder"] = self.encoder.info()
         if self.config.mode == "build":
             out["reused_existing_index"] = self._reused
         if not self.exact:

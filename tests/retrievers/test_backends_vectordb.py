@@ -99,7 +99,7 @@ def test_demo_config_ranks_and_scores_like_dense_flat(kind, cache, dense_demo, m
     info = result.retriever_info
     assert info["backend"] == kind and info["mode"] == "build" and info["index"] == "flat"
     assert "ann_recall_at_10" not in info  # exact search has nothing to report
-    assert dense_demo.retriever_info is None
+    assert set(dense_demo.retriever_info) == {"encoder"}  # dense reports only its encoder (backend, rate)
 
 
 def test_demo_configs_run_from_the_cli(tmp_path):

@@ -1,0 +1,196 @@
+"""The encoder backends other than torch: a sentence-transformers model exported once, offline, to ONNX (torch.onnx),
+optionally int8-quantised, and run by ONNX Runtime or OpenVINO. The export lives in the cache folder under the
+model's content fingerprint, so a second run (and every other config naming the same model) reuses it.
+
+Why not sentence-transformers' own ``backend=``: it needs optimum, whose release pulls transformers 4.x (this
+project runs transformers 5). The export here is the whole sentence-transformers module chain (transformer,
+pooling, normalize, any dense layer), traced once, so the vectors are the torch model's up to float rounding."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import warnings
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..core.errors import ConfigError, MissingDependencyError
+
+BACKENDS = ("torch", "onnx", "openvino")
+QUANTIZE = ("none", "int8")
+# A change to how the export is made (opset, graph passes, quantisation settings) must not reuse older exports.
+EXPORT_VERSION = "v1"
+_NEEDS = {"onnx": (("onnxruntime", "onnx"), "onnx"), "openvino": (("openvino", "onnx"), "openvino")}
+# Sentences whose vectors are compared with torch's when a model is exported (the recorded ``min_cosine_to_torch``).
+PROBES = ("A randomized trial of vitamin D supplementation in older adults.",
+          "How do I rotate the API key?",
+          "The mitochondrial membrane potential drops after exposure to the toxin, and ATP synthesis stops.",
+          "short", "Zinc finger proteins bind DNA " * 20)
+
+
+def check_installed(backend: str, quantize: str) -> None:
+    """The libraries a backend runs with, or the one-line error naming the extra (what ``validate`` says)."""
+    if backend == "torch":
+        return
+    import importlib.util
+
+    modules, extra = _NEEDS[backend]
+    if quantize == "int8" and backend == "openvino":
+        modules = modules + ("onnxruntime",)  # the int8 graph is made by ONNX Runtime's quantiser
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(f"retriever.backend {backend}: needs {module}: pip install "
+                                         f"'rag-harness[{extra}]' -c constraints.txt")
+
+
+def export_dir(root: Path, fingerprint: str, quantize: str) -> Path:
+    """Where a model's export lives: one folder per model content and quantisation (ONNX Runtime and OpenVINO both
+    read the same ONNX file)."""
+    return Path(root) / "encoders" / f"{fingerprint}-{quantize}-{EXPORT_VERSION}"
+
+
+def exported(model_name: str, load: Callable, fingerprint: str, root: Path, quantize: str) -> Path:
+    """The export folder of ``model_name``, made now from ``load()`` (the sentence-transformers model) if it is not
+    there yet: torch is imported only then. Written into a temporary sibling and renamed into place, so an
+    interrupted export is never read as a finished one."""
+    target = export_dir(root, fingerprint, quantize)
+    if (target / "export.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        _export(model_name, load, tmp, quantize)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished the same export first: its copy is as good
+            if not (target / "export.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _export(model_name: str, load: Callable, folder: Path, quantize: str) -> None:
+    import torch
+
+    started = time.perf_counter()
+    model = load().eval()
+    folder.mkdir(parents=True)
+    model.tokenizer.save_pretrained(str(folder / "tokenizer"))
+    first = model[0]
+    sample = getattr(model, "preprocess", model.tokenize)(list(PROBES[:2]))  # (renamed in sentence-transformers 6)
+    inputs = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
+
+    class Whole(torch.nn.Module):  # the module chain as a function of plain tensors (what an exporter traces)
+        def __init__(self, chain):
+            super().__init__()
+            self.chain = chain
+
+        def forward(self, *tensors):
+            return self.chain(dict(zip(inputs, tensors)))["sentence_embedding"]
+
+    axes = {name: {0: "batch", 1: "tokens"} for name in inputs} | {"embedding": {0: "batch"}}
+    with torch.no_grad(), warnings.catch_warnings():
+        # The tracer's notes on Python branches it fixes (pooling's mask check, the attention mask's padding): true
+        # for every batch shape, and not the user's concern.
+        warnings.simplefilter("ignore")
+        # The TorchScript exporter: it needs no onnxscript, and traces the module chain as sentence-transformers
+        # runs it (scaled-dot-product attention included).
+        torch.onnx.export(Whole(model), tuple(sample[n] for n in inputs), str(folder / "fp32.onnx"),
+                          input_names=inputs, output_names=["embedding"], dynamic_axes=axes, opset_version=17,
+                          dynamo=False)
+        reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
+    name = "fp32.onnx"
+    if quantize == "int8":
+        _int8(folder / "fp32.onnx", folder / "int8.onnx")
+        (folder / "fp32.onnx").unlink()
+        name = "int8.onnx"
+    meta = {"model": model_name, "file": name, "inputs": inputs, "quantize": quantize,
+            "max_seq_length": int(model.max_seq_length), "do_lower_case": bool(getattr(first, "do_lower_case", False)),
+            "dim": int(reference.shape[1]), "export_seconds": round(time.perf_counter() - started, 1)}
+    # How far the exported graph's vectors are from torch's, on fixed probe sentences (ONNX Runtime computes it;
+    # OpenVINO reads the same graph).
+    vecs = OnnxRunner(folder, "onnx", meta).encode(list(PROBES), batch_size=len(PROBES))
+    meta["min_cosine_to_torch"] = round(float(np.min(np.sum(_unit(vecs) * reference, axis=1))), 6)
+    (folder / "export.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+
+
+def _int8(source: Path, target: Path) -> None:
+    """Dynamic int8 of the MatMul weights only, per output channel (activations quantised per batch at run time);
+    LayerNorm, softmax, GELU and the embeddings stay fp32, where int8 costs accuracy and saves nothing."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), op_types_to_quantize=["MatMul"], per_channel=True,
+                     weight_type=QuantType.QInt8,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT, "MatMulConstBOnly": True})
+
+
+def _unit(vecs: np.ndarray) -> np.ndarray:
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+
+class OnnxRunner:
+    """An exported model run by ONNX Runtime (``onnx``) or OpenVINO (``openvino``) on 2 threads, texts tokenized as
+    sentence-transformers does (stripped, lower-cased when the model says so, truncated to max_seq_length)."""
+
+    def __init__(self, folder: Path, backend: str, meta: dict | None = None, max_length: int | None = None):
+        from transformers import AutoTokenizer
+
+        self.folder, self.backend = Path(folder), backend
+        self.meta = meta or json.loads((self.folder / "export.json").read_text(encoding="utf-8"))
+        self.max_length = max_length or self.meta["max_seq_length"]
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder / "tokenizer"))
+        threads = os.cpu_count() or 1  # as torch: one thread per core
+        path = str(self.folder / self.meta["file"])
+        if backend == "openvino":
+            import openvino as ov
+
+            core = ov.Core()
+            self._run = _ov_runner(core.compile_model(core.read_model(path), "CPU", {
+                "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}))
+        else:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            self._run = lambda feed: session.run(None, feed)[0]
+
+    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """Embeddings of ``texts`` in their order, ``batch_size`` at a time, each batch padded to its longest text
+        (the caller orders texts by length, as for torch, so all backends make the same batches)."""
+        prepared = [t.strip() for t in texts]
+        if self.meta["do_lower_case"]:
+            prepared = [t.lower() for t in prepared]
+        out = [np.zeros((0, self.meta["dim"]), np.float32)]
+        for first in range(0, len(prepared), batch_size):
+            enc = self.tokenizer(prepared[first:first + batch_size], padding=True, truncation="longest_first",
+                                 max_length=self.max_length, return_tensors="np")
+            out.append(np.asarray(self._run({n: enc[n].astype(np.int64) for n in self.meta["inputs"]}), np.float32))
+        return np.concatenate(out)
+
+
+def _ov_runner(compiled):
+    request = compiled.create_infer_request()
+    return lambda feed: request.infer(feed)[0].copy()
+
+
+def runner(model_name: str, load: Callable, fingerprint: str, root: Path, backend: str, quantize: str,
+           max_length: int | None) -> OnnxRunner:
+    """``model_name``'s export (made from ``load()`` if missing) ready to encode on ``backend``."""
+    check_installed(backend, quantize)
+    try:
+        return OnnxRunner(exported(model_name, load, fingerprint, root, quantize), backend, max_length=max_length)
+    except (MissingDependencyError, ConfigError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise ConfigError(f"retriever.backend: {backend}: {model_name!r} cannot be exported or loaded "
+                          f"({type(exc).__name__}: {first})") from None
