@@ -64,7 +64,7 @@ def as_string(column: pa.Array | pa.ChunkedArray) -> pa.StringArray | None:
     """An Arrow column of text (string or large_string) or of whole numbers (their decimal text, as an id given as
     an integer reads) as one string array; None for any other type or a column with a null."""
     if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()  # (one chunk: no copy)
     if column.null_count:
         return None
     if pa.types.is_integer(column.type) or pa.types.is_large_string(column.type):

@@ -31,10 +31,15 @@ def arrow_columns(value: Any, wanted: tuple[str, ...]) -> dict | None:
 
     try:
         if is_arrow_table(value):
-            return {c: value.column(c).combine_chunks() for c in wanted}
+            return {c: _one_chunk(value.column(c)) for c in wanted}
         return {c: pa.Array.from_pandas(value[c]) for c in wanted}
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
+
+
+def _one_chunk(column):
+    """A chunked column as one array: its only chunk as it is (``combine_chunks`` would copy it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _numbers(column, kinds: str) -> np.ndarray | None:
