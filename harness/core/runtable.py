@@ -350,12 +350,13 @@ class Qrels:
             return self.doc_codes
         import weakref
 
-        known = remembered(self, "codes", lambda: [None, None])
-        if known[0] is not None and known[0]() is vocab:
-            return known[1]
+        memo = remembered(self, "codes", dict)
+        known, codes = memo.get("last", (None, None))  # (one tuple, read at once: another thread may replace it)
+        if known is not None and known() is vocab:
+            return codes
         codes = encode(vocab, self.doc_ids.tolist(), text)
         codes.setflags(write=False)
-        known[:] = [weakref.ref(vocab), codes]
+        memo["last"] = (weakref.ref(vocab), codes)
         return codes
 
     @classmethod
