@@ -16,6 +16,9 @@ Paths (what the time covers):
   prebuilt   harness.evaluate(Qrels, Run) built before   vs pytrec_eval from dicts, and pytrec_eval's evaluate() with
                                                             its evaluator built before; ranx on prebuilt Qrels/Run
 Peak memory: the highest resident memory above the process's level before the call, sampled every 2 ms.
+CPU seconds: the process's CPU time during the call (every thread's: ranx's numba kernels run on several). On a
+machine shared with other jobs, wall time swings with their load while CPU time of a one-thread call barely moves,
+so both ratios are printed: to pytrec_eval's wall time and to its CPU time.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def rss() -> int:
 
 
 def measured(fn):
-    """(result, seconds, peak resident bytes above the start)."""
+    """(result, seconds, peak resident bytes above the start, CPU seconds)."""
     gc.collect()
     try:
         import pyarrow as pa
@@ -87,12 +90,12 @@ def measured(fn):
 
     watcher = threading.Thread(target=sample, daemon=True)
     watcher.start()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     out = fn()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     done.set()
     watcher.join()
-    return out, elapsed, max(peak[0], rss()) - base
+    return out, elapsed, max(peak[0], rss()) - base, cpu
 
 
 def pytrec_means(qrels: dict, run: dict, evaluator=None) -> dict:
@@ -167,24 +170,26 @@ def main() -> None:
     for n in (int(x) for x in args.queries.split(",")):
         qrels, run = make(n, args.depth)
         lines = paths(qrels, run, with_ranx)
-        best = {i: (float("inf"), 0) for i in range(len(lines))}
+        best = {i: (float("inf"), 0, float("inf")) for i in range(len(lines))}
         reference = harness_means(qrels, run)
         for rep in range(args.repeats + 1):  # the first round warms up (imports, ranx's JIT) and is not counted
             for i, (path, engine, _, fn) in enumerate(lines):
-                means, seconds, peak = measured(fn)
+                means, seconds, peak, cpu = measured(fn)
                 for m in OURS:
                     assert abs(means[m] - reference[m]) <= 1e-9, (path, engine, m, means[m], reference[m])
                 if rep:
-                    best[i] = (min(best[i][0], seconds), max(best[i][1], peak))
-        trec = next(best[i][0] for i, line in enumerate(lines) if line[:2] == ("dicts", "pytrec_eval"))
+                    best[i] = (min(best[i][0], seconds), max(best[i][1], peak), min(best[i][2], cpu))
+        trec, trec_cpu = next(best[i][::2] for i, line in enumerate(lines) if line[:2] == ("dicts", "pytrec_eval"))
         print(f"\n{n:,} queries x {args.depth} hits ({sum(map(len, run.values())):,} hits, "
               f"{sum(map(len, qrels.values())):,} judgments); means equal to 1e-9 across engines")
-        print(f"{'path':<10} {'engine':<12} {'seconds':>8} {'vs pytrec_eval':>15} {'peak MB':>8}  what is timed")
+        print(f"{'path':<10} {'engine':<12} {'seconds':>8} {'vs pytrec_eval':>15} {'CPU s':>7} {'CPU vs':>7} "
+              f"{'peak MB':>8}  what is timed")
         for i, (path, engine, what, _) in enumerate(lines):
-            seconds, peak = best[i]
-            print(f"{path:<10} {engine:<12} {seconds:>8.3f} {trec / seconds:>14.2f}x {peak / 2**20:>8.0f}  {what}")
+            seconds, peak, cpu = best[i]
+            print(f"{path:<10} {engine:<12} {seconds:>8.3f} {trec / seconds:>14.2f}x {cpu:>7.3f} "
+                  f"{trec_cpu / cpu:>6.2f}x {peak / 2**20:>8.0f}  {what}")
         print("(vs pytrec_eval: pytrec_eval's time from its dicts, RelevanceEvaluator(qrels).evaluate(run), divided "
-              "by this line's time)")
+              "by this line's time; CPU vs: the same with CPU seconds; best of the repetitions each)")
 
 
 if __name__ == "__main__":

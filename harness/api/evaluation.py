@@ -84,12 +84,15 @@ def evaluate_inputs(qrels: Any, run: Any, names: list, *, query_policy: str, ord
 
 
 def _judgments_fingerprint(qrels: "Qrels") -> str:
-    """The judgments as a set of (query, document, grade), whatever order they were given in."""
+    """The judgments as a set of (query, document, grade), whatever order they were given in (once per library-built
+    Qrels: evaluating many runs against the same judgments hashes them once)."""
     import numpy as np
 
     from ..core.fingerprint import fingerprint_of_judgments
+    from ..core.runtable import remembered
 
-    return fingerprint_of_judgments(np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades)
+    return remembered(qrels, "fingerprint", lambda: fingerprint_of_judgments(
+        np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades))
 
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] | None = None,

@@ -14,14 +14,14 @@ import numpy as np
 
 from .ids import GRADE_LIMIT
 from . import textcolumns
-from .textcolumns import ids_clean, objects, sorted_codes, text_column
+from .textcolumns import ids_clean, joined_column, objects, sorted_codes, text_column
 
 SCORE_TYPES = frozenset({float, int, np.float64, np.float32})
 GRADE_TYPES = frozenset({int, float, np.int64, np.int32, np.float64})
 
 
 def _flat(data: Any) -> tuple[np.ndarray, np.ndarray, list, list] | None:
-    """(query ids, entries per query, every doc id, every value) in order, when the ids are strings and each inner
+    """(query ids, entries per query, the inner dicts, every value) in order, when the ids are strings and each inner
     value is a plain dict (then ids are unique within their dict: no two spellings of one id)."""
     if not isinstance(data, Mapping):
         return None
@@ -34,8 +34,7 @@ def _flat(data: Any) -> tuple[np.ndarray, np.ndarray, list, list] | None:
     query_ids = text_column(qids)
     if query_ids is None or not ids_clean(query_ids):
         return None
-    docs, values = list(chain.from_iterable(inner)), list(chain.from_iterable(map(dict.values, inner)))
-    return _object_array(qids), lengths, docs, values
+    return _object_array(qids), lengths, inner, list(chain.from_iterable(map(dict.values, inner)))
 
 
 def _object_array(items: list) -> np.ndarray:
@@ -50,7 +49,7 @@ def bulk_scores(data: Any) -> tuple | None:
     flat = _flat(data)
     if flat is None:
         return None
-    query_ids, lengths, docs, values = flat
+    query_ids, lengths, inner, values = flat
     if not set(map(type, values)) <= SCORE_TYPES:  # bool is its own type: refused as a score, as dictinput does
         return None
     try:
@@ -59,7 +58,7 @@ def bulk_scores(data: Any) -> tuple | None:
         return None
     if not np.isfinite(scores).all():
         return None
-    column = text_column(docs)
+    column = joined_column(chain.from_iterable(inner), len(values))  # the doc ids read once, into Arrow text
     if column is None:
         return None
     vocab, codes = sorted_codes(column)
@@ -74,7 +73,7 @@ def bulk_grades(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     flat = _flat(data)
     if flat is None:
         return None
-    query_ids, lengths, docs, values = flat
+    query_ids, lengths, inner, values = flat
     if not set(map(type, values)) <= GRADE_TYPES:
         return None
     try:
@@ -85,6 +84,7 @@ def bulk_grades(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
         return None  # 1.0 is 1 (as in a qrels file); 1.5 is an error the reader words
     if given.dtype.kind not in "iuf" or len(given) and not (np.abs(given) < GRADE_LIMIT).all():
         return None
+    docs = list(chain.from_iterable(inner))
     column = text_column(docs)
     if column is None or not ids_clean(column):
         return None

@@ -39,6 +39,15 @@ def fingerprint_of_judgments(queries, docs, grades) -> str:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from .textcolumns import packed_keys
+
+    q_keys, d_keys = packed_keys(q), packed_keys(d)
+    order = None if q_keys is None or d_keys is None else _row_order(q_keys, d_keys, np.asarray(grades, np.int64))
+    if order is not None:  # ids of up to 8 bytes: sorted as their integer keys by NumPy, not as text by Arrow
+        digest = hashlib.sha256(b"packed")
+        for column in (q_keys, d_keys, np.asarray(grades, dtype=np.int64)):
+            digest.update(column[order].astype("<u8" if column.dtype.kind == "u" else "<i8").tobytes())
+        return digest.hexdigest()[:16]
     table = pa.table({"q": q, "d": d, "g": pa.array(grades, pa.int64())})
     table = table.take(pc.sort_indices(table, sort_keys=[("q", "ascending"), ("d", "ascending"),
                                                          ("g", "ascending")]))
@@ -51,6 +60,21 @@ def fingerprint_of_judgments(queries, docs, grades) -> str:
         digest.update(np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]].tobytes())
     digest.update(table.column("g").to_numpy().astype("<i8").tobytes())
     return digest.hexdigest()[:16]
+
+
+def _row_order(q_keys, d_keys, grades):
+    """The order that sorts rows by (query, document, grade): one argsort of a single int64 key made of each
+    column's rank, or None when the ranks do not fit in one (rows equal in all three are the same row: their order
+    changes nothing hashed)."""
+    import numpy as np
+
+    queries, q_rank = np.unique(q_keys, return_inverse=True)
+    docs, d_rank = np.unique(d_keys, return_inverse=True)
+    low = int(grades.min()) if len(grades) else 0
+    span = int(grades.max()) - low + 1 if len(grades) else 1
+    if len(queries) * len(docs) * span >= 2**63:
+        return None
+    return np.argsort((q_rank.astype(np.int64) * len(docs) + d_rank) * span + (grades - low))
 
 
 def document_fingerprint(text: str) -> str:

@@ -33,7 +33,11 @@ def object_array(items: Sequence) -> np.ndarray:
 
 
 def _gathered(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the positions of the items of rows ``rows``, in order; the offsets of those rows from 0) of a CSR layout."""
+    """(the positions of the items of rows ``rows``, in order; the offsets of those rows from 0) of a CSR layout. Rows
+    that follow each other (an engine batch of a run with the judgments' queries) are one slice: views, no copy."""
+    if rows.dtype.kind in "iu" and len(rows) and rows[-1] - rows[0] == len(rows) - 1 and (np.diff(rows) == 1).all():
+        lo, hi = int(offsets[rows[0]]), int(offsets[rows[-1] + 1])
+        return slice(lo, hi), offsets[rows[0]:rows[-1] + 2] - lo
     lengths = np.diff(offsets)[rows]
     starts = offsets_of(lengths)
     return np.repeat(offsets[rows] - starts[:-1], lengths) + np.arange(int(starts[-1])), starts
@@ -109,6 +113,18 @@ def vocab_text(run: "Run"):
 
 def is_checked(columns) -> bool:
     return bool(vars(columns).get("_checked"))
+
+
+def remembered(columns, key: str, make):
+    """``make()``, kept on a library-built Run or Qrels (one built by hand is computed each time): evaluating the same
+    objects again reuses what was derived from them. They are frozen, and what is kept is never handed out for
+    writing."""
+    if not is_checked(columns):
+        return make()
+    memo = vars(columns).setdefault("_memo", {})
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
 
 
 def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
@@ -328,9 +344,20 @@ class Qrels:
         return checked(out) if is_checked(self) else out
 
     def codes_for(self, vocab: np.ndarray, text=None) -> np.ndarray:
+        """The judged doc ids' codes in ``vocab`` (-1: not in it); for library-built judgments, coded once per
+        vocabulary (a weak reference: the judgments do not keep a run's vocabulary alive)."""
         if self.doc_vocab is vocab and self.doc_codes is not None:
             return self.doc_codes
-        return encode(vocab, self.doc_ids.tolist(), text)
+        import weakref
+
+        memo = remembered(self, "codes", dict)
+        known, codes = memo.get("last", (None, None))  # (one tuple, read at once: another thread may replace it)
+        if known is not None and known() is vocab:
+            return codes
+        codes = encode(vocab, self.doc_ids.tolist(), text)
+        codes.setflags(write=False)
+        memo["last"] = (weakref.ref(vocab), codes)
+        return codes
 
     @classmethod
     def from_dict(cls, qrels: Mapping[str, Mapping[str, int]]) -> "Qrels":

@@ -8,7 +8,7 @@ vocabulary sorted here is sorted for the engine's tie rule too.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,15 +25,11 @@ def text_column(values: Sequence | np.ndarray) -> pa.StringArray | None:
     lone surrogate, which UTF-8 cannot hold); else None."""
     items = values.tolist() if isinstance(values, np.ndarray) else values
     try:  # straight into Arrow's buffers: one join with NUL between the items, no conversion per item
-        data = np.frombuffer("\0".join(items).encode("utf-8"), dtype=np.uint8)  # (TypeError: not all str)
+        column = _from_joined("\0".join(items), len(items))  # (TypeError: not all str)
     except (TypeError, UnicodeEncodeError):  # (UnicodeEncodeError: a lone surrogate, which UTF-8 cannot hold)
         return None
-    cuts = np.flatnonzero(data == 0)  # UTF-8 has no 0 byte but NUL itself
-    if len(items) and len(cuts) == len(items) - 1 and len(data) < 2**31:  # (an item holding a NUL: the slow way)
-        offsets = np.empty(len(items) + 1, dtype=np.int32)
-        offsets[0], offsets[-1] = 0, len(data) - len(cuts)
-        offsets[1:-1] = cuts - np.arange(len(cuts))  # each NUL removed shifts the rest by one
-        return pa.StringArray.from_buffers(len(items), pa.py_buffer(offsets), pa.py_buffer(data[data != 0]))
+    if column is not None:
+        return column
     try:  # Arrow infers string only when every item is a str (bytes make it binary; a number raises)
         column = pa.array(items)
     except (pa.ArrowException, UnicodeEncodeError, TypeError, ValueError, OverflowError):
@@ -43,11 +39,32 @@ def text_column(values: Sequence | np.ndarray) -> pa.StringArray | None:
     return column if pa.types.is_string(column.type) and column.null_count == 0 else None
 
 
+def joined_column(items: Iterable, n: int) -> pa.StringArray | None:
+    """``text_column`` of ``n`` items read once (a chain over dicts' keys: no list of them is kept); None also where
+    ``text_column`` would look at each item (one holding a NUL, 2 GB of text): the caller's slow path decides."""
+    try:
+        return _from_joined("\0".join(items), n)
+    except (TypeError, UnicodeEncodeError):
+        return None
+
+
+def _from_joined(text: str, n: int) -> pa.StringArray | None:
+    """The ``n`` items that ``text`` joins with NUL, as Arrow text; None if that is not what it holds."""
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    cuts = np.flatnonzero(data == 0)  # UTF-8 has no 0 byte but NUL itself
+    if not n or len(cuts) != n - 1 or len(data) >= 2**31:  # (an item holding a NUL: the slow way)
+        return None
+    offsets = np.empty(n + 1, dtype=np.int32)
+    offsets[0], offsets[-1] = 0, len(data) - len(cuts)
+    offsets[1:-1] = cuts - np.arange(len(cuts))  # each NUL removed shifts the rest by one
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data[data != 0]))
+
+
 def as_string(column: pa.Array | pa.ChunkedArray) -> pa.StringArray | None:
     """An Arrow column of text (string or large_string) or of whole numbers (their decimal text, as an id given as
     an integer reads) as one string array; None for any other type or a column with a null."""
     if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()  # (one chunk: no copy)
     if column.null_count:
         return None
     if pa.types.is_integer(column.type) or pa.types.is_large_string(column.type):
@@ -108,6 +125,28 @@ def first_seen_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray
     """(the distinct values in order of first appearance; each value's position in them), as int64 codes."""
     encoded = column.dictionary_encode()
     return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def grouped_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray] | None:
+    """``first_seen_codes`` of a column whose equal values are together (a run table's query ids, the usual case):
+    found where a value differs from the one before, not by hashing every value; None when a value comes back
+    after another (then hashing it is)."""
+    if len(column) < 2:
+        return None
+    starts = np.empty(len(column), dtype=bool)
+    starts[0] = True
+    starts[1:] = pc.not_equal(column[1:], column[:-1]).to_numpy(zero_copy_only=False)
+    distinct = column.filter(pa.array(starts))
+    if not unique(distinct):
+        return None
+    return distinct, np.cumsum(starts, dtype=np.int64) - 1
+
+
+def packed_keys(column: pa.StringArray) -> np.ndarray | None:
+    """Each id's uint64 key (``io.packed_ids``: they sort and compare as the ids do), None if one is over 8 bytes."""
+    from ..io.packed_ids import pack
+
+    return pack(column)
 
 
 def objects(column: pa.StringArray) -> np.ndarray:

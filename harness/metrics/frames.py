@@ -31,10 +31,15 @@ def arrow_columns(value: Any, wanted: tuple[str, ...]) -> dict | None:
 
     try:
         if is_arrow_table(value):
-            return {c: value.column(c).combine_chunks() for c in wanted}
+            return {c: _one_chunk(value.column(c)) for c in wanted}
         return {c: pa.Array.from_pandas(value[c]) for c in wanted}
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
+
+
+def _one_chunk(column):
+    """A chunked column as one array: its only chunk as it is (``combine_chunks`` would copy it)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _numbers(column, kinds: str) -> np.ndarray | None:
@@ -59,10 +64,10 @@ def _ids(columns: dict):
 
 def _grouped(queries):
     """(query ids in order of first appearance, the row order that groups each query's rows, rows per query)."""
-    from ..core.textcolumns import first_seen_codes, objects
+    from ..core.textcolumns import first_seen_codes, grouped_codes, objects
 
-    distinct, codes = first_seen_codes(queries)
-    grouped = len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())  # each query's rows together: the usual table
+    distinct, codes = grouped_codes(queries) or first_seen_codes(queries)  # (each query's rows together: the usual)
+    grouped = len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())
     order = slice(None) if grouped else np.argsort(codes, kind="stable")
     return objects(distinct), order, np.bincount(codes, minlength=len(distinct)), codes
 
@@ -104,7 +109,8 @@ def bulk_qrels(value: Any) -> Qrels | None:
         return None
     query_ids, order, lengths, q_codes = _grouped(ids[0])
     doc_vocab, d_codes = first_seen_codes(ids[1])
-    if len(np.unique(q_codes * max(len(doc_vocab), 1) + d_codes)) != len(d_codes):
+    pairs = np.sort(q_codes * max(len(doc_vocab), 1) + d_codes)  # (a sort: NumPy's hashed unique is slower here)
+    if (pairs[1:] == pairs[:-1]).any():
         return None  # a pair judged twice: the row reader names it
     return checked(Qrels(query_ids, offsets_of(lengths), objects(doc_vocab)[d_codes[order]],
                          grades.astype(np.int64)[order]))

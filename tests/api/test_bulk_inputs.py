@@ -48,6 +48,7 @@ def test_a_dict_read_in_bulk_is_the_dict_read_entry_by_entry(bulk):
     ({"": {"d1": 1.0}}, "run['']: query id is empty"),
     ({1: {"d1": 1.0}, "1": {"d1": 1.0}}, "query id '1' is given twice"),
     ({"q1": ["d1"]}, "run['q1']: expected a dict {doc_id: score}, got list"),
+    ({"q1": {"d\x001": 1.0}}, "run['q1']['d\\x001']: document id 'd\\x001' contains whitespace or a control"),
 ])
 def test_a_bad_dict_read_in_bulk_keeps_its_located_message(bulk, bad, fragment):
     with pytest.raises(InputError) as caught:
