@@ -89,7 +89,7 @@ def _histogram_svg(s: "Summary", width: int = 640, height: int = 220) -> str:
     step = (width - 2 * pad) / bins
     bar = step / (len(GROUPS) + 1)
     parts = [f'<svg id="top-score-histogram" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="top score of each query: ok, failing, unanswerable">']
+             f'viewBox="0 0 {width} {height}" style="max-width:100%;height:auto" role="img" aria-label="top score of each query: ok, failing, unanswerable">']
     for g, (name, colour) in enumerate(GROUPS):
         for b, n in enumerate(getattr(h, name)):
             if n:

@@ -34,8 +34,9 @@ def test_demo_outputs_exist(demo):
 
 def test_demo_shows_every_verdict_kind(demo):
     counts = demo[1]["summary"]["verdicts"]["counts"]
-    assert counts == {"goldset_error": 2, "no_gold": 1, "missing_document": 1, "wrong_chunk": 2, "incomplete": 0,
-                      "buried_evidence": 3, "ok": 37}  # the demo names no evidence group: never incomplete
+    assert counts == {"goldset_error": 2, "unanswerable": 0, "no_gold": 1, "missing_document": 1, "wrong_chunk": 2,
+                      "incomplete": 0, "buried_evidence": 3, "ok": 37}
+    # the demo names no evidence group (never incomplete) and marks no query answerable: false
 
 
 def test_demo_numbers_match_trec_eval_on_the_written_run(demo):

@@ -168,7 +168,9 @@ def test_png_plots_beside_the_report_and_curves_match_the_summary(demo):
     assert ndcg_curve(r)[9] == pytest.approx(r.summary.doc["ndcg@10"], rel=1e-12)
     assert curves(r)[0][4] == pytest.approx(r.summary.chunk["recall@5"], rel=1e-12)
     page = (folder / "report.html").read_text()
-    assert page.count("<svg") == len(pngs)
+    # each plot inline once, beside the calibration section's histogram of top scores (no PNG of its own)
+    assert page.count("<svg") - page.count('<svg id="top-score-histogram"') == len(pngs)
+    assert page.count('<svg id="top-score-histogram"') == 1
 
 
 def test_flags_carry_information_on_the_demo(demo):
