@@ -159,6 +159,33 @@ def test_winner_against_runner_up_is_the_holm_corrected_row(tmp_path):
     assert 'id="kfold"' not in page  # no select_on.kfold: no k-fold section, as leaderboard.md has none
 
 
+def test_queries_counted_before_retrieval_are_the_runs_counted_queries(tmp_path):
+    """The k-fold bound is checked before any run from the queries a run will count (``counted_before_retrieval``):
+    they are the run's own ``counted`` flags at both levels, with golden-set errors, a query marked answerable:
+    false, one judged only grade 0, and one judged without evidence among them, under both query policies."""
+    import harness
+    from harness.pipeline.measurable import counted_before_retrieval
+    from harness.pipeline.prepare import prepare
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text((ROOT / "goldsets/demo/goldset.jsonl").read_text() + "".join(json.dumps(r) + "\n" for r in [
+        {"id": "u1", "query": "what does it cost in Japan?", "answerable": False},
+        {"id": "z1", "query": "install on a phone", "relevant": [{"doc": "install-desktop", "grade": 0}]},
+        {"id": "w1", "query": "install on a desktop", "relevant": ["install-desktop"]}]))
+    for policy in ("exclude", "zero"):
+        data = {"name": f"c-{policy}", "corpus": {"path": str(ROOT / "goldsets/demo/corpus.jsonl")},
+                "goldset": {"path": str(gold)}, "chunking": {"strategy": "sentences", "size": 2},
+                "retriever": {"kind": "bm25"}, "metrics": ["ndcg@10"], "evaluation": {"query_policy": policy}}
+        cfg = parse_config(data, "t", tmp_path)
+        loaded = prepare(cfg, log=lambda m: None)
+        with pytest.warns(UserWarning, match="goldset_error"):  # the demo's q44 and q45
+            result = harness.run(data)
+        for level in ("doc", "chunk"):
+            counted = {q.id for q in result.queries if q.is_counted(level)}
+            assert counted_before_retrieval(loaded.gold, loaded.chunks, loaded.problems, policy, level) == counted
+            assert "u1" not in counted and ("z1" in counted) == (policy == "zero")
+
+
 @pytest.mark.parametrize("select_on, expect", [
     ({"kfold": 1}, "select_on.kfold: 1 folds; give 2 or more"),
     ({"kfold": 0}, "select_on.kfold: 0 folds; give 2 or more"),
