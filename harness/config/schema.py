@@ -218,7 +218,7 @@ class ExperimentConfig(Strict):
     """what a sweep ranks its runs by: level.metric, one of metrics (default: the first metric at doc level)"""
     select_on: dict[str, Any] | None = None
     """choose a sweep's best run on another golden set (keys merged over goldset, e.g. {split: train}), then report
-    it on goldset; kfold (a whole number, 2 up to the number of selection queries) adds a k-fold estimate of the
+    it on goldset; kfold (a whole number, 2 up to the number of selection queries counted at the ranking metric's level) adds a k-fold estimate of the
     choice: each fold's best point chosen on the other folds' queries and scored on the fold, with the optimism gap;
     seed (default 0) shuffles the queries into folds (docs/tuning.md)"""
 

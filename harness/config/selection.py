@@ -30,7 +30,8 @@ def _whole(value: Any) -> bool:
 
 def fold_problems(select_on: dict[str, Any] | None) -> list[str]:
     """``kfold`` must be a whole number >= 2 (one fold leaves nothing to train on); ``seed`` a whole number >= 0,
-    and only beside ``kfold``. The upper bound (the number of queries) is checked once the golden set is read."""
+    and only beside ``kfold``. The upper bound (the selection queries counted at the ranking metric's level) is
+    checked once the golden set is read (``pipeline.prepare``)."""
     select_on = select_on or {}
     problems = []
     if "kfold" in select_on:
@@ -49,11 +50,11 @@ def fold_problems(select_on: dict[str, Any] | None) -> list[str]:
     return problems
 
 
-def too_many_folds(select_on: dict[str, Any] | None, n_queries: int) -> str | None:
-    """The located line when ``kfold`` asks for more folds than there are selection queries (a fold would be
-    empty), else None."""
+def too_many_folds(select_on: dict[str, Any] | None, n_queries: int, level: str) -> str | None:
+    """The located line when ``kfold`` asks for more folds than there are selection queries counted at ``level``
+    in every grid point (the queries the folds deal: a fold would be empty), else None."""
     chosen = folds(select_on) if not fold_problems(select_on) else None
     if chosen is None or chosen[0] <= n_queries:
         return None
-    return (f"select_on.kfold: {chosen[0]} folds of {n_queries} selection queries; give at most {n_queries} "
-            f"(every fold needs a held-out query)")
+    return (f"select_on.kfold: {chosen[0]} folds of {n_queries} selection queries counted at {level} level; give "
+            f"at most {n_queries} (every fold needs a held-out query)")

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 # Text pydantic would read as a number. Not 1e-3: YAML 1.1 reads a plain exponent without a dot as text, so it is
 # taken as the number the user wrote (a float setting) or said how to write (an integer setting).
 _NUMERIC = re.compile(r"[+-]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9]+)|[+-]?(?:inf|nan)", re.I)
+# Of those, the ones that are no finite number (inf, nan): text whether quoted or not (YAML 1.1 spells them .inf,
+# .nan), and refused as .inf and .nan are (Strict: allow_inf_nan=False), so "write it without quotes" would mislead.
+_NONFINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.I)
 
 
 class EnvText(str):
@@ -49,6 +52,8 @@ class Strict(BaseModel):
             if isinstance(value, bool):
                 raise ValueError("is a boolean here (YAML reads true/false, yes/no, on/off as booleans); this "
                                  "setting takes a number")
+            if _NONFINITE.fullmatch(value.strip()):  # YAML reads a plain inf or nan as text: no quotes to drop
+                raise ValueError("is not a finite number; this setting takes a finite number")
             if _NUMERIC.fullmatch(value.strip()):  # other text gets pydantic's own "should be a valid number"
                 raise ValueError("is text here (quoted); this setting takes a number: write it without quotes")
         return value

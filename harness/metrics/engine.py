@@ -175,6 +175,12 @@ def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
                           columns=columns, unanswerable=unanswerable)
 
 
+def relevant_counts(qrels: Qrels) -> np.ndarray:
+    """Each query's relevant items (grade 1 or more): the ``n_relevant`` a table's ``included`` reads."""
+    relevant = np.repeat(np.arange(qrels.n_queries), np.diff(qrels.offsets))[qrels.grades >= 1]
+    return np.bincount(relevant, minlength=qrels.n_queries)
+
+
 def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str | MetricSpec], *,
                    unjudged_run_queries: Callable[[], int] = lambda: 0, query_policy: str = "exclude",
                    order: str = "score", trec_compat: bool = False, gold_errors: Collection[str] | None = None,
@@ -209,8 +215,7 @@ def evaluate_parts(qrels: Qrels, parts: Iterable[tuple], metrics: Iterable[str |
                                             else compute(spec, labels, cuts) for spec in specs])
         in_run[rows] = labels.in_run
         dropped += labels.dropped_duplicates
-    relevant = np.repeat(np.arange(qrels.n_queries), np.diff(qrels.offsets))[qrels.grades >= 1]
-    return build_table(qrels.query_ids, specs, values, np.bincount(relevant, minlength=qrels.n_queries), in_run,
+    return build_table(qrels.query_ids, specs, values, relevant_counts(qrels), in_run,
                        query_policy=query_policy, gold_errors=gold_errors,
                        conventions=conventions(order=order, query_policy=query_policy, trec_compat=trec_compat),
                        unjudged_run_queries=unjudged_run_queries(), dropped_duplicates=dropped,

@@ -48,8 +48,8 @@ def kfold_report(runs: Sequence[tuple[str, dict, Result]], level: str, metric: s
     set, in grid order) by ``level.metric``: per fold the chosen point and its training and held-out means, their
     means over the folds and the optimism gap. Ties are broken by grid order, as the leaderboard breaks them."""
     ids = _counted_everywhere(runs, level)
-    if (line := too_many_folds(select_on, len(ids))) is not None:
-        raise ConfigError(line.replace("selection queries", f"selection queries counted at {level} level"))
+    if (line := too_many_folds(select_on, len(ids), level)) is not None:
+        raise ConfigError(line)  # (check_before_retrieval said it before any run; this guards other callers)
     values = []
     for _, _, result in runs:
         by_id = {q.id: q.value(level, metric) for q in result.queries if q.is_counted(level)}

@@ -8,8 +8,29 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..core.types import GoldSet
+    from ..core.types import Chunk, GoldSet
     from ..gold.resolve import GoldProblem
+
+
+def counted_before_retrieval(gold: GoldSet, chunks: Sequence[Chunk], problems: Sequence[GoldProblem],
+                             query_policy: str, level: str) -> set[str]:
+    """The queries a run will count at ``level``, known before it retrieves: ``metrics.table.included`` over the
+    level's judgments as a run scores them (documents; at chunk level the evidence units, ``pipeline.levels``),
+    the golden-set errors and the queries marked answerable: false. Whether a query is in the run's output does
+    not matter (absent, it is scored 0)."""
+    from ..gold.resolve import doc_qrels
+    from ..hits.levelgrades import as_qrels
+    from ..metrics.engine import relevant_counts
+    from ..metrics.table import included
+    from .levels import unit_qrels
+
+    grades = doc_qrels(gold) if level == "doc" else unit_qrels(gold, chunks, problems)[1]
+    qrels = as_qrels(grades)
+    ids = [str(q) for q in qrels.query_ids.tolist()]
+    errors = {p.query_id for p in problems}
+    keep = included(relevant_counts(qrels), query_policy, np.array([q in errors for q in ids], dtype=bool),
+                    np.array([q in gold.unanswerable for q in ids], dtype=bool))
+    return {q for q, kept in zip(ids, keep.tolist()) if kept}
 
 
 def nothing_counted(gold: GoldSet, problems: Sequence[GoldProblem], query_policy: str) -> str | None:

@@ -85,6 +85,43 @@ def test_run_exits_2_with_one_located_line_per_problem(tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
+# One problem each, in each golden-set format that has an answerable mark: (file name, text, the located line).
+ONE_PROBLEM = [
+    ("gold.jsonl", '{"id": "a1", "query": "q", "relevant": ["install-desktop"]}\n{"id": "u1", "query": "r", "answerable": "no"}\n',
+     "gold.jsonl:2: query 'u1': 'answerable' must be true or false, got 'no'"),
+    ("gold.jsonl", '{"id": "u2", "query": "r", "answerable": false, "relevant": [{"doc": "install-desktop", "grade": 1}]}\n'
+     '{"id": "a1", "query": "q", "relevant": ["install-desktop"]}\n',
+     "gold.jsonl:1: query 'u2': marked answerable: false (its answer is not in the corpus) but it judges 1"),
+    ("gold.yaml", "- {id: a1, query: q, relevant: [install-desktop]}\n- {id: u1, query: r, answerable: 1}\n",
+     "gold.yaml:2: query 'u1': 'answerable' must be true or false, got 1"),
+    ("gold.csv", "query_id,query,doc_id,grade,answerable\na1,q,install-desktop,1,\nu1,r,,,maybe\n",
+     "gold.csv:3: query 'u1': 'answerable' must be true or false, got 'maybe'"),
+    ("gold.csv", "query_id,query,doc_id,grade,answerable\na1,q,install-desktop,1,\nu2,r,install-desktop,2,false\n",
+     "gold.csv:3: query 'u2': marked answerable: false (its answer is not in the corpus) but it judges 1"),
+]
+
+
+@pytest.mark.parametrize("name, text, says", ONE_PROBLEM, ids=["jsonl-text", "jsonl-judged", "yaml-number",
+                                                                "csv-text", "csv-judged"])
+@pytest.mark.parametrize("command", ["validate", "run", "goldset-stats"])
+def test_each_command_that_reads_the_golden_set_says_the_one_problem_in_one_line(tmp_path, name, text, says,
+                                                                                  command):
+    from clihelp import DEMO, assert_input_error, demo_config, harness as cli
+
+    gold = tmp_path / name
+    gold.write_text(text)
+    cfg = demo_config(tmp_path)
+    fmt = ", format: csv" if name.endswith(".csv") else ""
+    cfg.write_text(cfg.read_text().replace(f"{{path: {DEMO / 'goldset.jsonl'}}}", f"{{path: {gold}{fmt}}}"))
+    args = {"validate": ["validate", cfg], "run": ["run", cfg, "--out", tmp_path / "out"],
+            "goldset-stats": ["goldset", "stats", gold]}[command]
+    proc = cli(*args, cwd=tmp_path)
+    assert_input_error(proc, f"error: {gold}: 1 problem(s) in the golden set")
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("  - ")]
+    assert len(problems) == 1 and problems[0].startswith(f"  - {gold.parent / says}"), proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_goldset_stats_counts_the_unanswerable_queries(tmp_path):
     from harness.gold.stats import goldset_stats
     from harness.render.goldset_stats import stats_lines

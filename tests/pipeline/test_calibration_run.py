@@ -113,18 +113,22 @@ def test_a_given_threshold_is_used_and_the_suggested_one_still_shown(tmp_path):
 
 
 @pytest.mark.parametrize("value, says", [("'0.4'", "is text here (quoted)"), ("high", "Input should be a valid number"),
-                                         ("true", "is a boolean here")])
-def test_a_threshold_that_is_not_a_number_is_one_located_line(tmp_path, value, says):
-    from clihelp import harness as cli
+                                         ("true", "is a boolean here"), ("[0.4]", "Input should be a valid number"),
+                                         # YAML reads a plain inf as text: "write it without quotes" misled
+                                         ("inf", "is not a finite number"), (".nan", "Input should be a finite number")])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_threshold_that_is_not_a_number_is_one_located_line(tmp_path, value, says, command):
+    from clihelp import assert_input_error, harness as cli
 
     cfg = _config(tmp_path)
     text = json.dumps({k: v for k, v in cfg.items()}).replace('"depth": 10', f'"depth": 10, "abstention": '
                                                                              f'{{"threshold": {value}}}')
     (tmp_path / "c.yaml").write_text(text)
-    proc = cli("validate", tmp_path / "c.yaml")
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    proc = cli(command, tmp_path / "c.yaml", *(["--out", tmp_path / "out"] if command == "run" else []))
+    assert_input_error(proc, f"{tmp_path / 'c.yaml'}: invalid config")
     lines = [line for line in proc.stderr.splitlines() if "abstention.threshold" in line]
-    assert len(lines) == 1 and says in lines[0]
+    assert len(lines) == 1 and says in lines[0] and lines[0].startswith("  - abstention.threshold: ")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_golden_set_of_unanswerable_queries_only_measures_nothing(tmp_path):

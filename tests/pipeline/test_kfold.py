@@ -2,6 +2,7 @@
 the winner against the runner-up. The fold numbers are recomputed here from each run's results.json."""
 
 import json
+from html.parser import HTMLParser
 
 import numpy as np
 import pytest
@@ -21,6 +22,50 @@ def config(tmp_path, select_on, sweep=None):
                          "retriever": {"kind": "bm25", "k1": 1.2}, "metrics": ["ndcg@10", "rr@10"],
                          "sweep": sweep or {"retriever.k1": [0.1, 0.9, 3.0], "retriever.b": [0.2, 0.9]},
                          "select_on": select_on}, "t", tmp_path)
+
+
+class _Tables(HTMLParser):
+    """Every table of a page with an id: its body rows as lists of cell texts (entities decoded, as shown). Tables
+    nested in a cell (the comparison's drill-downs) are left out."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self._open, self._body, self._cell = {}, [], False, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self._open.append(dict(attrs).get("id") if not self._open else None)
+        elif self._open and self._open[-1] and len(self._open) == 1:
+            if tag == "tbody":
+                self._body = True
+                self.tables[self._open[-1]] = []
+            elif tag == "tr" and self._body:
+                self.tables[self._open[-1]].append([])
+            elif tag == "td" and self._body:
+                self._cell = ""
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None and len(self._open) == 1:
+            self.tables[self._open[-1]][-1].append(self._cell)
+            self._cell = None
+        elif tag == "tbody" and len(self._open) == 1:
+            self._body = False
+        elif tag == "table" and self._open:
+            self._open.pop()
+
+
+def html_tables(page: str) -> dict[str, list[list[str]]]:
+    parser = _Tables()
+    parser.feed(page)
+    return parser.tables
+
+
+def params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 def test_folds_are_seeded_balanced_and_independent_of_order():
@@ -70,6 +115,19 @@ def test_kfold_sweep_reports_each_fold_and_the_optimism_gap(tmp_path):
     assert "reported" not in board and not (tmp_path / "out" / f"{board['best']}-reported").exists()
     text = (tmp_path / "out/leaderboard.md").read_text()
     assert "## 4-fold selection (seed 3)" in text and f"optimism gap {kf['optimism_gap']:+.4f}" in text
+    # leaderboard.html shows the same numbers as leaderboard.json, rounded as leaderboard.md rounds them
+    saved = json.loads((tmp_path / "out/leaderboard.json").read_text())["kfold"]
+    page = (tmp_path / "out/leaderboard.html").read_text()
+    tables = html_tables(page)
+    assert tables["kfold-folds"] == [[str(f["fold"]), f["chosen"], params_text(f["params"]), str(f["train_queries"]),
+                                      f"{f['train_mean']:.4f}", str(f["heldout_queries"]), f"{f['heldout_mean']:.4f}"]
+                                     for f in saved["folds"]]
+    assert tables["kfold-means"] == [[f"{saved['mean_train']:.4f}", f"{saved['mean_heldout']:.4f}",
+                                      f"{saved['optimism_gap']:+.4f}"]]
+    assert '<h2 id="kfold">k-fold estimate: 4 folds, seed 3</h2>' in page
+    final_params = next(r["params"] for r in board["runs"] if r["run"] == saved["final"])
+    assert f"Final choice: {saved['final']} ({params_text(final_params)})" in page
+    assert f"The {saved['queries']} selection queries in 4 folds" in page
 
 
 def test_winner_against_runner_up_is_the_holm_corrected_row(tmp_path):
@@ -85,6 +143,47 @@ def test_winner_against_runner_up_is_the_holm_corrected_row(tmp_path):
     ps = sorted((r["run"], r["p_corrected"]) for r in board["runs"][1:])
     assert all(p is not None and p <= 1 for _, p in ps) and second["p"] <= second["p_corrected"]
     assert "## Winner against runner-up" in (tmp_path / "out/leaderboard.md").read_text()
+    # leaderboard.html: both points with their params and means, n, delta, p, Holm p and the verdict, as saved
+    saved = json.loads((tmp_path / "out/leaderboard.json").read_text())["runner_up"]
+    page = (tmp_path / "out/leaderboard.html").read_text()
+    tables = html_tables(page)
+    na = lambda value, spec: "n/a" if value is None else format(value, spec)
+    assert tables["runner-up-points"] == [
+        ["winner", saved["winner"], params_text(board["runs"][0]["params"]), na(saved["winner_mean"], ".4f")],
+        ["runner-up", saved["run"], params_text(saved["params"]), na(saved["mean"], ".4f")]]
+    assert tables["runner-up-test"] == [[str(saved["n"]), na(saved["delta_vs_winner"], "+.4f"), na(saved["p"], ".4f"),
+                                         na(saved["p_corrected"], ".4f"), "yes" if saved["significant"] else "no"]]
+    assert "<th>holm-corrected p</th>" in page
+    verdict = "differ significantly" if saved["significant"] else "are not significantly different"
+    assert f'<p id="runner-up-verdict">The winner and the runner-up {verdict}.</p>' in page
+    assert 'id="kfold"' not in page  # no select_on.kfold: no k-fold section, as leaderboard.md has none
+
+
+def test_queries_counted_before_retrieval_are_the_runs_counted_queries(tmp_path):
+    """The k-fold bound is checked before any run from the queries a run will count (``counted_before_retrieval``):
+    they are the run's own ``counted`` flags at both levels, with golden-set errors, a query marked answerable:
+    false, one judged only grade 0, and one judged without evidence among them, under both query policies."""
+    import harness
+    from harness.pipeline.measurable import counted_before_retrieval
+    from harness.pipeline.prepare import prepare
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text((ROOT / "goldsets/demo/goldset.jsonl").read_text() + "".join(json.dumps(r) + "\n" for r in [
+        {"id": "u1", "query": "what does it cost in Japan?", "answerable": False},
+        {"id": "z1", "query": "install on a phone", "relevant": [{"doc": "install-desktop", "grade": 0}]},
+        {"id": "w1", "query": "install on a desktop", "relevant": ["install-desktop"]}]))
+    for policy in ("exclude", "zero"):
+        data = {"name": f"c-{policy}", "corpus": {"path": str(ROOT / "goldsets/demo/corpus.jsonl")},
+                "goldset": {"path": str(gold)}, "chunking": {"strategy": "sentences", "size": 2},
+                "retriever": {"kind": "bm25"}, "metrics": ["ndcg@10"], "evaluation": {"query_policy": policy}}
+        cfg = parse_config(data, "t", tmp_path)
+        loaded = prepare(cfg, log=lambda m: None)
+        with pytest.warns(UserWarning, match="goldset_error"):  # the demo's q44 and q45
+            result = harness.run(data)
+        for level in ("doc", "chunk"):
+            counted = {q.id for q in result.queries if q.is_counted(level)}
+            assert counted_before_retrieval(loaded.gold, loaded.chunks, loaded.problems, policy, level) == counted
+            assert "u1" not in counted and ("z1" in counted) == (policy == "zero")
 
 
 @pytest.mark.parametrize("select_on, expect", [

@@ -363,6 +363,44 @@ def test_report_md_escapes_every_value(demo_run):
     assert not live_html(text)
 
 
+def test_leaderboard_page_escapes_params_in_runner_up_and_kfold(demo_run):
+    """The HTML leaderboard's winner-vs-runner-up and k-fold sections show grid values (user strings) as text."""
+    from harness.render.html import render
+
+    hostile = "<script>alert(1)</script>"
+    a, b = {"retriever.prompt": hostile, "chunking.size": 2}, {"retriever.prompt": "x\" onclick=\"alert(2)", "chunking.size": 2}
+    board = {"name": "s", "metric": "doc.ndcg@10", "best": "s-a", "test": "randomization", "correction": "holm",
+             "runs": [{"run": "s-a", "params": a, "mean": 0.5, "queries": 43, "delta_vs_best": 0.0,
+                       "p_corrected": None, "tied_with_best": True},
+                      {"run": "s-b", "params": b, "mean": 0.25, "queries": 43, "delta_vs_best": -0.25,
+                       "p_corrected": 0.0123, "tied_with_best": False}],
+             "runner_up": {"winner": "s-a", "run": "s-b", "params": b, "metric": "doc.ndcg@10", "n": 43,
+                           "winner_mean": 0.5, "mean": 0.25, "delta_vs_winner": -0.25, "p": 0.006,
+                           "p_corrected": 0.0123, "correction": "holm", "test": "randomization", "significant": True},
+             "kfold": {"k": 2, "seed": 0, "metric": "doc.ndcg@10", "queries": 43, "assignment": "dealt <b>in turn</b>",
+                       "folds": [{"fold": 1, "train_queries": 21, "heldout_queries": 22, "chosen": "s-a", "params": a,
+                                  "train_mean": 0.51, "heldout_mean": 0.49},
+                                 {"fold": 2, "train_queries": 22, "heldout_queries": 21, "chosen": "s-b", "params": b,
+                                  "train_mean": 0.3, "heldout_mean": 0.2}],
+                       "mean_train": 0.405, "mean_heldout": 0.345, "optimism_gap": 0.06, "final": "s-a"}}
+    page = render([json.loads(demo_run.read_text())], [{}], leaderboard=board)
+    runner_up = page[page.index('<h2 id="runner-up">'):page.index('<h2 id="kfold">')]
+    kfold = page[page.index('<h2 id="kfold">'):page.index('id="kfold-final"')]
+    shown = "retriever.prompt=&lt;script&gt;alert(1)&lt;/script&gt;, chunking.size=2"
+    quoted = "retriever.prompt=x&quot; onclick=&quot;alert(2), chunking.size=2"
+    assert runner_up.count(shown) == 1 and runner_up.count(quoted) == 1  # the winner's and the runner-up's
+    assert kfold.count(shown) == 1 and kfold.count(quoted) == 1 and "dealt &lt;b&gt;in turn&lt;/b&gt;" in kfold
+    assert f"Final choice: s-a ({shown})" in page
+    assert "<td>+0.0600</td>" in kfold and "<td>0.0060</td><td>0.0123</td><td>yes</td>" in runner_up
+    assert page.count("<script") == 1 and "<b>in turn" not in page  # the one script: the page's own
+    assert 'x" onclick' not in runner_up + kfold  # (the sweep chart shows it as SVG text, where a quote is inert)
+
+    one = {k: v for k, v in board.items() if k not in ("runner_up", "kfold")}  # one point, no select_on.kfold
+    one["runs"] = one["runs"][:1]
+    page = render([json.loads(demo_run.read_text())], [{}], leaderboard=one)
+    assert 'id="runner-up"' not in page and 'id="kfold"' not in page
+
+
 def test_md_helpers():
     from harness.render.outputs import md, md_code
 
