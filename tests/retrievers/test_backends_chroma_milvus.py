@@ -108,7 +108,10 @@ def _fill_chroma(tmp: Path, chunks, vectors) -> dict:
     import chromadb
 
     client = chromadb.PersistentClient(path=str(tmp / "chroma"))
-    col = client.create_collection("docs", embedding_function=None, configuration={"hnsw": {"space": "ip"}})
+    # One insertion thread: HNSW's graph then depends only on the data, so the recall asserted below is the same on
+    # every run (with several threads it can move under load).
+    col = client.create_collection("docs", embedding_function=None,
+                                   configuration={"hnsw": {"space": "ip", "num_threads": 1}})
     rows = _records(chunks) + [BAD]
     col.add(ids=[f"r{i}" for i in range(len(rows))], embeddings=list(vectors) + [vectors[0]],
             documents=[r["body"] for r in rows], metadatas=[{"doc": r["doc"]} for r in rows])
@@ -152,7 +155,8 @@ def test_connect_mode_maps_records_to_chunks_and_reports_the_unmapped(kind, cach
     if kind == "milvus":
         assert info["index"] == "flat" and "ann_recall_at_10" not in info
     else:  # the exact search behind the recall reads the collection's vectors back
-        assert info["ann_recall_at_10"] == 1.0
+        # HNSW is approximate: on the demo's 46 queries chromadb's graph misses at most one of the 460 (0.9978)
+        assert 0.99 <= info["ann_recall_at_10"] <= 1.0
 
 
 def test_build_mode_never_touches_a_collection_it_did_not_build(tmp_path):

@@ -5,7 +5,10 @@ fills itself; ANN recall@10 in results.json is checked against one computed here
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -190,7 +193,11 @@ def _fill_pgvector(tmp: Path, chunks, vectors) -> dict:
     import psycopg
     from pgvector.psycopg import register_vector
 
-    server = pgserver.get_server(tmp / "pg", cleanup_mode="stop")
+    # A folder of its own under the system's temporary folder, as the retriever makes one: pgserver hands it to its
+    # own user, and a folder inside pytest's root-only tmp_path once failed initdb mid-way ("Permission denied").
+    folder = Path(tempfile.mkdtemp(prefix="harness-pg-test-"))
+    atexit.register(shutil.rmtree, folder, True)
+    server = pgserver.get_server(folder, cleanup_mode="stop")
     try:
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -200,7 +207,7 @@ def _fill_pgvector(tmp: Path, chunks, vectors) -> dict:
                 conn.execute("INSERT INTO docs VALUES (%s, %s, %s, %s)", (r["doc"], r["s"], r["e"], v))
     finally:
         server.cleanup()
-    return {"kind": "pgvector", "mode": "connect", "path": str(tmp / "pg"), "table": "docs", "column": "emb",
+    return {"kind": "pgvector", "mode": "connect", "path": str(folder), "table": "docs", "column": "emb",
             "fields": {"doc_id": "doc", "start": "s", "end": "e"}}
 
 
