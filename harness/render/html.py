@@ -431,7 +431,20 @@ def _leaderboard_section(board: dict) -> str:
             f"<th>p corrected</th><th>tied with best</th><th>window tokens</th><th>window chars</th></tr></thead>"
             f"<tbody>{rows_html}</tbody></table>"
             + "".join(f'<p class="muted">Note: {e(note)}</p>' for note in board.get("notes", []))
-            + _runner_up_html(board) + _kfold_html(board) + charts_html)
+            + _reported_html(board) + _runner_up_html(board) + _kfold_html(board) + charts_html)
+
+
+def _reported_html(board: dict) -> str:
+    """With ``select_on``: the ranks above are on the selection queries; the number to report is the best
+    configuration's on the reported golden set (the Markdown's paragraph, from the same board keys)."""
+    if "selected_on" not in board:
+        return ""
+    rep = board["reported"]
+    value = "n/a" if rep["mean"] is None else f"{rep['mean']:.4f}"
+    return (f"<p><strong>Runs ranked on {e(board['selected_on'])}</strong> (the selection queries). The best "
+            f"configuration, run on {e(board['reported_on'])}: {e(rep['metric'])} <strong>{e(value)}</strong> over "
+            f"{e(rep['queries'])} queries ({e(rep['run'])}/). Report that number: the others were tuned on the "
+            "queries they score.</p>")
 
 
 def _texts(value) -> Texts:

@@ -211,6 +211,8 @@ def test_sweep_selects_on_one_split_and_reports_on_another(tmp_path):
     assert {q["id"] for q in reported["queries"]} == {f"q{i:02d}" for i in range(24, 47)}
     assert board["reported"]["mean"] == pytest.approx(reported["summary"]["doc"]["rr@10"], abs=1e-12)
     assert "Report that number" in (tmp_path / "out" / "leaderboard.md").read_text()
+    page = (tmp_path / "out" / "leaderboard.html").read_text()  # the same sentence and number on the page
+    assert "Report that number" in page and f"<strong>{board['reported']['mean']:.4f}</strong>" in page
     # best.yaml: the chosen point, on the reported golden set, with paths relative to itself
     best = yaml.safe_load((tmp_path / "out" / "best.yaml").read_text())
     assert best["goldset"]["path"] == "../data/test.jsonl" and best["corpus"]["path"] == "../data/corpus.jsonl"
