@@ -440,7 +440,7 @@ def _reported_html(board: dict) -> str:
     if "selected_on" not in board:
         return ""
     rep = board["reported"]
-    value = "n/a" if rep["mean"] is None else f"{rep['mean']:.4f}"
+    value = fmt(rep["mean"], 4)
     return (f"<p><strong>Runs ranked on {e(board['selected_on'])}</strong> (the selection queries). The best "
             f"configuration, run on {e(board['reported_on'])}: {e(rep['metric'])} <strong>{e(value)}</strong> over "
             f"{e(rep['queries'])} queries ({e(rep['run'])}/). Report that number: the others were tuned on the "
