@@ -58,7 +58,7 @@ def bulk_scores(data: Any) -> tuple | None:
         return None
     if not np.isfinite(scores).all():
         return None
-    column = joined_column(chain.from_iterable(inner), len(values))  # the doc ids read once, into Arrow text
+    column = joined_column(inner, len(values))  # the doc ids read once, into Arrow text
     if column is None:
         return None
     vocab, codes = sorted_codes(column)

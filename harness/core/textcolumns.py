@@ -39,11 +39,14 @@ def text_column(values: Sequence | np.ndarray) -> pa.StringArray | None:
     return column if pa.types.is_string(column.type) and column.null_count == 0 else None
 
 
-def joined_column(items: Iterable, n: int) -> pa.StringArray | None:
-    """``text_column`` of ``n`` items read once (a chain over dicts' keys: no list of them is kept); None also where
-    ``text_column`` would look at each item (one holding a NUL, 2 GB of text): the caller's slow path decides."""
+def joined_column(groups: Iterable[Iterable], n: int) -> pa.StringArray | None:
+    """``text_column`` of the ``n`` items of ``groups`` (dicts' keys, say: no list of them is kept); None also where
+    ``text_column`` would look at each item (one holding a NUL, 2 GB of text): the caller's slow path decides. Each
+    group is joined on its own, then the groups: a join reads each item three times (to list, measure, copy it),
+    and a hundred items stay in cache between the reads where three million scattered ones do not (a third less
+    time for a 3M-hit run's doc ids)."""
     try:
-        return _from_joined("\0".join(items), n)
+        return _from_joined("\0".join(["\0".join(group) for group in groups if group]), n)
     except (TypeError, UnicodeEncodeError):
         return None
 
