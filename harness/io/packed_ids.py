@@ -71,16 +71,22 @@ def _sorted(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     if spans is None:
         return np.argsort(keys, kind="stable"), None
     words = np.arange(n, dtype=np.uint64)  # the positions, below the key bits
+    part = np.empty_like(keys)  # (one buffer for every step: a fresh 24 MB array a step costs its page faults)
     top = 64
     for low, width in spans:  # highest first: the words order as the keys do
         top -= width
-        words |= ((keys >> np.uint64(low)) & np.uint64((1 << width) - 1)) << np.uint64(top)
+        np.right_shift(keys, np.uint64(low), out=part)
+        if top + width < 64:  # (the top span's higher bits fall off the word's end by themselves)
+            np.bitwise_and(part, np.uint64((1 << width) - 1), out=part)
+        np.left_shift(part, np.uint64(top), out=part)
+        np.bitwise_or(words, part, out=words)
     words.sort()
-    key_bits = words >> np.uint64(index_bits)
+    np.right_shift(words, np.uint64(index_bits), out=part)  # each sorted word's key bits
     new = np.empty(n, dtype=bool)
     new[:1] = True
-    np.not_equal(key_bits[1:], key_bits[:-1], out=new[1:])
-    return (words & np.uint64((1 << index_bits) - 1)).astype(np.int64), new
+    np.not_equal(part[1:], part[:-1], out=new[1:])
+    np.bitwise_and(words, np.uint64((1 << index_bits) - 1), out=words)
+    return words.view(np.int64), new  # (positions: below 2**63)
 
 
 def _bit_spans(varying: int, room: int) -> list[tuple[int, int]] | None:

@@ -74,7 +74,7 @@ def _grouped(queries):
 
 def bulk_run(value: Any, read_ranks: bool) -> Run | None:
     """A run table as a Run, or None when it must be read row by row."""
-    from ..core.textcolumns import objects, sorted_codes
+    from ..core.textcolumns import sorted_codes
 
     columns = arrow_columns(value, ("query_id", "doc_id", "score") + (("rank",) if read_ranks else ()))
     ids = None if columns is None else _ids(columns)
@@ -90,7 +90,7 @@ def bulk_run(value: Any, read_ranks: bool) -> Run | None:
             return None
     query_ids, order, lengths, _ = _grouped(ids[0])
     vocab, codes = sorted_codes(ids[1])
-    return checked(Run(query_ids, offsets_of(lengths), objects(vocab.text), codes[order],
+    return checked(Run(query_ids, offsets_of(lengths), vocab, codes[order],  # (vocab: strings when first read)
                        scores.astype(np.float64)[order], None if ranks is None else ranks.astype(np.int64)[order]),
                    vocab)
 
