@@ -65,18 +65,18 @@ def fingerprint_of_judgments(queries, docs, grades) -> str:
 def _row_order(q_keys, d_keys, grades):
     """The order that sorts rows by (query, document, grade): one sort of a single key made of each column's rank,
     or None when the ranks do not fit in one (rows equal in all three are the same row: their order changes nothing
-    hashed). Ranks and order come from ``packed_ids``' sorts (NumPy's SIMD sort; its argsort of uint64 has none)."""
+    hashed). Ranks and order come from NumPy's SIMD sort (``textcolumns.key_codes``, ``key_order``)."""
     import numpy as np
 
-    from ..io.packed_ids import sort_order, sorted_codes
+    from .textcolumns import key_codes, key_order
 
-    queries, q_rank = sorted_codes(q_keys)
-    docs, d_rank = sorted_codes(d_keys)
+    queries, q_rank = key_codes(q_keys)
+    docs, d_rank = key_codes(d_keys)
     low = int(grades.min()) if len(grades) else 0
     span = int(grades.max()) - low + 1 if len(grades) else 1
     if len(queries) * len(docs) * span >= 2**63:
         return None
-    return sort_order(((q_rank.astype(np.int64) * len(docs) + d_rank) * span + (grades - low)).view(np.uint64))
+    return key_order(((q_rank.astype(np.int64) * len(docs) + d_rank) * span + (grades - low)).view(np.uint64))
 
 
 def document_fingerprint(text: str) -> str:

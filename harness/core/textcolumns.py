@@ -180,6 +180,20 @@ def packed_keys(column: pa.StringArray) -> np.ndarray | None:
     return pack(column)
 
 
+def key_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct uint64 keys, sorted; each key's code into them): ``io.packed_ids``' SIMD sort."""
+    from ..io.packed_ids import sorted_codes as packed_codes
+
+    return packed_codes(keys)
+
+
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """The stable order that sorts uint64 keys: ``io.packed_ids``' SIMD sort (NumPy's argsort of uint64 has none)."""
+    from ..io.packed_ids import sort_order
+
+    return sort_order(keys)
+
+
 def objects(column: pa.StringArray) -> np.ndarray:
     """An Arrow string array as the 1-D object array of str that a Run or Qrels holds."""
     out = column.to_numpy(zero_copy_only=False)
