@@ -158,10 +158,10 @@ def first_seen_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray
     return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def grouped_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray] | None:
-    """``first_seen_codes`` of a column whose equal values are together (a run table's query ids, the usual case):
-    found where a value differs from the one before, not by hashing every value; None when a value comes back
-    after another (then hashing it is)."""
+def grouped_starts(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray] | None:
+    """(the distinct values in order, the row where each begins) of a column whose equal values are together (a run
+    table's query ids, the usual case): found where a value differs from the one before, not by hashing every
+    value, and no per-row code is made; None when a value comes back after another (then ``first_seen_codes``)."""
     if len(column) < 2:
         return None
     starts = np.empty(len(column), dtype=bool)
@@ -170,7 +170,7 @@ def grouped_codes(column: pa.StringArray) -> tuple[pa.StringArray, np.ndarray] |
     distinct = column.filter(pa.array(starts))
     if not unique(distinct):
         return None
-    return distinct, np.cumsum(starts, dtype=np.int64) - 1
+    return distinct, np.flatnonzero(starts)
 
 
 def packed_keys(column: pa.StringArray) -> np.ndarray | None:
