@@ -14,7 +14,7 @@ import numpy as np
 
 from .ids import GRADE_LIMIT
 from . import textcolumns
-from .textcolumns import ids_clean, joined_column, objects, sorted_codes, text_column
+from .textcolumns import ids_clean, joined_column, sorted_codes, text_column
 
 SCORE_TYPES = frozenset({float, int, np.float64, np.float32})
 GRADE_TYPES = frozenset({int, float, np.int64, np.int32, np.float64})
@@ -44,8 +44,8 @@ def _object_array(items: list) -> np.ndarray:
 
 
 def bulk_scores(data: Any) -> tuple | None:
-    """``{qid: {doc: score}}`` as (query ids, entries per query, sorted doc vocabulary, doc codes, scores, the
-    vocabulary as Arrow text), or None when the entry-by-entry reader must look."""
+    """``{qid: {doc: score}}`` as (query ids, entries per query, the sorted doc vocabulary as a ``TextVocab``, doc
+    codes, scores), or None when the entry-by-entry reader must look."""
     flat = _flat(data)
     if flat is None:
         return None
@@ -53,18 +53,18 @@ def bulk_scores(data: Any) -> tuple | None:
     if not set(map(type, values)) <= SCORE_TYPES:  # bool is its own type: refused as a score, as dictinput does
         return None
     try:
-        scores = np.array(values, dtype=np.float64)
+        scores = np.fromiter(values, dtype=np.float64, count=len(values))
     except (OverflowError, ValueError, TypeError):
         return None
     if not np.isfinite(scores).all():
         return None
-    column = joined_column(chain.from_iterable(inner), len(values))  # the doc ids read once, into Arrow text
+    column = joined_column(inner, len(values))  # the doc ids read once, into Arrow text
     if column is None:
         return None
     vocab, codes = sorted_codes(column)
-    if not ids_clean(vocab.text):
+    if not vocab.clean():
         return None
-    return query_ids, lengths, objects(vocab.text), codes, scores, vocab
+    return query_ids, lengths, vocab, codes, scores
 
 
 def bulk_grades(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:

@@ -9,9 +9,11 @@ code's position in sorted order, for the same comparisons.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
+
+from .vocab import DocVocab, encode, sorted_vocab, vocab_as_stored  # noqa: F401  (encode, sorted_vocab: their old home)
 
 
 def offsets_of(lengths: np.ndarray) -> np.ndarray:
@@ -127,29 +129,6 @@ def remembered(columns, key: str, make):
     return memo[key]
 
 
-def sorted_vocab(ids: Iterable[str]) -> np.ndarray:
-    return np.array(sorted(set(ids)), dtype=object)
-
-
-def encode(vocab: np.ndarray, ids: Sequence[str], vocab_text=None) -> np.ndarray:
-    """Codes (positions) of ``ids`` in ``vocab``; -1 for an id not in it. ``vocab_text``: the vocabulary as Arrow
-    text, when the caller has it (see ``vocab_text``)."""
-    if len(ids) == 0:
-        return np.zeros(0, dtype=np.int64)
-    if len(vocab) + len(ids) > 100_000:  # in C: a large run's vocabulary is not walked in Python
-        from .textcolumns import positions_in
-
-        found = positions_in(vocab if vocab_text is None else vocab_text, ids)
-        if found is not None:
-            return found
-    # A dict beats searchsorted here: comparing object strings in searchsorted goes through Python.
-    wanted = {v: -1 for v in ids}
-    for code, v in enumerate(vocab.tolist()):
-        if v in wanted:
-            wanted[v] = code
-    return np.fromiter((wanted[v] for v in ids), dtype=np.int64, count=len(ids))
-
-
 @dataclass(frozen=True, eq=False)
 class Run:
     """Hits of many queries: query ``i`` owns rows ``offsets[i]:offsets[i+1]``."""
@@ -257,9 +236,9 @@ class Run:
     def select(self, rows: np.ndarray) -> "Run":
         """The queries at ``rows``, in that order (the vocabulary shared)."""
         take, offsets = _gathered(self.offsets, rows)
-        out = Run(self.query_ids[rows], offsets, self.doc_vocab, self.doc_codes[take], self.scores[take],
+        out = Run(self.query_ids[rows], offsets, vocab_as_stored(self), self.doc_codes[take], self.scores[take],
                   None if self.ranks is None else self.ranks[take], self.doc_order)
-        return checked(out) if is_checked(self) else out
+        return checked(out, vocab_text(self)) if is_checked(self) else out
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
@@ -278,8 +257,8 @@ class Run:
         columns = bulk_scores(run)
         if columns is None:
             return cls.from_checked_dict(checked_scores(run, name))
-        query_ids, lengths, vocab, codes, scores, text = columns
-        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores), text)
+        query_ids, lengths, vocab, codes, scores = columns  # (vocab: a TextVocab, made strings when first read)
+        return checked(cls(query_ids, offsets_of(lengths), vocab, codes, scores), vocab)
 
     @classmethod
     def from_checked_dict(cls, run: Mapping[str, Mapping[str, float]]) -> "Run":
@@ -394,5 +373,7 @@ class Qrels:
             out[str(q)] = {str(d): int(g) for d, g in zip(self.doc_ids[lo:hi], self.grades[lo:hi])}
         return out
 
+
+Run.doc_vocab = DocVocab()  # type: ignore[assignment]  (after @dataclass, which made the field and its __init__)
 
 ColumnarRun = Run  # the older name of Run, kept for code that imports it

@@ -26,7 +26,7 @@ import numpy as np
 from ..core.errors import MetricError
 from .spec import FAMILIES, MetricSpec, exp_gain_problem, parse_metrics
 from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa: F401  (their old home)
-from ..core.runtable import Qrels, Run, vocab_text
+from ..core.runtable import Qrels, Run, vocab_as_stored, vocab_text
 from ..io.spilled import SpilledRows
 from . import incomplete
 from .join import Labels, join, position_in_group
@@ -150,9 +150,10 @@ def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
              unanswerable: Collection[str] = ()) -> MetricTable:
     """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
     ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
-    if len(qrels.doc_ids) and (qrels.doc_codes is None or qrels.doc_vocab is not run.doc_vocab):
+    vocab = vocab_as_stored(run)  # (as held: a run read from a table may not have made its doc ids strings)
+    if len(qrels.doc_ids) and (qrels.doc_codes is None or qrels.doc_vocab is not vocab):
         # The judged doc ids coded into the run's vocabulary once, not once a batch (the batches share the codes).
-        qrels = replace(qrels, doc_vocab=run.doc_vocab, doc_codes=qrels.codes_for(run.doc_vocab, vocab_text(run)))
+        qrels = replace(qrels, doc_vocab=vocab, doc_codes=qrels.codes_for(vocab, vocab_text(run)))
     # A batch of judged queries at a time (one batch for most runs), each with its rows of the run.
     per_batch = max(1, BATCH_HITS // max(int(run.lengths.max()) if run.n_queries else 1, 1))
     same = len(run.query_ids) == len(qrels.query_ids) and np.array_equal(run.query_ids, qrels.query_ids)

@@ -63,10 +63,15 @@ def _ids(columns: dict):
 
 
 def _grouped(queries):
-    """(query ids in order of first appearance, the row order that groups each query's rows, rows per query)."""
-    from ..core.textcolumns import first_seen_codes, grouped_codes, objects
+    """(query ids in order of first appearance, the row order that groups each query's rows, rows per query, each
+    row's query code or None when the rows are together: then they are ``np.repeat`` of the queries' codes)."""
+    from ..core.textcolumns import first_seen_codes, grouped_starts, objects
 
-    distinct, codes = grouped_codes(queries) or first_seen_codes(queries)  # (each query's rows together: the usual)
+    together = grouped_starts(queries)  # (each query's rows together: the usual table)
+    if together is not None:
+        distinct, starts = together
+        return objects(distinct), slice(None), np.diff(np.append(starts, len(queries))), None
+    distinct, codes = first_seen_codes(queries)
     grouped = len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())
     order = slice(None) if grouped else np.argsort(codes, kind="stable")
     return objects(distinct), order, np.bincount(codes, minlength=len(distinct)), codes
@@ -74,7 +79,7 @@ def _grouped(queries):
 
 def bulk_run(value: Any, read_ranks: bool) -> Run | None:
     """A run table as a Run, or None when it must be read row by row."""
-    from ..core.textcolumns import objects, sorted_codes
+    from ..core.textcolumns import sorted_codes
 
     columns = arrow_columns(value, ("query_id", "doc_id", "score") + (("rank",) if read_ranks else ()))
     ids = None if columns is None else _ids(columns)
@@ -90,7 +95,7 @@ def bulk_run(value: Any, read_ranks: bool) -> Run | None:
             return None
     query_ids, order, lengths, _ = _grouped(ids[0])
     vocab, codes = sorted_codes(ids[1])
-    return checked(Run(query_ids, offsets_of(lengths), objects(vocab.text), codes[order],
+    return checked(Run(query_ids, offsets_of(lengths), vocab, codes[order],  # (vocab: strings when first read)
                        scores.astype(np.float64)[order], None if ranks is None else ranks.astype(np.int64)[order]),
                    vocab)
 
@@ -108,6 +113,8 @@ def bulk_qrels(value: Any) -> Qrels | None:
     if not whole or not (np.abs(grades) < GRADE_LIMIT).all():
         return None
     query_ids, order, lengths, q_codes = _grouped(ids[0])
+    if q_codes is None:
+        q_codes = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
     doc_vocab, d_codes = first_seen_codes(ids[1])
     pairs = np.sort(q_codes * max(len(doc_vocab), 1) + d_codes)  # (a sort: NumPy's hashed unique is slower here)
     if (pairs[1:] == pairs[:-1]).any():

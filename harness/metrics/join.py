@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import MetricError
-from ..core.runtable import Run, Qrels
+from ..core.runtable import Run, Qrels, vocab_as_stored
 
 ORDERS = ("score", "rank")
 
@@ -158,7 +158,8 @@ def join(qrels: Qrels, run: Run, *, order: str = "score", float32_scores: bool =
     valid, codes, scores, ranks = _gather_rows(run, rows)
     if float32_scores:  # trec_eval 9 compares scores in single precision
         scores = scores.astype(np.float32).astype(np.float64)
-    if len(run.doc_vocab) < 2**31 - 1:
+    vocab = vocab_as_stored(run)  # (not made strings: only its size and identity are read)
+    if len(vocab) < 2**31 - 1:
         codes = codes.astype(np.int32, copy=False)  # half the memory traffic, and numpy sorts 32-bit rows with SIMD
     valid, codes = _order_rows(valid, codes, scores, ranks, order, run.doc_order)
     valid, codes, dropped = _drop_duplicates(valid, codes)
@@ -166,8 +167,8 @@ def join(qrels: Qrels, run: Run, *, order: str = "score", float32_scores: bool =
     n_q = qrels.n_queries
     q_lengths = np.diff(qrels.offsets)
     qrels_row = np.repeat(np.arange(n_q), q_lengths)
-    vocab_size = max(len(run.doc_vocab), 1)
-    q_codes = qrels.codes_for(run.doc_vocab)
+    vocab_size = max(len(vocab), 1)
+    q_codes = qrels.codes_for(vocab)
     known = q_codes >= 0
 
     grades = np.zeros(codes.shape, dtype=np.float64)

@@ -74,6 +74,6 @@ def test_query_rows_not_together_are_grouped_by_their_first_row(bulk):
     rows = {"query_id": ["q1", "q2", "q1"], "doc_id": ["d1", "d1", "d3"], "score": [0.9, 0.5, 0.8]}
     table = harness.evaluate({"q1": {"d3": 1}, "q2": {"d1": 1}}, pa.table(rows), "rr")
     assert table.per_query() == {"q1": {"rr": 0.5}, "q2": {"rr": 1.0}}  # q1: d1 (unjudged) at 1, d3 at 2
-    assert textcolumns.grouped_codes(pa.array(rows["query_id"])) is None
-    distinct, codes = textcolumns.grouped_codes(pa.array(["q2", "q2", "q1"]))
-    assert distinct.to_pylist() == ["q2", "q1"] and codes.tolist() == [0, 0, 1]
+    assert textcolumns.grouped_starts(pa.array(rows["query_id"])) is None
+    distinct, starts = textcolumns.grouped_starts(pa.array(["q2", "q2", "q1"]))
+    assert distinct.to_pylist() == ["q2", "q1"] and starts.tolist() == [0, 2]
