@@ -230,6 +230,12 @@ def _build(text: str, family: str, params: dict[str, str], k: int | None, window
     return MetricSpec(family=family, k=k, window=window, **values)  # type: ignore[arg-type]
 
 
+def split_metric(name: str) -> tuple[str, str]:
+    """``chunk.recall@5`` -> ("chunk", "recall@5"); a bare name is document level."""
+    level, _, metric = name.partition(".") if name.startswith(("doc.", "chunk.")) else ("doc", "", name)
+    return level, parse_metric(metric).name
+
+
 def parse_metrics(names) -> list[MetricSpec]:
     """Parse many names, reporting every bad one at once; duplicates (after normalising) are dropped."""
     seen: dict[MetricSpec, None] = {}  # ordered and hashed: 20,000 names took 70 s as a list searched each time

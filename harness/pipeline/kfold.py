@@ -12,11 +12,14 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..config.selection import too_many_folds
+from ..config.selection import fold_problems, folds, too_many_folds
 from ..core.errors import ConfigError
+from ..metrics.spec import split_metric
 from ..metrics.table import mean_of
+from .measurable import counted_before_retrieval
 
 if TYPE_CHECKING:
+    from ..config.schema import ExperimentConfig
     from ..result.model import Result
     from ..result.outcomes import Comparison
 
@@ -81,3 +84,26 @@ def runner_up(leaderboard: dict, comparison: Comparison | None) -> dict | None:
             "metric": leaderboard["metric"], "n": row.n, "winner_mean": row.baseline_mean, "mean": row.mean,
             "delta_vs_winner": row.delta, "p": row.p, "p_corrected": row.p_corrected,
             "correction": leaderboard["correction"], "test": leaderboard["test"], "significant": row.significant}
+
+
+def folds_beyond_counted(config: ExperimentConfig, points: Sequence[tuple[str, object | None, str]]) -> str | None:
+    """``select_on.kfold`` above the number of selection queries the folds would deal: those counted at the
+    ranking metric's level in every grid point, known before retrieval. ``points``: per selection grid point, the
+    key of its inputs, its loaded inputs (``prepare``'s: gold, chunks, problems; None when they did not load) and
+    its query policy. None when there is no kfold, or a point's inputs did not load (their problem is said
+    instead)."""
+    if folds(config.select_on) is None or fold_problems(config.select_on):
+        return None
+    level = split_metric(config.ranking_metric())[0]
+    counted, seen = None, set()
+    for key, loaded, policy in points:
+        if loaded is None:
+            return None
+        if (key, policy) in seen:
+            continue
+        seen.add((key, policy))
+        ids = counted_before_retrieval(loaded.gold, loaded.chunks, loaded.problems, policy, level)
+        counted = ids if counted is None else counted & ids
+    if not counted:  # nothing counted at all: its own problem, said by the run (``measured_something``)
+        return None
+    return too_many_folds(config.select_on, len(counted), level)

@@ -15,12 +15,12 @@ import numpy as np
 
 from ..text.chunking import chunk_documents
 from ..config.schema import ExperimentConfig
-from ..config.selection import fold_problems, folds, too_many_folds
 from ..core.fingerprint import fingerprint  # noqa: F401  (re-exported for assemble)
 from ..core.fingerprint import fingerprint_of_items
 from ..core.errors import ConfigError, GoldSetError, InputError, MissingDependencyError, RunFileError
 from ..core.types import Chunk, Document, GoldSet
-from .measurable import counted_before_retrieval, nothing_counted
+from .kfold import folds_beyond_counted
+from .measurable import nothing_counted
 from ..gold.load import iter_goldset, read_goldset
 from ..gold.resolve import GoldProblem, resolve_goldset
 from ..io.documents import load_corpus
@@ -182,8 +182,12 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
                     errors) is None:
             break  # the points after it share its golden set
         _check_external_hits(cfg, loaded, errors, dropped, sample, bad_runs)
-    if config.sweep and (line := _too_many_folds(config, configs, prepared)):
-        errors.append(ConfigError(f"{source}: {line}"))
+    if config.sweep:
+        points = configs[:-1] if config.selects_elsewhere() and len(configs) > 1 else configs  # not the reported one
+        line = folds_beyond_counted(config, [(_prepared_key(c), prepared.get(_prepared_key(c)),
+                                              c.evaluation.query_policy) for c in points])
+        if line:
+            errors.append(ConfigError(f"{source}: {line}"))
     if rules is not None:  # after loading: slice rules are checked against the golden set's tags
         gold = next(iter(prepared.values())).gold if prepared else None
         _attempt(lambda: check_rules(rules, config, source, gold), errors)
@@ -205,34 +209,6 @@ def check_before_retrieval(config: ExperimentConfig, *, source: str, rules: Path
 def _prepared_key(cfg: ExperimentConfig) -> str:
     return json.dumps([cfg.corpus.model_dump(mode="json"), cfg.chunking.model_dump(mode="json"),
                        cfg.goldset.model_dump(mode="json"), cfg.diagnostics.on_gold_error], sort_keys=True)
-
-
-def _too_many_folds(config: ExperimentConfig, configs: list[ExperimentConfig], prepared: dict[str, Prepared]
-                    ) -> str | None:
-    """``select_on.kfold`` above the number of selection queries the folds would deal: those counted at the
-    ranking metric's level in every grid point (``pipeline.kfold``), known before retrieval. None when there is
-    no kfold, or a grid point's inputs did not load (their problem is said instead)."""
-    if folds(config.select_on) is None or fold_problems(config.select_on):
-        return None
-    from ..stats.compare import split_metric
-
-    level = split_metric(config.ranking_metric())[0]
-    points = configs[:-1] if config.selects_elsewhere() and len(configs) > 1 else configs  # not the reported one
-    counted, seen = None, set()
-    for cfg in points:
-        loaded = prepared.get(_prepared_key(cfg))
-        if loaded is None:
-            return None
-        key = (_prepared_key(cfg), cfg.evaluation.query_policy)
-        if key in seen:
-            continue
-        seen.add(key)
-        ids = counted_before_retrieval(loaded.gold, loaded.chunks, loaded.problems, cfg.evaluation.query_policy,
-                                       level)
-        counted = ids if counted is None else counted & ids
-    if not counted:  # nothing counted at all: its own problem, said by the run (``measured_something``)
-        return None
-    return too_many_folds(config.select_on, len(counted), level)
 
 
 def _shard_problems(config: ExperimentConfig) -> list[str]:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import yaml
 
 from ..io.files import write_text
-from ..stats.compare import compare_runs, split_metric, window_size_note
+from ..metrics.spec import split_metric
+from ..stats.compare import compare_runs, window_size_note
 from ..config.grid import expand  # noqa: F401  (re-exported: sweeps and their callers expand the grid here)
 from ..config.schema import ExperimentConfig, relative_paths
 from ..core.errors import ConfigError

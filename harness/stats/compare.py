@@ -19,17 +19,11 @@ from ..result import querycolumns
 from ..core.errors import InputError
 from ..result.outcomes import Comparison, ComparisonRow, distinct_names
 from ..result.model import Result, as_result
-from ..metrics.spec import parse_metric
+from ..metrics.spec import split_metric
 from ..metrics.table import mean_of
 from .choices import CORRECTIONS, TESTS
 from .followed import followed_of
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
-
-
-def split_metric(name: str) -> tuple[str, str]:
-    """``chunk.recall@5`` -> ("chunk", "recall@5"); a bare name is document level."""
-    level, _, metric = name.partition(".") if name.startswith(("doc.", "chunk.")) else ("doc", "", name)
-    return level, parse_metric(metric).name
 
 
 def _check_metric(run: Result, level: str, metric: str) -> None:

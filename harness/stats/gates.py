@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import bootstrap_ci, compare_runs, paired_vectors, split_metric
+from ..metrics.spec import split_metric
+from .compare import bootstrap_ci, compare_runs, paired_vectors
 from .scorerules import is_score_rule, parse_score_rule, score_rule_problem, score_rule_result
 from .decisions import OPS, non_inferiority, shown, significant_drop, threshold_result, wilson, written
 from ..result import querycolumns

@@ -85,7 +85,7 @@ def test_leaderboard_shows_each_runs_window_size(runs):
     best, other = (small, big) if board["best"] == "one-sentence" else (big, small)
     assert board["notes"] == [window_size_note(best, other)] and board["notes"][0].startswith(f"{best.name} and ")
     assert f"Note: {board['notes'][0].split(':')[0]}" in text
-    from harness.render.html import _leaderboard_section
+    from harness.render.leaderboard_html import section as _leaderboard_section
 
     page = _leaderboard_section(board)
     assert "<th>window tokens</th><th>window chars</th>" in page

@@ -411,7 +411,8 @@ def test_md_helpers():
 
 # ---- HTML: every interpolation goes through e() -----------------------------------------------------------------
 
-@pytest.mark.parametrize("module", ["html.py", "compare_html.py", "stages_html.py"])
+@pytest.mark.parametrize("module", ["html.py", "compare_html.py", "stages_html.py", "leaderboard_html.py",
+                                    "svg_html.py"])
 def test_html_module_escapes_every_interpolation(module):
     """Each f-string placeholder in the HTML renderers is ``e(...)``, an already-built ``*_html`` fragment, or a
     module constant (CSS, JS); placeholders inside an ``e(...)`` argument build text that ``e`` then escapes."""
