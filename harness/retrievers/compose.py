@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Literal, Sequence
 
 import numpy as np
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from ..cache import ArrayCache
 from ..core.errors import RetrieverError
@@ -17,6 +17,7 @@ from .base import REGISTRY, BuildContext, RetrieverKind, build_retriever, regist
 from .ranking import rank_hits
 from .encoders import BUNDLED, Encoder, cross_encoder_problem, load_cross_encoder, model_folder_problems
 from .stages import StageList, child_names, child_stages, output_path
+from .windows import WindowsConfig, first_rows, window_texts
 
 # Keys a parent reads from a child section; the child's own model never sees them.
 CHILD_KEYS = ("weight", "depth")
@@ -170,6 +171,16 @@ class StageConfig(Strict):
     """bundled:all-MiniLM-L6-v2, a local model folder, or hub:<name> (needs network)"""
     batch_size: int = Field(32, ge=1)
     """texts per encoding batch"""
+    windows: WindowsConfig | None = None
+    """late-interaction: encode each chunk as windows of words ({size, overlap}), each behind the chunk's title, and
+    score MaxSim over the tokens of all its windows. Default: one text per chunk, truncated at the model's limit"""
+
+    @model_validator(mode="after")
+    def _windows_late_interaction(self):
+        if self.windows is not None and self.type != "late-interaction":
+            raise ValueError("windows: only a late-interaction stage reads windows (a cross-encoder reads each "
+                             "(query, chunk) pair whole)")
+        return self
 
     def preflight(self, where: str) -> list[str]:
         problems = model_folder_problems(self.model, f"{where}.model")
@@ -202,7 +213,14 @@ class LateInteraction:
         self.tokens: list[np.ndarray] = []
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        self.tokens = self.encoder.token_vectors("token_embeddings", [c.index_text for c in chunks])
+        if self.cfg.windows is None:
+            self.tokens = self.encoder.token_vectors("token_embeddings", [c.index_text for c in chunks])
+            return
+        # A chunk's windows are consecutive texts, so its tokens are consecutive rows: one view per chunk, no copy.
+        texts, owner = window_texts(chunks, self.cfg.windows)
+        vectors, bounds = self.encoder.token_matrix("token_embeddings", texts)
+        rows = bounds[first_rows(owner)]
+        self.tokens = [vectors[rows[i]:rows[i + 1]] for i in range(len(chunks))]
 
     def score(self, queries: Sequence[str], candidates: Sequence[Sequence[int]],
               chunks: Sequence[Chunk]) -> list[np.ndarray]:

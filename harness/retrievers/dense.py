@@ -17,6 +17,7 @@ from .base import BuildContext, RetrieverKind, register
 from .encoders import (BUNDLED, INSTALL, Encoder, encoder_installed, load_sentence_transformer,  # noqa: F401
                        model_fingerprint, model_folder_problems, model_path, quantize_backend)
 from .ranking import rank_hits
+from .windows import WindowsConfig, window_texts
 
 
 class HNSWConfig(Strict):
@@ -47,6 +48,9 @@ class DenseConfig(Strict):
     """texts per encoding batch"""
     max_length: int | None = Field(None, ge=8)
     """truncate texts to this many model tokens (default: the model's own limit)"""
+    windows: WindowsConfig | None = None
+    """encode each chunk as overlapping windows of words ({size, overlap}), each behind the chunk's title; a
+    chunk scores its best window's similarity (MaxP). Default: one text per chunk, truncated at the model's limit"""
     index: Literal["flat", "hnsw"] = "flat"
     """flat: exact inner-product search; hnsw: approximate (faiss HNSW)"""
     hnsw: HNSWConfig = HNSWConfig()
@@ -87,6 +91,7 @@ class DenseRetriever:
                                export_root=context.cache_dir)
         self._chunks: Sequence[Chunk] = ()
         self._vectors: np.ndarray | None = None  # a flat index's rows, kept for ``shards``
+        self._owner: np.ndarray | None = None  # with windows: each indexed row's chunk position (else row = chunk)
 
     def info(self) -> dict:
         """What results.json records (``retriever_info``): the encoder's backend and rate (``Encoder.info``)."""
@@ -116,7 +121,11 @@ class DenseRetriever:
     def index(self, chunks: Sequence[Chunk]) -> None:
         faiss = _faiss()
         self._chunks = chunks
-        vectors, key = self._cached_encode("embeddings", [c.index_text for c in chunks], self.config.passage_prefix)
+        if self.config.windows is None:
+            texts, self._owner = [c.index_text for c in chunks], None
+        else:
+            texts, self._owner = window_texts(chunks, self.config.windows)
+        vectors, key = self._cached_encode("embeddings", texts, self.config.passage_prefix)
         if self.config.index == "hnsw":
             self._index = self._hnsw(faiss, vectors, key)
         else:
@@ -135,10 +144,14 @@ class DenseRetriever:
             raise ConfigError("executor.shards: a dense retriever with index: hnsw cannot be sharded (a graph is "
                               "not sliced); use index: flat or shards: 1")
         bounds = np.linspace(0, len(self._chunks), n + 1).astype(np.int64)
+        # With windows a shard holds its chunks' rows: a chunk's windows are consecutive, never split.
+        rows = bounds if self._owner is None else np.searchsorted(self._owner, bounds)
         out = []
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        for lo, hi, row_lo, row_hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), rows[:-1].tolist(),
+                                          rows[1:].tolist()):
             shard = copy.copy(self)
-            shard._chunks, shard._vectors = tuple(self._chunks[lo:hi]), self._vectors[lo:hi]
+            shard._chunks, shard._vectors = tuple(self._chunks[lo:hi]), self._vectors[row_lo:row_hi]
+            shard._owner = None if self._owner is None else self._owner[row_lo:row_hi] - lo
             shard._index = faiss.IndexFlatIP(self._vectors.shape[1])
             shard._index.add(shard._vectors)
             out.append(shard)
@@ -168,6 +181,8 @@ class DenseRetriever:
         k = min(k, len(self._chunks))  # asked for more than there are: every chunk, never a k-wide allocation
         if k <= 0:
             return [RankedList(q.query_id, ()) for q in queries]
+        if self._owner is not None:
+            return self._retrieve_windows(queries, vecs, k)
         # faiss orders equal scores by position, so the tie rule (chunk id descending) is applied here; a tie across
         # the k-th place would be cut by position, so the search widens until the k-th score is not tied past it.
         n, wide = len(self._chunks), k
@@ -182,6 +197,32 @@ class DenseRetriever:
                         self._chunks[j].end) for j, score in zip(i.tolist(), s.astype(np.float64).tolist()) if j >= 0)
             out.append(rank_hits(q.query_id, hits, k))
         return out
+
+    def _retrieve_windows(self, queries: Sequence[Query], vecs: np.ndarray, k: int) -> list[RankedList]:
+        """Each chunk scored by its best window. Windows come best first, so a chunk's first window found is its
+        best; the search widens until every query has k chunks whose scores are above the last window searched
+        (no window not searched can then reach the top k, nor tie the k-th), or every window was searched."""
+        n, wide = len(self._owner), k
+        while True:
+            scores, idx = self._index.search(vecs, min(wide + 1, n))
+            best = [self._best_per_chunk(s, i) for s, i in zip(scores, idx)]
+            if scores.shape[1] >= n or all(len(b) >= k and b[k - 1][1] > s[-1] for b, s in zip(best, scores)):
+                break
+            wide *= 2
+        out = []
+        for q, pairs in zip(queries, best):
+            hits = (Hit(self._chunks[j].chunk_id, self._chunks[j].doc_id, score, 0, self._chunks[j].start,
+                        self._chunks[j].end) for j, score in pairs)
+            out.append(rank_hits(q.query_id, hits, k))
+        return out
+
+    def _best_per_chunk(self, scores: np.ndarray, rows: np.ndarray) -> list[tuple[int, float]]:
+        """(chunk position, its best window's score) in the order of the windows (best first)."""
+        found = rows >= 0
+        chunks = self._owner[rows[found]]
+        _, first = np.unique(chunks, return_index=True)
+        first.sort()
+        return list(zip(chunks[first].tolist(), scores[found][first].astype(np.float64).tolist()))
 
 
 register(RetrieverKind("dense", DenseConfig, lambda cfg, ctx: DenseRetriever(cfg, ctx),

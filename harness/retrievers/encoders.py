@@ -320,6 +320,12 @@ class Encoder:
 
     def token_vectors(self, kind: str, texts: Sequence[str]) -> list[np.ndarray]:
         """Unit-length token embeddings of each text; one cache entry per list of texts, keyed by content."""
+        vectors, bounds = self.token_matrix(kind, texts)
+        return [vectors[bounds[i]:bounds[i + 1]] for i in range(len(texts))]
+
+    def token_matrix(self, kind: str, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``token_vectors`` as one matrix: every text's token rows in text order, text i's at rows
+        ``bounds[i]:bounds[i + 1]``."""
         def build():
             out = self.loaded().encode(list(texts), output_value="token_embeddings", batch_size=self.batch_size,
                                        convert_to_numpy=False, show_progress_bar=False)
@@ -331,5 +337,4 @@ class Encoder:
             return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
         key = cache_key("late-interaction", self.fingerprint, list(texts))
         arrays = self.cache.get_or_build(kind, key, build) if self.cache else build()
-        bounds = np.concatenate([[0], np.cumsum(arrays["lengths"])])
-        return [arrays["vectors"][bounds[i]:bounds[i + 1]] for i in range(len(texts))]
+        return arrays["vectors"], np.concatenate([[0], np.cumsum(arrays["lengths"])]).astype(np.int64)
