@@ -122,6 +122,10 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix
         if err["type"] == "missing":
             problems.append(f"{path}: required key is missing")
             continue
+        if err["type"] == "model_type":  # pydantic names its class ("instance of WindowsConfig"): say what to write
+            owner = _model_at(model, loc + ("",))
+            keys = f" ({', '.join(sorted(owner.model_fields))})" if owner is not None else ""
+            msg = f"should be a mapping of keys{keys}, as a YAML block or {{key: value}}"
         got = err.get("input")
         got_text = "" if isinstance(got, dict) or CREDENTIALS in msg else f" (got {got!r})"
         if err["type"] == "int_parsing" and isinstance(got, str) and _EXPONENT.match(got.strip()):

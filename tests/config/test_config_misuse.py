@@ -72,6 +72,18 @@ def test_a_boolean_is_not_a_number(tmp_path, setting):
     assert_input_error(harness("validate", CONFIGS / "demo-bm25.yaml", "--set", setting), key, "is a boolean")
 
 
+@pytest.mark.parametrize("config, setting, keys", [
+    ("demo-bm25.yaml", "cutoff=12", "(k, token_budget, tokenizer)"),
+    ("demo-dense.yaml", "retriever.windows=12", "(overlap, size)"),
+    ("demo-dense.yaml", "retriever.hnsw=[1]", "(M, efConstruction, efSearch)"),
+])
+def test_a_section_given_as_a_value_names_the_keys_it_takes(config, setting, keys):
+    """Not pydantic's "a valid dictionary or instance of CutoffConfig": the class name means nothing to a user."""
+    proc = harness("validate", CONFIGS / config, "--set", setting)
+    assert_input_error(proc, setting.split("=")[0] + ": should be a mapping of keys " + keys)
+    assert "instance of" not in proc.stderr
+
+
 def test_the_same_set_key_twice_is_refused():
     proc = harness("validate", CONFIGS / "demo-bm25.yaml", "--set", "retriever.k1=1", "--set", "retriever.k1=2")
     assert_input_error(proc, "--set retriever.k1=2", "already set by --set retriever.k1=1")
