@@ -13,8 +13,7 @@ from pydantic import Field, model_validator
 
 from ..core.schema import MAX_RANK, Strict
 from ..core.types import Chunk
-from ..text.analysis import word_bounds
-from ..text.chunking import _windows
+from ..text.analysis import grouped_spans, word_bounds
 
 
 class WindowsConfig(Strict):
@@ -42,7 +41,7 @@ def window_texts(chunks: Sequence[Chunk], cfg: WindowsConfig) -> tuple[list[str]
         spans: list[tuple[int, int]] = []
         if chunk.text and chunk.index_text.endswith(chunk.text):
             starts, ends = word_bounds(chunk.text)
-            spans = _windows(starts, ends, cfg.size, cfg.overlap)
+            spans = grouped_spans(starts, ends, cfg.size, cfg.overlap)
         if len(spans) <= 1:
             texts.append(chunk.index_text)
             owner.append(position)

@@ -199,3 +199,19 @@ class TokenCounter:
         if self._tokenizer is None:
             return word_spans(text)
         return [tuple(o) for o in self._tokenizer.encode(text, add_special_tokens=False).offsets]
+
+
+def grouped_spans(starts: np.ndarray, ends: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Group unit spans ``size`` at a time, consecutive groups sharing ``overlap`` units: group i covers units
+    i*step .. i*step+size-1 (the last group stops at the last unit, and is the first that reaches it). Computed from
+    the first and last unit of each group, so the cost does not grow with ``size``."""
+    import numpy as np
+
+    n = len(starts)
+    if n == 0:
+        return []
+    step = size - overlap
+    last_first = -(-max(n - size, 0) // step) * step  # the first multiple of step whose group reaches unit n-1
+    firsts = np.arange(0, last_first + 1, step)
+    lasts = np.minimum(firsts + size, n) - 1
+    return list(zip(starts[firsts].tolist(), ends[lasts].tolist()))

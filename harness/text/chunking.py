@@ -12,25 +12,11 @@ import numpy as np
 from ..config.schema import DEFAULT_SEPARATORS, LIBRARY_STRATEGIES, RECURSIVE_STRATEGIES, ChunkingConfig
 from ..core.errors import ConfigError
 from ..core.types import Chunk, Document
-from .analysis import TokenCounter, paragraph_spans, sentence_spans, word_bounds
+from .analysis import TokenCounter, grouped_spans, paragraph_spans, sentence_spans, word_bounds
 from .libraries import library_chunker
 from .structure import html_sections, markdown_sections, recursive_spans, strip_span
 
 MAX_PROBLEMS = 20  # a library that shifts every chunk would otherwise print one line per chunk of the corpus
-
-
-def _windows(starts: np.ndarray, ends: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]]:
-    """Group unit spans ``size`` at a time, consecutive groups sharing ``overlap`` units: group i covers units
-    i*step .. i*step+size-1 (the last group stops at the last unit, and is the first that reaches it). Computed from
-    the first and last unit of each group, so the cost does not grow with ``size``."""
-    n = len(starts)
-    if n == 0:
-        return []
-    step = size - overlap
-    last_first = -(-max(n - size, 0) // step) * step  # the first multiple of step whose group reaches unit n-1
-    firsts = np.arange(0, last_first + 1, step)
-    lasts = np.minimum(firsts + size, n) - 1
-    return list(zip(starts[firsts].tolist(), ends[lasts].tolist()))
 
 
 def _bounds(spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +71,7 @@ def chunk_pieces(doc: Document, cfg: ChunkingConfig, counter: TokenCounter | Non
         starts, ends = _bounds(sentence_spans(text))
     else:
         starts, ends = _bounds(paragraph_spans(text))
-    return [(s, e, ()) for s, e in _windows(starts, ends, cfg.size, cfg.overlap)] or [(0, len(text), ())]
+    return [(s, e, ()) for s, e in grouped_spans(starts, ends, cfg.size, cfg.overlap)] or [(0, len(text), ())]
 
 
 def make_chunk(doc: Document, start: int, end: int, include_title: bool) -> Chunk:

@@ -87,9 +87,9 @@ def test_milvus_ann_recall_at_10_is_reported_and_right(section, cache):
     exact = _run(_with_retriever(DEMO, {"kind": "dense"}, cutoff={"k": 10}), cache)
     info = result.retriever_info
     assert info["index"] == section["index"] and info["ann_recall_queries"] == len(result.queries)
+    # The reported recall is the one computed here from the exact run (an IVF of 1 probe in 16 clusters often
+    # misses neighbours on the demo, but milvus-lite's clustering varies from run to run: 1.0 happens).
     assert info["ann_recall_at_10"] == pytest.approx(_recall_at_10(result, exact), abs=1e-12)
-    if section["index"] == "ivf_flat":
-        assert info["ann_recall_at_10"] < 1.0  # 1 probe of 16 clusters misses neighbours
 
 
 def test_build_in_a_folder_reuses_its_collection(cache, tmp_path):
