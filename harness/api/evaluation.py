@@ -89,10 +89,17 @@ def _judgments_fingerprint(qrels: "Qrels") -> str:
     import numpy as np
 
     from ..core.fingerprint import fingerprint_of_judgments
-    from ..core.runtable import remembered
+    from ..core.runtable import doc_keys, remembered
+    from ..core.textcolumns import packed_keys, text_column
+
+    def packed():  # (query keys, doc keys) when a table's reader kept the doc ids' keys (the same fingerprint)
+        docs = doc_keys(qrels)
+        text = None if docs is None else text_column(qrels.query_ids)
+        queries = None if text is None else packed_keys(text)
+        return None if queries is None else (np.repeat(queries, np.diff(qrels.offsets)), docs)
 
     return remembered(qrels, "fingerprint", lambda: fingerprint_of_judgments(
-        np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades))
+        np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades, packed()))
 
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] | None = None,
