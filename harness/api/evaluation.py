@@ -48,6 +48,7 @@ def evaluate_inputs(qrels: Any, run: Any, names: list, *, query_policy: str, ord
 
     from ..metrics.engine import evaluate as evaluate_table
     from ..metrics.inputs import as_qrels, as_run
+    from ..metrics.table import Deferred
 
     options = dict(query_policy=query_policy, order=order, trec_compat=trec_compat)
     paths = all(isinstance(x, (str, os.PathLike)) and Path(x).is_file() for x in (qrels, run))
@@ -80,7 +81,7 @@ def evaluate_inputs(qrels: Any, run: Any, names: list, *, query_policy: str, ord
             raise GoldSetError(f"{qrels}: no judgments in the file; nothing to evaluate against")
         raise InputError("qrels: no judgments; nothing to evaluate against")
     table = evaluate_table(judged, ranked, names, **options)
-    return replace(table, judgments=_judgments_fingerprint(judged))
+    return replace(table, judgments=Deferred(_judgments_fingerprint, judged))  # (hashed when first read)
 
 
 def _judgments_fingerprint(qrels: "Qrels") -> str:
