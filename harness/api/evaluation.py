@@ -48,6 +48,7 @@ def evaluate_inputs(qrels: Any, run: Any, names: list, *, query_policy: str, ord
 
     from ..metrics.engine import evaluate as evaluate_table
     from ..metrics.inputs import as_qrels, as_run
+    from ..metrics.table import Deferred
 
     options = dict(query_policy=query_policy, order=order, trec_compat=trec_compat)
     paths = all(isinstance(x, (str, os.PathLike)) and Path(x).is_file() for x in (qrels, run))
@@ -80,7 +81,7 @@ def evaluate_inputs(qrels: Any, run: Any, names: list, *, query_policy: str, ord
             raise GoldSetError(f"{qrels}: no judgments in the file; nothing to evaluate against")
         raise InputError("qrels: no judgments; nothing to evaluate against")
     table = evaluate_table(judged, ranked, names, **options)
-    return replace(table, judgments=_judgments_fingerprint(judged))
+    return replace(table, judgments=Deferred(_judgments_fingerprint, judged))  # (hashed when first read)
 
 
 def _judgments_fingerprint(qrels: "Qrels") -> str:
@@ -89,10 +90,17 @@ def _judgments_fingerprint(qrels: "Qrels") -> str:
     import numpy as np
 
     from ..core.fingerprint import fingerprint_of_judgments
-    from ..core.runtable import remembered
+    from ..core.runtable import doc_keys, remembered
+    from ..core.textcolumns import packed_keys, text_column
+
+    def packed():  # (query keys, doc keys) when a table's reader kept the doc ids' keys (the same fingerprint)
+        docs = doc_keys(qrels)
+        text = None if docs is None else text_column(qrels.query_ids)
+        queries = None if text is None else packed_keys(text)
+        return None if queries is None else (np.repeat(queries, np.diff(qrels.offsets)), docs)
 
     return remembered(qrels, "fingerprint", lambda: fingerprint_of_judgments(
-        np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades))
+        np.repeat(qrels.query_ids, np.diff(qrels.offsets)), qrels.doc_ids, qrels.grades, packed()))
 
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, weights: Sequence[float] | None = None,

@@ -27,27 +27,29 @@ def fingerprint_of_items(items: Iterable, *, batch: int = 10_000) -> str:
     return digest.hexdigest()[:16]
 
 
-def fingerprint_of_judgments(queries, docs, grades) -> str:
+def fingerprint_of_judgments(queries, docs, grades, keys=None) -> str:
     """The fingerprint of a set of (query, document, grade) rows (NumPy columns), whatever their order: sorted and
-    hashed as Arrow columns when there are many (a table's key, compared within one session, never written)."""
-    from .textcolumns import BULK_MIN, text_column
+    hashed as Arrow columns when there are many (a table's key, compared within one session, never written).
+    ``keys``: (query keys, doc keys), the rows' ids packed (``io.packed_ids``), when the caller has them: the same
+    fingerprint, without making the ids text to pack them."""
+    import numpy as np
 
+    from .textcolumns import BULK_MIN, packed_keys, text_column
+
+    if keys is not None and len(queries) >= BULK_MIN:
+        order = _row_order(keys[0], keys[1], np.asarray(grades, np.int64))
+        if order is not None:
+            return _packed_digest(keys[0], keys[1], grades, order)
     q, d = (text_column(queries), text_column(docs)) if len(queries) >= BULK_MIN else (None, None)
     if q is None or d is None:  # few rows, or ids Arrow cannot hold as text (a lone surrogate): one at a time
         return fingerprint_of_items(sorted(zip(map(str, queries.tolist()), map(str, docs.tolist()), grades.tolist())))
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from .textcolumns import packed_keys
 
     q_keys, d_keys = packed_keys(q), packed_keys(d)
     order = None if q_keys is None or d_keys is None else _row_order(q_keys, d_keys, np.asarray(grades, np.int64))
     if order is not None:  # ids of up to 8 bytes: sorted as their integer keys by NumPy, not as text by Arrow
-        digest = hashlib.sha256(b"packed")
-        for column in (q_keys, d_keys, np.asarray(grades, dtype=np.int64)):
-            digest.update(column[order].astype("<u8" if column.dtype.kind == "u" else "<i8").tobytes())
-        return digest.hexdigest()[:16]
+        return _packed_digest(q_keys, d_keys, grades, order)
     table = pa.table({"q": q, "d": d, "g": pa.array(grades, pa.int64())})
     table = table.take(pc.sort_indices(table, sort_keys=[("q", "ascending"), ("d", "ascending"),
                                                          ("g", "ascending")]))
@@ -59,6 +61,15 @@ def fingerprint_of_judgments(queries, docs, grades) -> str:
         digest.update((offsets - offsets[0]).tobytes())
         digest.update(np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]].tobytes())
     digest.update(table.column("g").to_numpy().astype("<i8").tobytes())
+    return digest.hexdigest()[:16]
+
+
+def _packed_digest(q_keys, d_keys, grades, order) -> str:
+    import numpy as np
+
+    digest = hashlib.sha256(b"packed")
+    for column in (q_keys, d_keys, np.asarray(grades, dtype=np.int64)):
+        digest.update(column[order].astype("<u8" if column.dtype.kind == "u" else "<i8").tobytes())
     return digest.hexdigest()[:16]
 
 

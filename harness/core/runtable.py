@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .vocab import DocVocab, encode, sorted_vocab, vocab_as_stored  # noqa: F401  (encode, sorted_vocab: their old home)
+from .vocab import DocCodes, DocVocab, encode, sorted_vocab, vocab_as_stored  # noqa: F401  (encode, sorted_vocab: their old home)
 
 
 def offsets_of(lengths: np.ndarray) -> np.ndarray:
@@ -110,6 +110,7 @@ def checked(columns, vocab_text=None):
 
 def vocab_text(run: "Run"):
     """The Arrow text of a library-built run's vocabulary, if it kept it (else None)."""
+    vocab_as_stored(run)  # (a run holding UncodedHits: coded first)
     return vars(run).get("_vocab_text")
 
 
@@ -127,6 +128,12 @@ def remembered(columns, key: str, make):
     if key not in memo:
         memo[key] = make()
     return memo[key]
+
+
+def doc_keys(qrels: "Qrels"):
+    """The packed keys (``io.packed_ids``) of library-built judgments' doc ids, one a judgment, when their reader
+    kept them (``metrics.frames.bulk_qrels``); else None."""
+    return vars(qrels).get("_memo", {}).get("doc_keys")
 
 
 @dataclass(frozen=True, eq=False)
@@ -333,7 +340,13 @@ class Qrels:
         known, codes = memo.get("last", (None, None))  # (one tuple, read at once: another thread may replace it)
         if known is not None and known() is vocab:
             return codes
-        codes = encode(vocab, self.doc_ids.tolist(), text)
+        keys, known = doc_keys(self), getattr(text if text is not None else vocab, "keys", None)
+        if keys is not None and known is not None:  # both packed (a table's judgments, a run's vocabulary)
+            from .textcolumns import key_positions
+
+            codes = key_positions(known, keys)
+        else:
+            codes = encode(vocab, self.doc_ids.tolist(), text)
         codes.setflags(write=False)
         memo["last"] = (weakref.ref(vocab), codes)
         return codes
@@ -375,5 +388,6 @@ class Qrels:
 
 
 Run.doc_vocab = DocVocab()  # type: ignore[assignment]  (after @dataclass, which made the field and its __init__)
+Run.doc_codes = DocCodes()  # type: ignore[assignment]
 
 ColumnarRun = Run  # the older name of Run, kept for code that imports it

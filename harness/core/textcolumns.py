@@ -215,6 +215,13 @@ def positions_in(vocab: np.ndarray | TextVocab, ids: Sequence[str]) -> np.ndarra
     wanted_keys = pack(wanted)
     if known_keys is None or wanted_keys is None:
         return pc.index_in(wanted, value_set=vocab.text).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return key_positions(known_keys, wanted_keys)
+
+
+def key_positions(known_keys: np.ndarray, wanted_keys: np.ndarray) -> np.ndarray:
+    """Each wanted key's position in ``known_keys`` (distinct packed keys), -1 where it is not there."""
+    from ..io.packed_ids import sort_order
+
     order = None if len(known_keys) < 2 or (known_keys[1:] > known_keys[:-1]).all() else sort_order(known_keys)
     ordered = known_keys if order is None else known_keys[order]
     if len(ordered) == 0:

@@ -29,7 +29,7 @@ from .table import QUERY_POLICIES, MetricTable, build_table, conventions  # noqa
 from ..core.runtable import Qrels, Run, vocab_as_stored, vocab_text
 from ..io.spilled import SpilledRows
 from . import incomplete
-from .join import Labels, join, position_in_group
+from .join import Labels, join, keyed, position_in_group
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,7 @@ def evaluate(qrels: Qrels, run: Run, metrics: Iterable[str | MetricSpec], *,
              unanswerable: Collection[str] = ()) -> MetricTable:
     """Evaluate a whole run. ``trec_compat`` reproduces ``trec_eval -c`` (float32 ties, every judged query in means).
     ``gold_errors`` and ``window`` come from a pipeline run (see the module's conventions)."""
+    qrels, run = keyed(qrels, run) or (qrels, run)  # (a run read from a table: scored on its packed keys)
     vocab = vocab_as_stored(run)  # (as held: a run read from a table may not have made its doc ids strings)
     if len(qrels.doc_ids) and (qrels.doc_codes is None or qrels.doc_vocab is not vocab):
         # The judged doc ids coded into the run's vocabulary once, not once a batch (the batches share the codes).

@@ -79,7 +79,8 @@ def _grouped(queries):
 
 def bulk_run(value: Any, read_ranks: bool) -> Run | None:
     """A run table as a Run, or None when it must be read row by row."""
-    from ..core.textcolumns import sorted_codes
+    from ..core.textcolumns import packed_keys, sorted_codes
+    from ..core.vocab import UncodedHits
 
     columns = arrow_columns(value, ("query_id", "doc_id", "score") + (("rank",) if read_ranks else ()))
     ids = None if columns is None else _ids(columns)
@@ -94,15 +95,24 @@ def bulk_run(value: Any, read_ranks: bool) -> Run | None:
         if ranks is None or len(ranks) and np.abs(ranks).max() >= RANK_LIMIT:
             return None
     query_ids, order, lengths, _ = _grouped(ids[0])
-    vocab, codes = sorted_codes(ids[1])
-    return checked(Run(query_ids, offsets_of(lengths), vocab, codes[order],  # (vocab: strings when first read)
+    keys = packed_keys(ids[1])
+    if keys is not None:  # ids of up to 8 bytes: coded when first read (the engine scores the keys themselves)
+        vocab = codes = UncodedHits(keys[order])
+    else:
+        vocab, codes = sorted_codes(ids[1])
+        codes = codes[order]
+    return checked(Run(query_ids, offsets_of(lengths), vocab, codes,  # (vocab: strings when first read)
                        scores.astype(np.float64)[order], None if ranks is None else ranks.astype(np.int64)[order]),
-                   vocab)
+                   None if keys is not None else vocab)
 
 
 def bulk_qrels(value: Any) -> Qrels | None:
-    """A judgments table as Qrels, or None when it must be read row by row."""
-    from ..core.textcolumns import first_seen_codes, objects
+    """A judgments table as Qrels, or None when it must be read row by row. Doc ids of up to 8 bytes are coded as
+    their packed keys (``io.packed_ids``' SIMD sort, not Arrow's hashing of text), and the keys are kept on the Qrels
+    (``core.runtable.doc_keys``): coding the judgments into a run's vocabulary and their fingerprint read them
+    instead of making the ids text and packing them again."""
+    from ..core.runtable import remembered
+    from ..core.textcolumns import first_seen_codes, key_codes, objects, packed_keys
 
     columns = arrow_columns(value, ("query_id", "doc_id", "relevance"))
     ids = None if columns is None else _ids(columns)
@@ -115,9 +125,18 @@ def bulk_qrels(value: Any) -> Qrels | None:
     query_ids, order, lengths, q_codes = _grouped(ids[0])
     if q_codes is None:
         q_codes = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-    doc_vocab, d_codes = first_seen_codes(ids[1])
-    pairs = np.sort(q_codes * max(len(doc_vocab), 1) + d_codes)  # (a sort: NumPy's hashed unique is slower here)
+    keys = packed_keys(ids[1])
+    if keys is not None:
+        distinct, d_codes = key_codes(keys)
+        n_docs = len(distinct)
+    else:
+        doc_vocab, d_codes = first_seen_codes(ids[1])
+        n_docs = len(doc_vocab)
+    pairs = np.sort(q_codes * max(n_docs, 1) + d_codes)  # (a sort: NumPy's hashed unique is slower here)
     if (pairs[1:] == pairs[:-1]).any():
         return None  # a pair judged twice: the row reader names it
-    return checked(Qrels(query_ids, offsets_of(lengths), objects(doc_vocab)[d_codes[order]],
-                         grades.astype(np.int64)[order]))
+    doc_ids = objects(ids[1])
+    qrels = checked(Qrels(query_ids, offsets_of(lengths), doc_ids[order], grades.astype(np.int64)[order]))
+    if keys is not None:
+        remembered(qrels, "doc_keys", lambda: keys[order])
+    return qrels

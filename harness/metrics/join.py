@@ -12,6 +12,8 @@ from ..core.errors import MetricError
 from ..core.runtable import Run, Qrels, vocab_as_stored
 
 ORDERS = ("score", "rank")
+# Up to this many judgments of a query are laid out as columns, each compared with every hit (``join``).
+JUDGED_COLUMNS = 32
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,42 @@ class Labels:
             self._n_relevant[rel] = np.bincount(self.qrels_row[self.qrels_grade >= rel],
                                                 minlength=len(self.query_ids)).astype(np.int64)
         return self._n_relevant[rel]
+
+
+class KeySpace:
+    """The vocabulary of a run whose hits are named by their packed keys (``keyed``): every key is a code in it."""
+
+    def __len__(self) -> int:
+        return 2**63 - 1
+
+
+def keyed(qrels: Qrels, run: Run) -> tuple[Qrels, Run] | None:
+    """(judgments, run) with every doc named by its packed key (``io.packed_ids``) as an int64 code, for a run still
+    holding ``UncodedHits``: keys compare as the ids do, so the tie rule, the repeats and the join read them as they
+    read codes, and the run's three million ids need not be sorted to number them. None (the run is coded) unless
+    every key fits in 63 bits (ids beginning with an ASCII character: the sign bit stays free, and -1 and -2, the
+    join's padding, are no id's key, as 0xFF is never in UTF-8), the judgments' ids pack, and no query has more
+    judgments than the join lays out as columns (``JUDGED_COLUMNS``)."""
+    from dataclasses import replace
+
+    from ..core.runtable import doc_keys
+    from ..core.textcolumns import packed_keys, text_column
+    from ..core.vocab import uncoded_hits
+
+    hits = uncoded_hits(run)
+    if hits is None or not len(hits.keys) or hits.keys.max() >= np.uint64(2**63):
+        return None
+    if len(qrels.grades) and np.diff(qrels.offsets).max() > JUDGED_COLUMNS:
+        return None
+    keys = doc_keys(qrels)
+    if keys is None and len(qrels.doc_ids):
+        text = text_column(qrels.doc_ids)
+        keys = None if text is None else packed_keys(text)
+    if keys is None:
+        return None
+    space = KeySpace()
+    view = Run(run.query_ids, run.offsets, space, hits.keys.view(np.int64), run.scores, run.ranks)
+    return replace(qrels, doc_vocab=space, doc_codes=keys.view(np.int64)), view
 
 
 def position_in_group(groups: np.ndarray) -> np.ndarray:
@@ -175,7 +213,7 @@ def join(qrels: Qrels, run: Run, *, order: str = "score", float32_scores: bool =
     judged = np.zeros(codes.shape, dtype=bool)
     per_query = np.bincount(qrels_row[known], minlength=n_q) if n_q else np.zeros(0, np.int64)
     width = int(per_query.max()) if len(per_query) else 0
-    if 0 < width <= 32:
+    if 0 < width <= JUDGED_COLUMNS:
         # Few judgments per query: lay each query's judged docs out as columns, then compare every hit with one
         # column at a time (width passes over the (Q, D) matrix; no per-query Python loop, no Q x D x J array).
         # qrels_row is sorted (each query's judgments are together), and so are the rows of the known ones.

@@ -78,8 +78,9 @@ class MetricTable:
     included: np.ndarray  # (Q,) bool: the answer of ``included()``
     conventions: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
-    # A fingerprint of the judgments scored against (``harness.evaluate`` sets it), so a paired comparison of two
-    # tables can tell other judgments apart, not only other relevant counts; None: not recorded.
+    # A fingerprint of the judgments scored against (``harness.evaluate`` sets it, made when first read:
+    # ``Deferred``), so a paired comparison of two tables can tell other judgments apart, not only other relevant
+    # counts; None: not recorded.
     judgments: str | None = None
 
     @property
@@ -132,6 +133,32 @@ class MetricTable:
 
     def counted(self) -> dict[str, bool]:
         return {q: bool(c) for q, c in zip(self.query_ids, self.included)}
+
+
+class Deferred:
+    """A value made when it is first read: ``function(*args)``, then kept (``MetricTable.judgments``)."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+
+class _Judgments:
+    """``MetricTable.judgments``, in front of the field: a ``Deferred`` fingerprint is made when first read (a
+    table nobody compares never hashes its judgments; until then it holds them)."""
+
+    def __get__(self, table, owner=None):
+        if table is None:
+            return None  # (the field's default)
+        value = vars(table)["judgments"]
+        if isinstance(value, Deferred):  # (two threads may each make it: equal strings)
+            value = vars(table)["judgments"] = value.function(*value.args)
+        return value
+
+    def __set__(self, table, value) -> None:  # (the frozen dataclass's __init__ assigns through object.__setattr__)
+        vars(table)["judgments"] = value
+
+
+MetricTable.judgments = _Judgments()  # type: ignore[assignment]  (after @dataclass, which made the field)
 
 
 def with_column(table: MetricTable, spec: MetricSpec, column: np.ndarray) -> MetricTable:

@@ -129,3 +129,32 @@ def test_bulk_means_equal_pytrec_eval(bulk):
     ref = pytrec_eval.RelevanceEvaluator(qrels, set(names)).evaluate(run)
     for trec, name in names.items():
         assert ours[name] == pytest.approx(sum(v[trec] for v in ref.values()) / len(ref), abs=1e-12)
+
+
+def test_a_table_run_is_scored_on_its_packed_keys_as_on_its_codes():
+    """A run read from a table is scored on its doc ids' packed keys, not coded (``metrics.join.keyed``): the same
+    table as when its codes were read first, ties (doc id descending) and repeats included; a run with an id that
+    begins with a non-ASCII character, or judgments with a query of more judgments than the join lays out as columns,
+    are coded as before."""
+    from harness.core.vocab import uncoded_hits
+    from harness.metrics.inputs import as_qrels, as_run
+    from harness.metrics.join import JUDGED_COLUMNS, keyed
+
+    metrics = ["ap", "rr", "ndcg@10", "P@2", "recall@3", "bpref", "judged@3"]
+    rows = [("q1", "d3", 1.0), ("q1", "d10", 1.0), ("q1", "d2", 1.0), ("q1", "d3", 0.5), ("q1", "d9", 2.0),
+            ("q2", "d1", 0.0), ("q2", "d4", 0.0), ("q3", "d7", 1.0), ("q3", "d5", 1.0)]
+    few = {"q1": {"d10": 1, "d2": 2, "d9": 0}, "q2": {"d4": 1, "x": 1}, "q3": {"d5": 1, "é2": 1}}
+    many = {"q1": {f"d{i}": i % 3 for i in range(JUDGED_COLUMNS + 1)}, "q2": {"d1": 1}}
+    for extra, qrels, scored_on_keys in (([], few, True), ([], many, False), ([("q3", "é1", 1.0)], few, False)):
+        table = pa.table(dict(zip(("query_id", "doc_id", "score"), map(list, zip(*rows + extra)))))
+        assert (keyed(as_qrels(qrels), as_run(table)) is not None) == scored_on_keys
+        on_keys = harness.evaluate(qrels, table, metrics)
+        coded_run = as_run(table)
+        coded_run.doc_codes  # read: coded
+        assert uncoded_hits(coded_run) is None and coded_run.doc_vocab.tolist() == sorted({r[1] for r in rows + extra})
+        coded = harness.evaluate(qrels, coded_run, metrics)
+        assert np.array_equal(on_keys.values, coded.values) and on_keys.counts == coded.counts
+    # q1 in evaluation order: d9 (2.0), then the 1.0 ties by doc id descending d3, d2, d10; the repeat of d3 dropped
+    table = pa.table(dict(zip(("query_id", "doc_id", "score"), map(list, zip(*rows)))))
+    assert harness.evaluate({"q1": {"d2": 1}}, table, ["rr"]).mean()["rr"] == pytest.approx(1 / 3)
+    assert harness.evaluate({"q1": {"d10": 1}}, table, ["rr"]).mean()["rr"] == pytest.approx(1 / 4)

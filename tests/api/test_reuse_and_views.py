@@ -2,12 +2,15 @@
 vocabulary and hashes its judgments once; an engine batch of consecutive queries is a view of the run; query rows
 that are together are grouped without hashing. Each shortcut must give the numbers of the long way."""
 
+import pickle
+
 import numpy as np
 import pytest
 
 import harness
 from harness.core import textcolumns
 from harness.core.fingerprint import fingerprint_of_judgments
+from harness.metrics.table import Deferred
 from harness.core.runtable import Qrels, Run
 
 pa = pytest.importorskip("pyarrow")
@@ -57,7 +60,10 @@ def test_a_prebuilt_qrels_carries_the_fingerprint_of_its_dict(bulk):
     run = {"q1": {"d1": 1.0}, "q2": {"d1": 1.0}}
     built = Qrels.from_dict(qrels)
     tables = [harness.evaluate(q, run, "rr") for q in (qrels, reordered, built, built)]
+    assert all(isinstance(vars(t)["judgments"], Deferred) for t in tables)  # hashed when first read, not before
     assert len({t.judgments for t in tables}) == 1 and tables[0].judgments
+    assert vars(tables[0])["judgments"] == tables[0].judgments  # then kept
+    assert pickle.loads(pickle.dumps(tables[1])).judgments == tables[1].judgments
 
 
 def test_consecutive_queries_are_a_view_and_others_a_copy():
