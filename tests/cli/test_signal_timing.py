@@ -224,6 +224,7 @@ def test_a_program_that_calls_the_cli_keeps_its_handlers_and_its_exit_status(tmp
     signal a 'late' one and the process's exit status the command's: a pytest session with a failing test exited 0."""
     proc = _python("""
         import os, signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whoever launched the suite
         from harness.cli.main import main
         sys.argv = ["harness", "--version"]
         try:

@@ -255,8 +255,13 @@ def test_ctrl_c_while_a_private_ray_starts_stops_what_it_started():
         def shutdown():
             StartingRay.calls.append("shutdown")
 
-    with pytest.raises(KeyboardInterrupt):
-        ray_session.start_ray(StartingRay, ExecutorConfig(kind="ray", address="local"))
+    # Ctrl-C raises as in a terminal, even where the suite was started with SIGINT ignored (a background job)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ray_session.start_ray(StartingRay, ExecutorConfig(kind="ray", address="local"))
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert StartingRay.calls == ["started", "shutdown"]
 
 
