@@ -123,7 +123,7 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], prefix
             problems.append(f"{path}: required key is missing")
             continue
         if err["type"] == "model_type":  # pydantic names its class ("instance of WindowsConfig"): say what to write
-            owner = _model_at(model, loc + ("",))
+            owner = _model_at(model, loc + ("",))  # the model at loc itself: the owner of a key one level below
             keys = f" ({', '.join(sorted(owner.model_fields))})" if owner is not None else ""
             msg = f"should be a mapping of keys{keys}, as a YAML block or {{key: value}}"
         got = err.get("input")
