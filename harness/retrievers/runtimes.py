@@ -135,7 +135,8 @@ def torch_int8(model):
     """``model`` (a sentence-transformers model, changed in place) with every ``nn.Linear`` run by torch's dynamic
     int8 kernel (fbgemm on x86): weights int8 per output channel (symmetric), each product's input quantised per call
     to all 8 bits (torch's own ``quantize_dynamic`` modules ask for 7, ``reduce_range``, which moved SciFact vectors
-    to a mean cosine of 0.983 against 0.994 here). LayerNorm, GELU, softmax, attention and the embeddings stay fp32."""
+    to a mean cosine of 0.983 against 0.994 here). LayerNorm, GELU, softmax, attention and the embeddings stay fp32,
+    and so does one product (below)."""
     import torch
 
     class Int8Linear(torch.nn.Module):
@@ -154,14 +155,14 @@ def torch_int8(model):
         def forward(self, x):
             return torch.ops.quantized.linear_dynamic(x, self.packed, False).to(x.dtype)  # False: no reduce_range
 
-    def swap(parent: torch.nn.Module) -> None:
-        for name, child in parent.named_children():
-            if isinstance(child, torch.nn.Linear):
-                setattr(parent, name, Int8Linear(child))
-            else:
-                swap(child)
-
-    swap(model)
+    linears = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
+               if isinstance(child, torch.nn.Linear)]
+    # The first down-projection (the first layer's feed-forward output, after its GELU) stays fp32: the widest
+    # inputs to quantise; keeping it moved SciFact's nDCG@10 from -0.0058 to -0.0025 of fp32's at the same speed.
+    keep = next((child for _, _, child in linears if child.in_features > child.out_features), None)
+    for parent, name, child in linears:
+        if child is not keep:
+            setattr(parent, name, Int8Linear(child))
     return model
 
 
