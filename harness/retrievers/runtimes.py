@@ -158,7 +158,8 @@ def torch_int8(model):
     linears = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
                if isinstance(child, torch.nn.Linear)]
     # The first down-projection (the first layer's feed-forward output, after its GELU) stays fp32: the widest
-    # inputs to quantise; keeping it moved SciFact's nDCG@10 from -0.0058 to -0.0025 of fp32's at the same speed.
+    # inputs to quantise; keeping it moved nDCG@10 from -0.0058 to -0.0025 of fp32's on 600 SciFact passages (a
+    # noisy measure there) at the same speed, and its vectors' mean cosine to fp32 from 0.9942 to 0.9953.
     keep = next((child for _, _, child in linears if child.in_features > child.out_features), None)
     for parent, name, child in linears:
         if child is not keep:
