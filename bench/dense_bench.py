@@ -1,7 +1,7 @@
 """Dense encoding backends side by side on SciFact: passages/s, GFLOPS reached, nDCG@10 and the vectors' distance from
 torch's, for each ``backend`` x ``quantize`` of the harness's encoder, in one process.
 
-  python bench/dense_bench.py [--passages 5183] [--batch-size 64] [--backends torch onnx onnx:int8 openvino ...]
+  python bench/dense_bench.py [--passages 5183] [--batch-size 64] [--backends torch torch:int8 onnx:int8 ...]
 
 Fair on a shared machine: the passages are sorted longest first and cut into blocks; every backend encodes each
 block in turn (the first backend rotates), through the same ``Encoder`` code path and the same batches, so a load
@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=None, help="passages to encode (default: all 5,183)")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--block", type=int, default=256, help="passages each backend encodes in its turn")
-    ap.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx:int8", "openvino", "openvino:int8"],
+    ap.add_argument("--backends", nargs="+", default=["torch", "torch:int8", "onnx", "onnx:int8", "openvino", "openvino:int8"],
                     help="BACKEND or BACKEND:int8")
     args = ap.parse_args()
     if not SCIFACT.is_dir():

@@ -7,7 +7,7 @@ import copy
 from typing import Literal, Sequence
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from ..cache import ArrayCache, cache_key
 from ..core.schema import Strict
@@ -15,7 +15,7 @@ from ..core.errors import ConfigError, MissingDependencyError
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import BuildContext, RetrieverKind, register
 from .encoders import (BUNDLED, INSTALL, Encoder, encoder_installed, load_sentence_transformer,  # noqa: F401
-                       model_fingerprint, model_folder_problems, model_path, quantize_backend)
+                       model_fingerprint, model_folder_problems, model_path)
 from .ranking import rank_hits
 from .windows import WindowsConfig, window_texts
 
@@ -37,7 +37,8 @@ class DenseConfig(Strict):
     """what runs the model: torch, or an ONNX export (made once, offline, into the cache) run by ONNX Runtime or
     OpenVINO"""
     quantize: Literal["none", "int8"] = "none"
-    """int8: the export's matrix multiplications in int8 (backend onnx or openvino; vectors differ slightly)"""
+    """int8: the matrix multiplications in int8 (weights per output channel, inputs quantised per call;
+    vectors differ slightly; on torch, torch's own int8 kernels)"""
     query_prefix: str = ""
     """text put before every query (e.g. 'query: ' for E5 models)"""
     passage_prefix: str = ""
@@ -68,10 +69,6 @@ class DenseConfig(Strict):
 
     def check_encoder_installed(self) -> None:
         encoder_installed(self.backend, self.quantize)
-
-    @model_validator(mode="after")
-    def _quantize_backend(self):
-        return quantize_backend(self)
 
 
 def _faiss():

@@ -146,13 +146,6 @@ def encoder_installed(backend: str, quantize: str) -> None:
     check_installed(backend, quantize)
 
 
-def quantize_backend(config):
-    """A config's ``quantize: int8`` runs on an exported model only (a model validator of the encoding kinds)."""
-    if config.quantize == "int8" and config.backend == "torch":
-        raise ValueError("quantize: int8 needs backend: onnx or openvino (backend: torch runs the model in fp32)")
-    return config
-
-
 def load_sentence_transformer(name: str, max_length: int | None = None):
     if name == BUNDLED or not name.startswith("hub:"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder must never trigger a download
@@ -229,12 +222,26 @@ class Encoder:
         self.model = None  # set by the first miss (or by a caller that already has the model)
         self._runner = None
         self._fingerprint: str | None = None
+        self._probe_cosine: float | None = None  # torch int8: its probe vectors' minimum cosine to fp32's
         self.encoded, self.seconds = 0, 0.0  # texts encoded by this process, and the time it took (``info``)
 
     def loaded(self):
         if self.model is None:
-            self.model = load_sentence_transformer(self.name, self.max_length)
+            model = load_sentence_transformer(self.name, self.max_length)
+            if self.backend == "torch" and self.quantize == "int8":
+                model = self._int8(model)
+            self.model = model
         return self.model
+
+    def _int8(self, model):
+        """``model`` with torch's dynamic int8 products, its distance from fp32 measured on the probe sentences."""
+        from .runtimes import PROBES, _unit, torch_int8
+
+        reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
+        model = torch_int8(model)
+        vecs = _unit(model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True))
+        self._probe_cosine = round(float(np.min(np.sum(vecs * reference, axis=1))), 6)
+        return model
 
     @property
     def fingerprint(self) -> str:
@@ -277,6 +284,8 @@ class Encoder:
         out: dict = {"backend": self.backend, "quantize": self.quantize}
         if self._runner is not None:
             out["min_cosine_to_torch"] = self._runner.meta.get("min_cosine_to_torch")
+        elif self._probe_cosine is not None:
+            out["min_cosine_to_torch"] = self._probe_cosine
         out["texts_encoded"] = self.encoded
         out["texts_per_s"] = round(self.encoded / self.seconds, 2) if self.encoded and self.seconds > 0 else None
         return out
@@ -297,7 +306,7 @@ class Encoder:
         # same folder copied elsewhere share their cache entries.
         # Another backend's vectors differ in the last digits (int8: more): never the torch entries. torch's key is
         # the one it always had, so existing caches stay warm.
-        runtime = () if self.backend == "torch" else (self.backend, self.quantize)
+        runtime = () if (self.backend, self.quantize) == ("torch", "none") else (self.backend, self.quantize)
         key = cache_key("sentence-embeddings", self.fingerprint, prefix, normalize, self.max_length, *runtime,
                         list(texts))
         # Longest first, as sentence-transformers orders one call's texts: each batch pads to similar lengths.
@@ -335,6 +344,7 @@ class Encoder:
                 mats.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
             lengths = np.array([len(m) for m in mats], dtype=np.int64)
             return {"vectors": np.concatenate(mats) if mats else np.zeros((0, 1), np.float32), "lengths": lengths}
-        key = cache_key("late-interaction", self.fingerprint, list(texts))
+        runtime = () if self.quantize == "none" else (self.quantize,)  # token vectors come from torch's model
+        key = cache_key("late-interaction", self.fingerprint, *runtime, list(texts))
         arrays = self.cache.get_or_build(kind, key, build) if self.cache else build()
         return arrays["vectors"], np.concatenate([[0], np.cumsum(arrays["lengths"])]).astype(np.int64)

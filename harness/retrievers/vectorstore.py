@@ -22,7 +22,7 @@ from ..core.errors import HarnessError, MissingDependencyError, RetrieverError
 from ..core.schema import Strict
 from ..core.types import Chunk, Hit, Query, RankedList
 from .base import BuildContext
-from .encoders import BUNDLED, Encoder, encoder_installed, model_folder_problems, quantize_backend
+from .encoders import BUNDLED, Encoder, encoder_installed, model_folder_problems
 from .ranking import rank_hits
 
 RECALL_AT = 10
@@ -70,7 +70,8 @@ class VectorStoreConfig(Strict):
     """what runs the encoder: torch, or an ONNX export (made once, offline, into the cache) run by ONNX Runtime or
     OpenVINO"""
     quantize: Literal["none", "int8"] = "none"
-    """int8: the export's matrix multiplications in int8 (backend onnx or openvino; vectors differ slightly)"""
+    """int8: the matrix multiplications in int8 (weights per output channel, inputs quantised per call;
+    vectors differ slightly; on torch, torch's own int8 kernels)"""
     query_prefix: str = ""
     """text put before every query"""
     passage_prefix: str = ""
@@ -97,10 +98,6 @@ class VectorStoreConfig(Strict):
         if self.mode == "build" and self.fields is not None:
             raise ValueError("fields: is for mode: connect; build mode writes its own fields")
         return self
-
-    @model_validator(mode="after")
-    def _quantize_backend(self):
-        return quantize_backend(self)
 
     def check_encoder_installed(self) -> None:
         if getattr(self, "search", "vector") != "fulltext":  # lexical search encodes nothing

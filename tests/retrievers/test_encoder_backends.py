@@ -1,6 +1,7 @@
 """Encoder backends (#37): an ONNX export run by ONNX Runtime or OpenVINO gives torch's vectors (fp32: cosine >=
 0.999; int8: close, its minimum cosine reported), is exported once into the cache and reused, keeps its own
-embedding-cache entries, and a missing library or a bad value is one located line from `harness validate`.
+embedding-cache entries, and a missing library or a bad value is one located line from `harness validate`. torch's
+own dynamic int8 (``backend: torch, quantize: int8``) is close to fp32 too, under its own cache entries.
 
 The model is the bundled MiniLM cut to its first layer (its real tokenizer and weights, a 1-layer graph): the
 export takes seconds, not the full model's half minute on a shared machine."""
@@ -52,7 +53,8 @@ def torch_vectors(one_layer) -> np.ndarray:
 def _backends(quantize: str) -> list[str]:
     import importlib.util
 
-    return ["onnx"] + (["openvino"] if importlib.util.find_spec("openvino") else [])
+    return (["torch"] if quantize == "int8" else []) + ["onnx"] + (
+        ["openvino"] if importlib.util.find_spec("openvino") else [])
 
 
 @pytest.mark.parametrize("backend", _backends("none"))
@@ -68,12 +70,24 @@ def test_fp32_vectors_are_torchs(backend, one_layer, root, torch_vectors):
 
 @pytest.mark.parametrize("backend", _backends("int8"))
 def test_int8_vectors_are_close_to_torchs(backend, one_layer, root, torch_vectors, capsys):
-    vecs = Encoder(one_layer, None, batch_size=2, backend=backend, quantize="int8",
-                   export_root=root)._encode(TEXTS, "", True, False)
+    enc = Encoder(one_layer, None, batch_size=2, backend=backend, quantize="int8", export_root=root)
+    vecs = enc._encode(TEXTS, "", True, False)
     cosines = np.sum(vecs * torch_vectors, axis=1)
     with capsys.disabled():
         print(f"\n{backend} int8: minimum cosine to torch {cosines.min():.4f} over {len(TEXTS)} texts")
     assert 0.95 <= cosines.min() < 0.99999  # quantised (not fp32 under another name), and still the same vectors
+    info = enc.info()
+    assert (info["backend"], info["quantize"]) == (backend, "int8") and 0.95 <= info["min_cosine_to_torch"] < 1
+
+
+def test_torch_int8_runs_every_linear_layer_but_one_in_int8(one_layer):
+    """Every nn.Linear of the model is int8 but the first layer's feed-forward output (kept fp32 for accuracy)."""
+    import torch
+
+    bert = Encoder(one_layer, None, batch_size=2, quantize="int8").loaded()[0].auto_model
+    fp32 = [n for n, m in bert.named_modules() if isinstance(m, torch.nn.Linear)]
+    int8 = [n for n, m in bert.named_modules() if type(m).__name__ == "Int8Linear"]
+    assert fp32 == ["encoder.layer.0.output.dense"] and len(int8) == 6  # Q, K, V, attention out, FFN in, pooler
 
 
 def test_the_export_is_made_once_and_reused_by_content(one_layer, root, tmp_path, monkeypatch):
@@ -99,8 +113,9 @@ def test_each_backend_has_its_own_embedding_cache_entries(one_layer, root):
     # torch's key is the one it had before backends existed: existing caches stay warm.
     assert key_torch == cache_key("sentence-embeddings", torch_enc.fingerprint, "", True, None, texts)
     keys = {Encoder(one_layer, None, batch_size=2, backend=b, quantize=q, export_root=root).plan(texts)[0]
-            for b, q in [("onnx", "none"), ("onnx", "int8"), ("openvino", "none"), ("openvino", "int8")]}
-    assert len(keys) == 4 and key_torch not in keys
+            for b, q in [("torch", "int8"), ("onnx", "none"), ("onnx", "int8"), ("openvino", "none"),
+                         ("openvino", "int8")]}
+    assert len(keys) == 5 and key_torch not in keys
 
 
 def _validate(tmp_path: Path, retriever: str):
@@ -119,14 +134,15 @@ def test_validate_names_the_missing_extra_in_one_line(retriever, tmp_path, monke
 @pytest.mark.parametrize("retriever,expect", [
     ("{kind: dense, backend: tensorrt}", ("retriever.backend", "'torch', 'onnx' or 'openvino'")),
     ("{kind: dense, backend: onnx, quantize: int4}", ("retriever.quantize", "'none' or 'int8'")),
-    ("{kind: dense, quantize: int8}", ("quantize: int8 needs backend: onnx or openvino",)),
 ])
 def test_a_bad_backend_or_quantize_is_one_located_line(retriever, expect, tmp_path):
     assert_input_error(_validate(tmp_path, retriever), *expect)
 
 
-def test_validate_accepts_an_installed_backend(tmp_path):
-    proc = _validate(tmp_path, "{kind: dense, backend: onnx, quantize: int8}")
+@pytest.mark.parametrize("retriever", ["{kind: dense, backend: onnx, quantize: int8}",
+                                       "{kind: dense, quantize: int8}"])
+def test_validate_accepts_an_installed_backend(retriever, tmp_path):
+    proc = _validate(tmp_path, retriever)
     assert proc.returncode == 0, proc.stderr
 
 
