@@ -45,12 +45,18 @@ def _dense_parts(retriever: Any) -> list:
 class EncodeActor:
     """One model per actor, loaded in the constructor; each call encodes the rows of one encoder batch."""
 
-    def __init__(self, name: str, max_length: int | None, batch_size: int, threads: int, gpu: bool = False):
+    def __init__(self, name: str, max_length: int | None, batch_size: int, threads: int, gpu: bool = False,
+                 backend: str = "torch", quantize: str = "none", export_root: str | None = None):
         from ..retrievers.encoders import Encoder
 
-        self.encoder = Encoder(name, None, batch_size=batch_size, max_length=max_length)
-        model = self.encoder.loaded()
+        # The driver's backend and quantize, or the actor's vectors (torch fp32) would fill that backend's entries.
+        self.encoder = Encoder(name, None, batch_size=batch_size, max_length=max_length, backend=backend,
+                               quantize=quantize, export_root=None if export_root is None else Path(export_root))
         set_threads(threads)
+        if backend != "torch":
+            self.encoder.runner()  # exported once into the shared cache folder, or read from it
+            return
+        model = self.encoder.loaded()
         if gpu:  # Ray gave this actor a GPU (num_gpus_per_worker); the models load on the CPU everywhere else
             import torch
 
@@ -58,12 +64,19 @@ class EncodeActor:
                 model.to("cuda")
 
     def __call__(self, batch: dict) -> dict:
-        vectors = []
+        vectors, dims = [], []
         for texts, prefix, normalize in zip(batch["texts"], batch["prefix"], batch["normalize"]):
             vecs = self.encoder._encode([str(t) for t in texts], str(prefix), bool(normalize), False)
             vectors.append(vecs.tobytes())
-        return {"item": batch["item"], "vectors": np.array(vectors, dtype=object),
-                "dim": np.array([self.encoder.model.get_sentence_embedding_dimension()] * len(vectors))}
+            dims.append(vecs.shape[1])
+        return {"item": batch["item"], "vectors": np.array(vectors, dtype=object), "dim": np.array(dims)}
+
+
+def actor_arguments(enc: Any, *, threads: int, gpu: bool) -> dict:
+    """What an ``EncodeActor`` needs to encode as ``enc`` does: the same model, batches, backend and quantize."""
+    return {"name": enc.name, "max_length": enc.max_length, "batch_size": enc.batch_size, "threads": threads,
+            "gpu": gpu, "backend": enc.backend, "quantize": enc.quantize,
+            "export_root": None if enc.export_root is None else str(enc.export_root)}
 
 
 def client_mode(ray) -> bool:
@@ -117,8 +130,7 @@ def encode_with_ray(ray, retriever: Any, chunks: Sequence[Chunk], query_batches:
             continue
         workers = ex.num_workers
         cpus = cpus_per_actor(ray, workers)
-        actor = {"name": enc.name, "max_length": enc.max_length, "batch_size": enc.batch_size,
-                 "threads": max(1, int(cpus) or 1), "gpu": ex.num_gpus_per_worker > 0}
+        actor = actor_arguments(enc, threads=max(1, int(cpus) or 1), gpu=ex.num_gpus_per_worker > 0)
         args = (items, workers, cpus, ex.num_gpus_per_worker or None, actor)
         if client_mode(ray):  # Ray Data cannot run in a Ray Client driver: it runs in a task on the cluster
             done = get_raising(ray, ray.remote(num_cpus=0)(_encode_items).remote(*args))

@@ -444,3 +444,25 @@ def test_more_shards_than_chunks_is_said_before_ray_starts(tmp_path, monkeypatch
         proc = harness(*args, cwd=tmp_path)
         assert_input_error(proc, f"{cfg}: executor.shards: 100 slices of 79 chunks; give at most 79")
     assert not (tmp_path / "out").exists()
+
+
+def test_ray_encode_actors_encode_with_the_drivers_backend_and_quantize(tmp_path):
+    """Ray's encode actors were built with the model's name alone: a run with backend onnx, openvino or torch int8
+    filled that backend's cache entries with torch fp32 vectors. The actor now encodes as the driver's encoder does
+    (the actor is called here as Ray Data calls it, in this process)."""
+    pytest.importorskip("sentence_transformers")
+    import numpy as np
+
+    from harness.executors.ray_encode import EncodeActor, actor_arguments
+    from harness.retrievers.encoders import BUNDLED, Encoder
+
+    texts = ["int8 products move the vectors a little", "torch fp32 is the reference", "a third passage"]
+    driver = Encoder(BUNDLED, None, batch_size=2, backend="torch", quantize="int8", export_root=tmp_path)
+    arguments = actor_arguments(driver, threads=1, gpu=False)
+    assert (arguments["backend"], arguments["quantize"]) == ("torch", "int8")
+    row = EncodeActor(**arguments)({"item": [0], "texts": [texts], "prefix": [""], "normalize": [True]})
+    from_actor = np.frombuffer(row["vectors"][0], dtype=np.float32).reshape(-1, int(row["dim"][0]))
+    int8 = driver._encode(texts, "", True, False)
+    fp32 = Encoder(BUNDLED, None, batch_size=2)._encode(texts, "", True, False)
+    assert np.array_equal(from_actor, int8)
+    assert not np.array_equal(from_actor, fp32)
