@@ -1,8 +1,12 @@
 """The compiled top k (bm25_kernel, numba) against the exhaustive ranking and the NumPy path: the same chunks in
 the same order with the same floats, on corpora full of exact ties (repeated texts), with repeated, unknown and no
-query terms, at depths from 1 to past the corpus; and the NumPy path when numba is absent."""
+query terms, at depths from 1 to past the corpus; the NumPy path when numba is absent; and the compiled ASCII token
+cut against the NumPy cut and the Analyzer, on SciFact's text when it is there."""
 
+import itertools
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +14,11 @@ import pytest
 import harness.retrievers
 import harness.retrievers.bm25_index as bm25_index
 from harness.retrievers.bm25 import BM25Config, FastBM25
+from harness.retrievers import bm25_tokens
 from harness.retrievers.bm25_index import BM25Index
+from harness.retrievers.bm25_tokens import tokenize_corpus
 from harness.retrievers.ranking import top_k
+from harness.text.analysis import Analyzer
 
 pytest.importorskip("numba")
 from harness.retrievers import bm25_kernel  # noqa: E402
@@ -94,3 +101,38 @@ def test_without_numba_the_numpy_path_answers(monkeypatch):
     assert bm25_index._kernel() is None
     got = [fast.index.top(fast.term_ids(q), 10, ranks) for q in queries]
     assert all(a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist() for a, b in zip(got, want))
+
+
+# ---- the compiled ASCII cut == the NumPy cut == the Analyzer ----------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+# Beside the checkout (../shared) or, from a git worktree, one level further up.
+SCIFACT = next((b / "shared/datasets/scifact/corpus.jsonl" for b in (ROOT.parent, ROOT.parent.parent)
+                if (b / "shared/datasets/scifact/corpus.jsonl").exists()), None)
+
+
+def _texts():
+    rng = np.random.default_rng(3)
+    alphabet = np.array(list("abcXYZ019_ .,;-'\n\t\r\x0b\x0c\x1f!\"#$%&()*+/:<=>?@[\\]^`{|}~"))
+    texts = ["".join(rng.choice(alphabet, int(rng.integers(0, 60)))) for _ in range(400)]
+    texts += ["", " ", "_", "a", "a b", "\n", "x\ny", "end_"]
+    if SCIFACT is not None:  # real text, unicode included (those batches take the other path, checked all the same)
+        with SCIFACT.open() as fh:
+            texts += [json.loads(line)["text"] for line in itertools.islice(fh, 2000)]
+    return texts
+
+
+@pytest.mark.parametrize("pattern", [r"\w+", r"\S+"])
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_compiled_ascii_cut_gives_the_analyzers_tokens(pattern, lowercase, monkeypatch):
+    texts = _texts()
+    analyzer = Analyzer(lowercase, pattern, "none", "none")
+    assert SCIFACT is None or len(texts) > 2000
+    compiled = tokenize_corpus(texts, analyzer, batch=50)
+    monkeypatch.setattr(bm25_tokens, "_compiled", lambda: None)
+    plain = tokenize_corpus(texts, analyzer, batch=50)
+    assert compiled.terms == plain.terms
+    assert compiled.ids.tolist() == plain.ids.tolist() and compiled.lengths.tolist() == plain.lengths.tolist()
+    bounds = np.concatenate([[0], np.cumsum(compiled.lengths)])
+    assert [[compiled.terms[i] for i in compiled.ids[a:b]] for a, b in zip(bounds, bounds[1:])] == \
+        [analyzer(t) for t in texts]
