@@ -323,12 +323,12 @@ class BM25Index:
 
 
 def _kernel():
-    """The compiled scorer's module, or None (JIT off, or numba not installed)."""
+    """The compiled scorer's module, or None (JIT off, numba not installed, or no folder numba may cache in)."""
     if not JIT:
         return None
     try:
         from . import bm25_kernel
-    except ImportError:
+    except (ImportError, RuntimeError):  # numba's "cannot cache function ...: no locator available"
         return None
     return bm25_kernel
 

@@ -156,10 +156,10 @@ def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray
 
 
 def _compiled():
-    """bm25_kernel_parts (numba) for the one-pass ASCII cut, or None without numba."""
+    """bm25_kernel_parts (numba) for the one-pass ASCII cut, or None without numba (or a folder to cache in)."""
     try:
         from . import bm25_kernel_parts
-    except ImportError:
+    except (ImportError, RuntimeError):
         return None
     return bm25_kernel_parts
 
