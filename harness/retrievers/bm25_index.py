@@ -32,6 +32,7 @@ BUILD_BATCH = 20_000  # chunks per batch of postings built at once (BM25Index.bu
 WIDE_K = 256  # from this depth on, the top k over all chunks is cut from a sample of all their scores
 SAMPLE_TOP = 64  # _above_kth: the cut is this best of a sample holding ~SAMPLE_TOP/2 of the top k
 MARGIN = 1e-9  # relative safety margin of the pruning test against rounding in sums of bounds
+JIT = True  # top k by the numba kernel (bm25_kernel) when numba is installed; False: the NumPy path below
 
 
 # ``config`` below is bm25.BM25Config (variant, k1, b, epsilon, delta); not imported, as bm25 imports this module.
@@ -56,6 +57,9 @@ class BM25Index:
     # Per term with more than SEED_SIZE chunks: the SEED_SIZE chunks where it weighs most (``seed_ptr`` over terms).
     seed_ptr: np.ndarray | None = None
     seed_docs: np.ndarray | None = None
+    # The compiled scorer's one byte a chunk per dense column, an upper bound of its contribution (bm25_kernel).
+    dense_q: np.ndarray | None = None
+    dense_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.seed_ptr is None:
@@ -222,6 +226,16 @@ class BM25Index:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         constant = self.constant(query)
         terms = self._summation_order(query.tolist())
+        kernel = _kernel() if self.nonnegative else None
+        if kernel is not None:
+            if self.dense_q is None:
+                self.dense_q, self.dense_scale = kernel.quantise(self.dense)
+            chunks, scores, positive = kernel.top_k(
+                np.asarray(terms, dtype=np.int64), k, constant, id_rank, self.n, self.indptr, self.docs,
+                self.weights, self.dense_slot, self.dense, self.dense_q, self.dense_scale, self.bound, self.seed_ptr,
+                self.seed_docs)
+            if positive:  # else chunks holding no query term may be in the top k: the NumPy path handles them
+                return chunks, scores
         if not self.nonnegative:
             scores = self.get_scores(query)
             idx = top_k(scores, k, id_rank)
@@ -306,6 +320,17 @@ class BM25Index:
         extra = by_id_desc[: k + len(candidates)]
         extra = extra[~touched[extra]][:k]
         return np.concatenate([candidates, extra]), np.concatenate([stored, np.zeros(len(extra))])
+
+
+def _kernel():
+    """The compiled scorer's module, or None (JIT off, numba not installed, or no folder numba may cache in)."""
+    if not JIT:
+        return None
+    try:
+        from . import bm25_kernel
+    except (ImportError, RuntimeError):  # numba's "cannot cache function ...: no locator available"
+        return None
+    return bm25_kernel
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:

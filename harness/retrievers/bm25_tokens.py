@@ -1,8 +1,8 @@
 """Tokenising a whole corpus for BM25 into term ids, with exactly ``Analyzer``'s tokens but without a Python object
 per token: for the token patterns ``\\w+`` (the default) and ``\\S+`` the token boundaries come from a per-code-point
-table over each batch of texts, and the token strings are hashed by Arrow's dictionary encoding. Other patterns use
-the regex per text. Stopwords and stemming are functions of the token, so they are applied once per distinct token
-(the vocabulary), not once per occurrence.
+table over each batch of texts (an ASCII batch is cut in one compiled pass when numba is installed), and the token
+strings are hashed by Arrow's dictionary encoding. Other patterns use the regex per text. Stopwords and stemming are
+functions of the token, so they are applied once per distinct token (the vocabulary), not once per occurrence.
 """
 
 from __future__ import annotations
@@ -121,10 +121,13 @@ def _regex_batch(texts: Sequence[str], analyzer: Analyzer, vocab) -> tuple[np.nd
 
 
 def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray, np.ndarray] | None:
-    import pyarrow as pa
-
     # "\n" is neither \w nor \S, so no token spans two texts; lowercasing already happened text by text.
     joined = "\n".join(texts)
+    if joined.isascii() and _compiled() is not None:
+        token_bytes, offsets, lengths = _compiled().ascii_tokens(
+            np.frombuffer(joined.encode("ascii"), dtype=np.uint8), _table(pattern, False),
+            np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+        return _encode(token_bytes, offsets, lengths, vocab)
     if joined.isascii():
         data = joined.encode("ascii")
         codes = np.frombuffer(data, dtype=np.uint8)
@@ -149,8 +152,25 @@ def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray
         starts, ends = byte_at[starts], byte_at[ends]
     token_bytes = np.frombuffer(data, dtype=np.uint8)[byte_word]
     offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
-    tokens = pa.Array.from_buffers(pa.large_string(), len(starts), [None, pa.py_buffer(offsets),
-                                                                    pa.py_buffer(token_bytes)])
+    return _encode(token_bytes, offsets, lengths, vocab)
+
+
+def _compiled():
+    """bm25_kernel_parts (numba) for the one-pass ASCII cut, or None without numba (or a folder to cache in)."""
+    try:
+        from . import bm25_kernel_parts
+    except (ImportError, RuntimeError):
+        return None
+    return bm25_kernel_parts
+
+
+def _encode(token_bytes: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, vocab
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Term ids of the tokens (``token_bytes`` cut at ``offsets``), hashed by Arrow's dictionary encoding."""
+    import pyarrow as pa
+
+    tokens = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1, [None, pa.py_buffer(offsets),
+                                                                         pa.py_buffer(token_bytes)])
     encoded = tokens.dictionary_encode()
     local = encoded.indices.to_numpy(zero_copy_only=False)
     to_global = np.fromiter(map(vocab.__getitem__, encoded.dictionary.to_pylist()), dtype=np.int32,
