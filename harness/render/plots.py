@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..diagnostics.kinds import COLOURS
@@ -164,19 +164,35 @@ class Chart:
     name: str  # file stem of its PNG
     title: str
     figure: Any  # a matplotlib Figure
+    _box: list = field(default_factory=list, repr=False, compare=False)  # the tight box, once worked out
 
     def svg(self) -> str:
         buf = io.StringIO()
         with matplotlib_quiet():
-            self.figure.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+            self.figure.savefig(buf, format="svg", bbox_inches=self.tight_box(), metadata={"Date": None})
         text = buf.getvalue()
         return text[text.index("<svg"):]
 
     def png(self) -> bytes:
         buf = io.BytesIO()
         with matplotlib_quiet():
-            self.figure.savefig(buf, format="png", bbox_inches="tight", dpi=150, metadata={"Software": None})
+            self.figure.savefig(buf, format="png", bbox_inches=self.tight_box(), dpi=150, metadata={"Software": None})
         return buf.getvalue()
+
+    def tight_box(self):
+        """The figure laid out (its layout engine run) and its tight bounding box (inches, padded as savefig pads
+        'tight'), worked out once: the SVG and the PNG are two drawings of it. savefig's bbox_inches="tight" laid
+        the figure out again for each file, about a third of a chart's time, in every run and sweep point."""
+        if not self._box:
+            import matplotlib
+
+            fig = self.figure
+            with matplotlib_quiet():
+                fig.draw_without_rendering()  # the layout engine (constrained) places the axes here
+                box = fig.get_tightbbox(fig.canvas.get_renderer())
+                fig.set_layout_engine("none")  # the places stay; the files drawn later keep them
+            self._box.append(box.padded(matplotlib.rcParams["savefig.pad_inches"]))
+        return self._box[0]
 
 
 @contextmanager
