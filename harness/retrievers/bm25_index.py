@@ -33,6 +33,9 @@ WIDE_K = 256  # from this depth on, the top k over all chunks is cut from a samp
 SAMPLE_TOP = 64  # _above_kth: the cut is this best of a sample holding ~SAMPLE_TOP/2 of the top k
 MARGIN = 1e-9  # relative safety margin of the pruning test against rounding in sums of bounds
 JIT = True  # top k by the numba kernel (bm25_kernel) when numba is installed; False: the NumPy path below
+# The compiled top k from this many chunks on. Below it the NumPy path answers a query in about a millisecond, and
+# numba's one-time compile of the kernel (about 20 s on 2 idle cores, on a machine's first use) would not pay back.
+JIT_MIN_CHUNKS = 100_000
 
 
 # ``config`` below is bm25.BM25Config (variant, k1, b, epsilon, delta); not imported, as bm25 imports this module.
@@ -226,7 +229,7 @@ class BM25Index:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         constant = self.constant(query)
         terms = self._summation_order(query.tolist())
-        kernel = _kernel() if self.nonnegative else None
+        kernel = _kernel() if self.nonnegative and self.n >= JIT_MIN_CHUNKS else None
         if kernel is not None:
             if self.dense_q is None:
                 self.dense_q, self.dense_scale = kernel.quantise(self.dense)

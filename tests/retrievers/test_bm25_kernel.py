@@ -52,6 +52,7 @@ def test_compiled_top_k_equals_exhaustive_and_numpy_path(seed, variant, monkeypa
     docs, queries = tied_corpus(rng, int(rng.integers(60, 1500)), int(rng.integers(4, 80)))
     cfg = BM25Config(variant=variant, k1=float(rng.choice([0.0, 0.9, 1.5])), b=float(rng.choice([0.0, 0.75, 1.0])))
     monkeypatch.setattr(bm25_index, "SEED_SIZE", int(rng.choice([2, 16, 4096])))
+    monkeypatch.setattr(bm25_index, "JIT_MIN_CHUNKS", 0)  # these corpora are small: the kernel still answers
     fast = _index(docs, cfg, float(rng.choice([0.1, 0.3, 2.0])))
     id_rank = rng.permutation(len(docs)).astype(np.int64)
     used = 0
@@ -79,7 +80,8 @@ def test_compiled_top_k_equals_exhaustive_and_numpy_path(seed, variant, monkeypa
     assert used > 0  # the kernel answered, not only the fallback
 
 
-def test_repeated_terms_count_again_and_unknown_terms_add_nothing():
+def test_repeated_terms_count_again_and_unknown_terms_add_nothing(monkeypatch):
+    monkeypatch.setattr(bm25_index, "JIT_MIN_CHUNKS", 0)
     docs = [["a", "b"], ["a"], ["b", "b", "c"], ["c"], ["a", "c"]] * 20
     fast = _index(docs, BM25Config(), 2.0)
     ranks = np.arange(len(docs), dtype=np.int64)
@@ -89,11 +91,31 @@ def test_repeated_terms_count_again_and_unknown_terms_add_nothing():
     assert empty[0].tolist() == [99, 98, 97] and empty[1].tolist() == [0.0, 0.0, 0.0]  # ties: id descending
 
 
+def test_a_small_index_is_answered_without_compiling(monkeypatch):
+    """Below JIT_MIN_CHUNKS the NumPy path answers: a demo-sized run never waits for numba's compile."""
+    rng = np.random.default_rng(11)
+    docs, queries = tied_corpus(rng, 300, 20)
+    fast = _index(docs, BM25Config(), 0.3)
+    ranks = rng.permutation(len(docs)).astype(np.int64)
+
+    def no_kernel():
+        raise AssertionError("the compiled kernel was asked for on a 300-chunk index")
+
+    monkeypatch.setattr(bm25_index, "_kernel", no_kernel)
+    for q in queries:
+        idx, scores = fast.index.top(fast.term_ids(q), 10, ranks)
+        assert idx.tolist() == top_k(fast.get_scores(q), 10, ranks).tolist()
+    monkeypatch.setattr(bm25_index, "JIT_MIN_CHUNKS", len(docs))  # at the threshold the kernel is asked for
+    with pytest.raises(AssertionError, match="compiled kernel"):
+        fast.index.top(fast.term_ids(queries[0]), 10, ranks)
+
+
 def test_without_numba_the_numpy_path_answers(monkeypatch):
     rng = np.random.default_rng(7)
     docs, queries = tied_corpus(rng, 300, 20)
     fast = _index(docs, BM25Config(), 0.3)
     ranks = rng.permutation(len(docs)).astype(np.int64)
+    monkeypatch.setattr(bm25_index, "JIT_MIN_CHUNKS", 0)
     want = [fast.index.top(fast.term_ids(q), 10, ranks) for q in queries]
     monkeypatch.delitem(sys.modules, "harness.retrievers.bm25_kernel")
     monkeypatch.delattr(harness.retrievers, "bm25_kernel")
