@@ -111,11 +111,15 @@ def test_bm25_shards_merge_or_are_refused(local_ray, tmp_path):
 
 
 @pytest.mark.slow  # two cold encodes (local and Ray Data) of the demo: ~100 s on 2 shared cores
-def test_dense_encoded_by_ray_data_sharded_and_reused_by_local(local_ray, tmp_path, monkeypatch):
+def test_dense_encoded_by_ray_data_sharded_and_reused_by_local(local_ray, tmp_path, monkeypatch, capfd):
     pytest.importorskip("sentence_transformers")
     config = load_config(ROOT / "configs" / "demo-dense.yaml")
     local = _run(config, tmp_path / "local-cache")
+    capfd.readouterr()
     remote = _run(_with(config, kind="ray", shards=2, num_workers=1), tmp_path / "ray-cache")
+    # Ray Data's INFO lines and its note that progress bars are off are not the run's to print (they showed under -q)
+    err = capfd.readouterr().err
+    assert "streaming_executor" not in err and "Progress bars disabled" not in err, err[-2000:]
     assert remote.executor.placement == "sharded" and remote.executor.shards == 2
     assert remote.timings.stages["encode_s"] > 0
     # Same batches as the local encoder, so the same vectors; flat slices merged by the tie rule: the same lists.
