@@ -219,7 +219,7 @@ def _pyplot():
 
 def log_x(ax) -> None:
     """A log k axis labelled in plain numbers (1, 10, 100), as matplotlib's own log formatter writes them without
-    its mathtext (10 to a power): parsing that text anew for every file drawn was a third of a chart's time."""
+    its mathtext (10 to a power): parsing that text anew for every file drawn was a fifth of a chart's time."""
     from matplotlib.ticker import LogFormatter
 
     ax.set_xscale("log")
