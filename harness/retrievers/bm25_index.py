@@ -326,14 +326,19 @@ class BM25Index:
 
 
 def _kernel():
-    """The compiled scorer's module, or None (JIT off, numba not installed, or no folder numba may cache in)."""
-    if not JIT:
-        return None
+    """The compiled scorer's module, or None (JIT off, or ``compiled`` found none)."""
+    return compiled("bm25_kernel") if JIT else None
+
+
+def compiled(module: str):
+    """One of this package's numba modules (``bm25_kernel``, ``bm25_kernel_parts``), imported (compiled or read
+    from numba's cache) when first needed; None when numba is not installed or has no folder to cache in."""
+    import importlib
+
     try:
-        from . import bm25_kernel
+        return importlib.import_module(f"{__package__}.{module}")
     except (ImportError, RuntimeError):  # numba's "cannot cache function ...: no locator available"
         return None
-    return bm25_kernel
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""The fast BM25 index's top k compiled with numba, the scorer ``BM25Index.top`` uses when numba is installed
-(``bm25_index`` keeps the NumPy path for indexes with negative contributions, for top lists that must reach chunks
-holding no query term, and for installs without numba).
+"""The fast BM25 index's top k compiled with numba, the scorer ``BM25Index.top`` uses when numba is installed and
+the index holds ``bm25_index.JIT_MIN_CHUNKS`` chunks or more (``bm25_index`` keeps the NumPy path for smaller
+indexes, for indexes with negative contributions, for top lists that must reach chunks holding no query term, and
+for installs without numba).
 
 Exactness: a chunk's score is always the sum of its contributions in the summation order (``q``: the query's terms,
 repeats included, sparse ones first), from 0.0, plus BM25Plus's constant: the floats ``BM25Index.get_scores``
@@ -30,7 +31,7 @@ from numba import njit
 
 from .bm25_kernel_parts import arrange, better, choose, find, gallop, quantise, sift_down, sift_up
 
-MARGIN = 1e-9  # bm25_index.MARGIN: relative safety margin of the pruning tests
+MARGIN = 1e-9  # bm25_index.MARGIN, copied (numba would freeze an imported one into its cache; a test keeps them equal)
 SEED_TERMS = 3
 BLOCK = 4096  # chunks scored together: the bounds of a block's chunks are summed term after term
 
@@ -118,7 +119,7 @@ def top_k(q, k, constant, id_rank, n, indptr, docs, weights, dense_slot, dense, 
     thr = theta - MARGIN * (abs(theta) + abs(constant) + total)
     mask = choose(ub, cost, thr, 0)
     chosen_at = thr
-    order, pre, ne = arrange(ub, mask)
+    order, ne = arrange(ub, mask)
     # Sparse terms: ``pos`` walks each term's postings block by block; [lo_at, hi_at) are its postings in the block.
     pos = np.empty(m, dtype=np.int64)
     end = np.empty(m, dtype=np.int64)
@@ -260,7 +261,7 @@ def top_k(q, k, constant, id_rank, n, indptr, docs, weights, dense_slot, dense, 
             grown = choose(ub, cost, thr, mask)
             if grown != mask:
                 mask = grown
-                order, pre, ne = arrange(ub, mask)
+                order, ne = arrange(ub, mask)
         lo = hi
     positive = size == k and size > 0 and hs[0] - constant > 0.0
     out_docs = np.empty(size, dtype=np.int64)

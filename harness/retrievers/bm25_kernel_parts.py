@@ -159,24 +159,22 @@ def choose(ub, cost, thr, mask):
 
 @njit(cache=True, nogil=True)
 def arrange(ub, mask):
-    """(order, pre, ne): the non-essential terms by bound ascending, then the essential ones; ``pre``: the running
-    sums of the non-essential bounds; ``ne``: how many they are."""
+    """(order, ne): the non-essential terms by bound ascending, then the essential ones; ``ne``: how many
+    non-essential terms there are."""
     m = len(ub)
     by_bound = np.argsort(ub, kind="mergesort")
     order = np.empty(m, dtype=np.int64)
-    pre = np.zeros(m)
     ne = 0
     for j in by_bound:
         if bit(mask, j):
             order[ne] = j
-            pre[ne] = ub[j] + (pre[ne - 1] if ne else 0.0)
             ne += 1
     at = ne
     for j in by_bound:
         if not bit(mask, j):
             order[at] = j
             at += 1
-    return order, pre, ne
+    return order, ne
 
 
 @njit(cache=True, nogil=True)

@@ -123,12 +123,14 @@ def _regex_batch(texts: Sequence[str], analyzer: Analyzer, vocab) -> tuple[np.nd
 def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray, np.ndarray] | None:
     # "\n" is neither \w nor \S, so no token spans two texts; lowercasing already happened text by text.
     joined = "\n".join(texts)
-    if joined.isascii() and _compiled() is not None:
-        token_bytes, offsets, lengths = _compiled().ascii_tokens(
+    ascii_text = joined.isascii()
+    parts = _compiled() if ascii_text else None
+    if parts is not None:
+        token_bytes, offsets, lengths = parts.ascii_tokens(
             np.frombuffer(joined.encode("ascii"), dtype=np.uint8), _table(pattern, False),
             np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
         return _encode(token_bytes, offsets, lengths, vocab)
-    if joined.isascii():
+    if ascii_text:
         data = joined.encode("ascii")
         codes = np.frombuffer(data, dtype=np.uint8)
         word = _table(pattern, False)[codes]
@@ -157,11 +159,9 @@ def _vector_batch(texts: Sequence[str], pattern: str, vocab) -> tuple[np.ndarray
 
 def _compiled():
     """bm25_kernel_parts (numba) for the one-pass ASCII cut, or None without numba (or a folder to cache in)."""
-    try:
-        from . import bm25_kernel_parts
-    except (ImportError, RuntimeError):
-        return None
-    return bm25_kernel_parts
+    from .bm25_index import compiled
+
+    return compiled("bm25_kernel_parts")
 
 
 def _encode(token_bytes: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, vocab

@@ -91,6 +91,11 @@ def test_repeated_terms_count_again_and_unknown_terms_add_nothing(monkeypatch):
     assert empty[0].tolist() == [99, 98, 97] and empty[1].tolist() == [0.0, 0.0, 0.0]  # ties: id descending
 
 
+def test_the_kernel_prunes_with_the_index_margin():
+    # A copy, not an import: numba freezes another module's constant into its cached code and would not see it change.
+    assert bm25_kernel.MARGIN == bm25_index.MARGIN
+
+
 def test_a_small_index_is_answered_without_compiling(monkeypatch):
     """Below JIT_MIN_CHUNKS the NumPy path answers: a demo-sized run never waits for numba's compile."""
     rng = np.random.default_rng(11)
