@@ -1,4 +1,5 @@
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,14 @@ def require_installed(name: str) -> None:
     tests import it when they run, as the code under test does."""
     if importlib.util.find_spec(name) is None:
         pytest.skip(f"{name} is not installed", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def _charts_off_unless_read(request, monkeypatch):
+    """Charts are drawn only for tests marked ``charts``: matplotlib took two fifths of the suite's CPU time, drawing
+    charts no other test reads. Session fixtures (made before this one applies) draw them as a user's run does."""
+    if request.node.get_closest_marker("charts") is None and "HARNESS_CHARTS" not in os.environ:
+        monkeypatch.setenv("HARNESS_CHARTS", "off")
 
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -64,6 +64,10 @@ def run(config: Any, *, out: str | os.PathLike | None = None, force: bool = Fals
         problems.append(f"overrides: expected a list of 'key=value' strings, got {overrides!r}"[:300])
     if problems:
         raise InputError("run: invalid arguments", problems)
+    if out is not None:
+        from ..render.plots import charts_off
+
+        charts_off()  # a HARNESS_CHARTS that is neither on nor off: said before the run, not after it
     cfg, source = _as_config(config, list(overrides))
     if name is not None:
         cfg = named(cfg, name)

@@ -80,6 +80,9 @@ def _show_version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Evaluate RAG retrievers: metrics you can trust and a verdict per query."""
+    from ..render.plots import charts_off
+
+    charts_off()  # a HARNESS_CHARTS that is neither on nor off: exit 2 before any work
 
 
 # Choices are enums so that a typo is a usage error (exit 2) naming the choices, never a silent default; each is

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .fmt import e
+from .plots import CHARTS_ENV, charts_off
 
 SMALLEST_SCALE = 0.75
 _SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([0-9.]+)pt"')
@@ -21,7 +22,9 @@ def _svg_at_least(svg_html: str) -> str:
 
 
 def svgs(charts) -> str:
-    """The charts (``render.plots``) in one block, or how to get them when matplotlib is missing (None)."""
+    """The charts (``render.plots``) in one block, or why there are none (None): turned off, or no matplotlib."""
+    if charts is None and charts_off():
+        return f'<p class="muted">Charts are off ({e(CHARTS_ENV)}=off).</p>'
     if charts is None:
         return '<p class="muted">Plots need matplotlib: pip install &#x27;rag-harness[report]&#x27;.</p>'
     svgs_html = "".join(_svg_at_least(c.svg()) for c in charts)

@@ -63,6 +63,7 @@ def test_report_and_markdown_read_a_shown_querys_hits_from_the_parquet_file(tmp_
     assert data["queries"][0]["id"] in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.charts  # the report's curves read hits.parquet
 @pytest.mark.parametrize("damage", ["truncated", "four bytes", "chunks file in its place"])
 def test_a_damaged_hits_file_is_named_not_a_traceback(tmp_path, monkeypatch, damage):
     results = _run(tmp_path, "sel", monkeypatch, selected=True)

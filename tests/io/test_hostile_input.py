@@ -174,6 +174,7 @@ def test_user_pass_in_an_http_url_is_not_echoed_either(tmp_path):
     assert "hunter2" not in proc.stderr
 
 
+@pytest.mark.charts  # draws a chart
 def test_matplotlibs_own_warnings_do_not_reach_stderr(recwarn):
     pytest.importorskip("matplotlib")
     from harness.render.plots import Chart, _pyplot

@@ -20,6 +20,9 @@ import pytest
 
 from clihelp import DEMO, ROOT, Case, assert_no_traceback, demo_config, harness, run_case, snapshot
 
+# the PNG charts are files a run writes and a rerun replaces: every test here draws them
+pytestmark = pytest.mark.charts
+
 # the report's charts as PNG files beside it (the demo golden set has the tags difficulty and topic)
 PLOTS = {"plot_recall_ndcg.png", "plot_precision.png", "plot_first_rank.png", "plot_verdicts_by_difficulty.png",
          "plot_verdicts_by_topic.png"}

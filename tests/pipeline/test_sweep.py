@@ -36,6 +36,7 @@ def test_bad_sweep_path_is_a_config_error(tmp_path):
                              "sweep": {"retriever.k1": [1]}}, "t", tmp_path))
 
 
+@pytest.mark.charts  # the leaderboard's charts
 def test_sweep_writes_leaderboard_and_runnable_best_config(tmp_path):
     cfg = base(tmp_path, {"chunking.size": [1, 4]})
     board = run_sweep(cfg, tmp_path / "out", progress=False, log=lambda m: None)

@@ -238,6 +238,7 @@ def test_texts_stitch_a_span_from_chunks_and_never_guess():
     assert Texts(docs={"d": "Hello world"}).span("d", 6, 11) == "world"
 
 
+@pytest.mark.charts  # reads the charts
 def test_pages_fit_a_phone_and_tables_scroll_inside(chromium, demo, tmp_path):
     """At a 390 px phone viewport the page does not scroll sideways (a viewport meta tag; wide tables scroll in
     place), and rows still expand; an expanded row's reason wraps inside the screen (it was laid out at the whole
@@ -317,6 +318,7 @@ def test_nothing_in_window_cards_name_their_level(demo):
     assert "nothing in window" not in cards
 
 
+@pytest.mark.charts  # reads the charts
 def test_verdict_chart_legends_cover_no_bar(demo):
     """The verdicts-by-tag charts' legend sits below the axes (inside, it covered the tallest bar)."""
     from harness.result.read import load_result
@@ -364,6 +366,7 @@ def test_metric_tables_say_how_at_k_and_at_window_count_documents(demo):
     assert 'id="at-k">At doc level, @5 counts' in (demo / "demo-bm25/report.html").read_text()
 
 
+@pytest.mark.charts  # reads the charts
 def test_every_run_chart_labels_its_axes(demo):
     from harness.result.read import load_result
     from harness.render import plots
