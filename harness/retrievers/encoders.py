@@ -235,7 +235,8 @@ class Encoder:
 
     def _int8(self, model):
         """``model`` with torch's dynamic int8 products, its distance from fp32 measured on the probe sentences."""
-        from .runtimes import PROBES, _unit, torch_int8
+        from .runtimes import PROBES, _unit
+        from .torch_int8 import torch_int8
 
         reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
         model = torch_int8(model)

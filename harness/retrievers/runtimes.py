@@ -131,42 +131,6 @@ def _int8(source: Path, target: Path) -> None:
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT, "MatMulConstBOnly": True})
 
 
-def torch_int8(model):
-    """``model`` (a sentence-transformers model, changed in place) with every ``nn.Linear`` run by torch's dynamic
-    int8 kernel (fbgemm on x86): weights int8 per output channel (symmetric), each product's input quantised per call
-    to all 8 bits (torch's own ``quantize_dynamic`` modules ask for 7, ``reduce_range``, which moved SciFact vectors
-    to a mean cosine of 0.983 against 0.994 here). LayerNorm, GELU, softmax, attention and the embeddings stay fp32,
-    and so does one product (below)."""
-    import torch
-
-    class Int8Linear(torch.nn.Module):
-        def __init__(self, linear: torch.nn.Linear):
-            super().__init__()
-            self.in_features, self.out_features = linear.in_features, linear.out_features
-            weight = linear.weight.detach().float()
-            scales = (weight.abs().amax(dim=1).clamp(min=1e-8) / 127).double()
-            with warnings.catch_warnings():  # quantised tensors are deprecated upstream, and still what fbgemm reads
-                warnings.simplefilter("ignore")
-                qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.int64), 0,
-                                                     torch.qint8)
-                bias = None if linear.bias is None else linear.bias.detach().float()
-                self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
-
-        def forward(self, x):
-            return torch.ops.quantized.linear_dynamic(x, self.packed, False).to(x.dtype)  # False: no reduce_range
-
-    linears = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-               if isinstance(child, torch.nn.Linear)]
-    # The first down-projection (the first layer's feed-forward output, after its GELU) stays fp32: the widest
-    # inputs to quantise; keeping it moved nDCG@10 from -0.0058 to -0.0025 of fp32's on 600 SciFact passages (a
-    # noisy measure there) at the same speed, and its vectors' mean cosine to fp32 from 0.9942 to 0.9953.
-    keep = next((child for _, _, child in linears if child.in_features > child.out_features), None)
-    for parent, name, child in linears:
-        if child is not keep:
-            setattr(parent, name, Int8Linear(child))
-    return model
-
-
 def _unit(vecs: np.ndarray) -> np.ndarray:
     return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
