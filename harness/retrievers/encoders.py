@@ -284,7 +284,7 @@ class Encoder:
         distance from torch's vectors (the export's probe sentences) and this process's encoding rate."""
         out: dict = {"backend": self.backend, "quantize": self.quantize}
         if self._runner is not None:
-            out["min_cosine_to_torch"] = self._runner.meta.get("min_cosine_to_torch")
+            out["min_cosine_to_torch"] = self._runner.min_cosine_to_torch
         elif self._probe_cosine is not None:
             out["min_cosine_to_torch"] = self._probe_cosine
         out["texts_encoded"] = self.encoded

@@ -144,6 +144,35 @@ def test_the_export_is_made_once_and_reused_by_content(one_layer, root, tmp_path
     assert [p.name for p in (root / "encoders").iterdir() if p.name.startswith(".")] == []  # no temp folder left
 
 
+@pytest.mark.parametrize("quantize,fused_op", [("none", "Attention"), ("int8", "QAttention")])
+def test_onnx_runs_the_fused_graph_and_openvino_the_plain_one(quantize, fused_op, one_layer, tmp_path, torch_vectors):
+    """The export fuses attention, LayerNorms and GELU for ONNX Runtime (int8: Q, K and V as one quantised product);
+    OpenVINO reads the plain graph. Both are torch's vectors (fp32) or close to them (int8)."""
+    import onnx
+
+    enc = Encoder(one_layer, None, batch_size=2, backend="onnx", quantize=quantize, export_root=tmp_path)
+    vecs = enc._encode(TEXTS, "", True, False)
+    meta = enc.runner().meta
+    ops = {n.op_type for n in onnx.load(str(enc.runner().folder / meta["ort_file"])).graph.node}
+    assert {fused_op, "SkipLayerNormalization", "BiasGelu"} <= ops and meta["file"] != meta["ort_file"]
+    assert fused_op not in {n.op_type for n in onnx.load(str(enc.runner().folder / meta["file"])).graph.node}
+    assert np.sum(vecs * torch_vectors, axis=1).min() >= (0.999 if quantize == "none" else 0.95)
+    assert enc.info()["min_cosine_to_torch"] == meta["ort_min_cosine_to_torch"]
+
+
+def test_an_export_the_optimizer_cannot_fuse_runs_the_plain_graph(one_layer, tmp_path, monkeypatch, torch_vectors):
+    from onnxruntime.transformers import optimizer
+
+    def fails(*args, **kwargs):
+        raise ValueError("no pattern")
+
+    monkeypatch.setattr(optimizer, "optimize_model", fails)
+    enc = Encoder(one_layer, None, batch_size=2, backend="onnx", export_root=tmp_path)
+    vecs = enc._encode(TEXTS, "", True, False)
+    assert "ort_file" not in enc.runner().meta and not list(enc.runner().folder.glob("*.ort.onnx"))
+    assert np.sum(vecs * torch_vectors, axis=1).min() >= 0.999
+
+
 def test_each_backend_has_its_own_embedding_cache_entries(one_layer, root):
     texts = ["a", "b"]
     torch_enc = Encoder(one_layer, None, batch_size=2)
