@@ -235,7 +235,8 @@ class Encoder:
 
     def _int8(self, model):
         """``model`` with torch's dynamic int8 products, its distance from fp32 measured on the probe sentences."""
-        from .runtimes import PROBES, _unit, torch_int8
+        from .runtimes import PROBES, _unit
+        from .torch_int8 import torch_int8
 
         reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
         model = torch_int8(model)
@@ -283,7 +284,7 @@ class Encoder:
         distance from torch's vectors (the export's probe sentences) and this process's encoding rate."""
         out: dict = {"backend": self.backend, "quantize": self.quantize}
         if self._runner is not None:
-            out["min_cosine_to_torch"] = self._runner.meta.get("min_cosine_to_torch")
+            out["min_cosine_to_torch"] = self._runner.min_cosine_to_torch
         elif self._probe_cosine is not None:
             out["min_cosine_to_torch"] = self._probe_cosine
         out["texts_encoded"] = self.encoded

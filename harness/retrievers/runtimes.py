@@ -1,6 +1,7 @@
 """The encoder backends other than torch: a sentence-transformers model exported once, offline, to ONNX (torch.onnx),
-optionally int8-quantised, and run by ONNX Runtime or OpenVINO. The export lives in the cache folder under the
-model's content fingerprint, so a second run (and every other config naming the same model) reuses it.
+optionally int8-quantised, and run by ONNX Runtime (the graph fused by its transformer optimizer) or OpenVINO (the
+plain graph). The export lives in the cache folder under the model's content fingerprint, so a second run (and every
+other config naming the same model) reuses it.
 
 Why not sentence-transformers' own ``backend=``: it needs optimum, whose release pulls transformers 4.x (this
 project runs transformers 5). The export here is the whole sentence-transformers module chain (transformer,
@@ -23,7 +24,7 @@ from ..core.errors import ConfigError, MissingDependencyError
 BACKENDS = ("torch", "onnx", "openvino")
 QUANTIZE = ("none", "int8")
 # A change to how the export is made (opset, graph passes, quantisation settings) must not reuse older exports.
-EXPORT_VERSION = "v1"
+EXPORT_VERSION = "v2"
 _NEEDS = {"onnx": (("onnxruntime", "onnx"), "onnx"), "openvino": (("openvino", "onnx"), "openvino")}
 # Sentences whose vectors are compared with torch's when a model is exported (the recorded ``min_cosine_to_torch``).
 PROBES = ("A randomized trial of vitamin D supplementation in older adults.",
@@ -83,6 +84,11 @@ def _export(model_name: str, load: Callable, folder: Path, quantize: str) -> Non
     folder.mkdir(parents=True)
     model.tokenizer.save_pretrained(str(folder / "tokenizer"))
     first = model[0]
+    auto = getattr(first, "auto_model", None)
+    try:  # eager attention traces as the MatMul / Softmax pattern ONNX Runtime's optimizer fuses (SDPA's does not)
+        auto.set_attn_implementation("eager")
+    except Exception:  # no such model or setting: the trace as it runs, unfused
+        pass
     sample = getattr(model, "preprocess", model.tokenize)(list(PROBES[:2]))  # (renamed in sentence-transformers 6)
     inputs = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
 
@@ -100,71 +106,73 @@ def _export(model_name: str, load: Callable, folder: Path, quantize: str) -> Non
         # for every batch shape, and not the user's concern.
         warnings.simplefilter("ignore")
         # The TorchScript exporter: it needs no onnxscript, and traces the module chain as sentence-transformers
-        # runs it (scaled-dot-product attention included).
+        # runs it.
         torch.onnx.export(Whole(model), tuple(sample[n] for n in inputs), str(folder / "fp32.onnx"),
                           input_names=inputs, output_names=["embedding"], dynamic_axes=axes, opset_version=17,
                           dynamo=False)
         reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
-    name = "fp32.onnx"
+    config = getattr(auto, "config", None)
+    fused = _fused(folder / "fp32.onnx", folder / "fp32.ort.onnx", getattr(config, "num_attention_heads", 0),
+                   getattr(config, "hidden_size", 0))
+    name, ort_name = "fp32.onnx", "fp32.ort.onnx" if fused else None
     if quantize == "int8":
-        _int8(folder / "fp32.onnx", folder / "int8.onnx")
+        _int8(folder / "fp32.onnx", folder / "int8.onnx", ["MatMul"])
+        if fused:
+            _int8(folder / "fp32.ort.onnx", folder / "int8.ort.onnx", ["MatMul", "Attention"])
+            (folder / "fp32.ort.onnx").unlink()
+            ort_name = "int8.ort.onnx"
         (folder / "fp32.onnx").unlink()
         name = "int8.onnx"
     meta = {"model": model_name, "file": name, "inputs": inputs, "quantize": quantize,
             "max_seq_length": int(model.max_seq_length), "do_lower_case": bool(getattr(first, "do_lower_case", False)),
             "dim": int(reference.shape[1]), "export_seconds": round(time.perf_counter() - started, 1)}
-    # How far the exported graph's vectors are from torch's, on fixed probe sentences (ONNX Runtime computes it;
-    # OpenVINO reads the same graph).
-    vecs = OnnxRunner(folder, "onnx", meta).encode(list(PROBES), batch_size=len(PROBES))
-    meta["min_cosine_to_torch"] = round(float(np.min(np.sum(_unit(vecs) * reference, axis=1))), 6)
+    # How far each graph's vectors are from torch's, on fixed probe sentences (computed by ONNX Runtime; OpenVINO
+    # reads the plain graph).
+    meta["min_cosine_to_torch"] = _probe_cosine(folder, meta, reference)
+    if ort_name:
+        cosine = _probe_cosine(folder, dict(meta, ort_file=ort_name), reference)
+        # The fused graph only when it is as close to torch as the plain one (a fusion that matched a pattern it
+        # should not have would show here).
+        if cosine >= meta["min_cosine_to_torch"] - 0.005:
+            meta["ort_file"], meta["ort_min_cosine_to_torch"] = ort_name, cosine
+        else:
+            (folder / ort_name).unlink()
     (folder / "export.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
 
-def _int8(source: Path, target: Path) -> None:
-    """Dynamic int8 of the MatMul weights only, per output channel (activations quantised per batch at run time);
-    LayerNorm, softmax, GELU and the embeddings stay fp32, where int8 costs accuracy and saves nothing."""
+def _probe_cosine(folder: Path, meta: dict, reference: np.ndarray) -> float:
+    vecs = OnnxRunner(folder, "onnx", meta).encode(list(PROBES), batch_size=len(PROBES))
+    return round(float(np.min(np.sum(_unit(vecs) * reference, axis=1))), 6)
+
+
+def _fused(source: Path, target: Path, heads: int, hidden: int) -> bool:
+    """ONNX Runtime's transformer optimizer on the plain graph, for ``backend: onnx``: each attention block, the
+    embeddings' sum and LayerNorm, each residual add with its LayerNorm, each bias with its GELU becomes one fused
+    operator (the same arithmetic in fewer passes over memory). False when it cannot (another architecture, a
+    pattern it does not know): ONNX Runtime then runs the plain graph."""
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimize_model(str(source), model_type="bert", num_heads=int(heads or 0),
+                           hidden_size=int(hidden or 0)).save_model_to_file(str(target))
+        return True
+    except Exception:
+        target.unlink(missing_ok=True)
+        return False
+
+
+def _int8(source: Path, target: Path, ops: list[str]) -> None:
+    """Dynamic int8 of the products' weights only (``ops``: MatMul, and the fused graph's Attention, whose Q, K and
+    V products become one), per output channel, activations quantised per batch at run time; LayerNorm, softmax,
+    GELU and the embeddings stay fp32, where int8 costs accuracy and saves nothing."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), op_types_to_quantize=["MatMul"], per_channel=True,
+    quantize_dynamic(str(source), str(target), op_types_to_quantize=ops, per_channel=True,
                      weight_type=QuantType.QInt8,
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT, "MatMulConstBOnly": True})
-
-
-def torch_int8(model):
-    """``model`` (a sentence-transformers model, changed in place) with every ``nn.Linear`` run by torch's dynamic
-    int8 kernel (fbgemm on x86): weights int8 per output channel (symmetric), each product's input quantised per call
-    to all 8 bits (torch's own ``quantize_dynamic`` modules ask for 7, ``reduce_range``, which moved SciFact vectors
-    to a mean cosine of 0.983 against 0.994 here). LayerNorm, GELU, softmax, attention and the embeddings stay fp32,
-    and so does one product (below)."""
-    import torch
-
-    class Int8Linear(torch.nn.Module):
-        def __init__(self, linear: torch.nn.Linear):
-            super().__init__()
-            self.in_features, self.out_features = linear.in_features, linear.out_features
-            weight = linear.weight.detach().float()
-            scales = (weight.abs().amax(dim=1).clamp(min=1e-8) / 127).double()
-            with warnings.catch_warnings():  # quantised tensors are deprecated upstream, and still what fbgemm reads
-                warnings.simplefilter("ignore")
-                qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.int64), 0,
-                                                     torch.qint8)
-                bias = None if linear.bias is None else linear.bias.detach().float()
-                self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
-
-        def forward(self, x):
-            return torch.ops.quantized.linear_dynamic(x, self.packed, False).to(x.dtype)  # False: no reduce_range
-
-    linears = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-               if isinstance(child, torch.nn.Linear)]
-    # The first down-projection (the first layer's feed-forward output, after its GELU) stays fp32: the widest
-    # inputs to quantise; keeping it moved nDCG@10 from -0.0058 to -0.0025 of fp32's on 600 SciFact passages (a
-    # noisy measure there) at the same speed, and its vectors' mean cosine to fp32 from 0.9942 to 0.9953.
-    keep = next((child for _, _, child in linears if child.in_features > child.out_features), None)
-    for parent, name, child in linears:
-        if child is not keep:
-            setattr(parent, name, Int8Linear(child))
-    return model
 
 
 def _unit(vecs: np.ndarray) -> np.ndarray:
@@ -172,8 +180,9 @@ def _unit(vecs: np.ndarray) -> np.ndarray:
 
 
 class OnnxRunner:
-    """An exported model run by ONNX Runtime (``onnx``) or OpenVINO (``openvino``) on 2 threads, texts tokenized as
-    sentence-transformers does (stripped, lower-cased when the model says so, truncated to max_seq_length)."""
+    """An exported model run by ONNX Runtime (``onnx``: the fused graph when the export made one) or OpenVINO
+    (``openvino``: the plain graph) on 2 threads, texts tokenized as sentence-transformers does (stripped,
+    lower-cased when the model says so, truncated to max_seq_length)."""
 
     def __init__(self, folder: Path, backend: str, meta: dict | None = None, max_length: int | None = None):
         from transformers import AutoTokenizer
@@ -183,7 +192,9 @@ class OnnxRunner:
         self.max_length = max_length or self.meta["max_seq_length"]
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder / "tokenizer"))
         threads = os.cpu_count() or 1  # as torch: one thread per core
-        path = str(self.folder / self.meta["file"])
+        fused = backend == "onnx" and bool(self.meta.get("ort_file"))
+        path = str(self.folder / self.meta["ort_file" if fused else "file"])
+        self.min_cosine_to_torch = self.meta.get("ort_min_cosine_to_torch" if fused else "min_cosine_to_torch")
         if backend == "openvino":
             import openvino as ov
 

@@ -81,13 +81,51 @@ def test_int8_vectors_are_close_to_torchs(backend, one_layer, root, torch_vector
 
 
 def test_torch_int8_runs_every_linear_layer_but_one_in_int8(one_layer):
-    """Every nn.Linear of the model is int8 but the first layer's feed-forward output (kept fp32 for accuracy)."""
+    """Every nn.Linear of the model is int8 but the first layer's feed-forward output (kept fp32 for accuracy); the
+    feed-forward's GELU runs inside its int8 product."""
     import torch
 
     bert = Encoder(one_layer, None, batch_size=2, quantize="int8").loaded()[0].auto_model
     fp32 = [n for n, m in bert.named_modules() if isinstance(m, torch.nn.Linear)]
     int8 = [n for n, m in bert.named_modules() if type(m).__name__ == "Int8Linear"]
     assert fp32 == ["encoder.layer.0.output.dense"] and len(int8) == 6  # Q, K, V, attention out, FFN in, pooler
+    layer = bert.encoder.layer[0]
+    assert layer.intermediate.dense.gelu and isinstance(layer.intermediate.intermediate_act_fn, torch.nn.Identity)
+
+
+def test_torch_int8_gelu_in_place_gives_the_plain_int8_vectors(one_layer, monkeypatch):
+    """The GELU run in place on its product's output is the same arithmetic: the same vectors to the bit."""
+    from harness.retrievers import torch_int8
+
+    fused = Encoder(one_layer, None, batch_size=2, quantize="int8")._encode(TEXTS, "", True, False)
+    monkeypatch.setattr(torch_int8, "_gelu_in_place", lambda *a: None)
+    plain = Encoder(one_layer, None, batch_size=2, quantize="int8")._encode(TEXTS, "", True, False)
+    assert np.array_equal(fused, plain)
+
+
+@pytest.mark.parametrize("change", ["tanh GELU", "another child"])
+def test_torch_int8_leaves_an_unexpected_layout_to_its_own_code(one_layer, change):
+    """An intermediate whose activation is not the exact GELU (tanh's approximation), or that has a part besides its
+    product and activation (its forward may be more than ``act(dense(x))``): it keeps its own activation, only the
+    products become int8, and the vectors stay close to the model's own."""
+    import torch
+    from transformers.activations import ACT2FN
+
+    from harness.retrievers.torch_int8 import torch_int8
+
+    model = load_sentence_transformer(one_layer)
+    intermediate = model[0].auto_model.encoder.layer[0].intermediate
+    if change == "tanh GELU":
+        intermediate.intermediate_act_fn = ACT2FN["gelu_new"]
+    else:
+        intermediate.norm = torch.nn.Identity()
+    act = intermediate.intermediate_act_fn
+    reference = model.encode(TEXTS, normalize_embeddings=True)
+    torch_int8(model)
+    assert type(intermediate.dense).__name__ == "Int8Linear" and not intermediate.dense.gelu
+    assert intermediate.intermediate_act_fn is act
+    vecs = model.encode(TEXTS, normalize_embeddings=True)
+    assert np.sum(vecs * reference, axis=1).min() > 0.95
 
 
 def test_the_export_is_made_once_and_reused_by_content(one_layer, root, tmp_path, monkeypatch):
@@ -104,6 +142,35 @@ def test_the_export_is_made_once_and_reused_by_content(one_layer, root, tmp_path
                                                                                            False)
     assert np.array_equal(first, again)
     assert [p.name for p in (root / "encoders").iterdir() if p.name.startswith(".")] == []  # no temp folder left
+
+
+@pytest.mark.parametrize("quantize,fused_op", [("none", "Attention"), ("int8", "QAttention")])
+def test_onnx_runs_the_fused_graph_and_openvino_the_plain_one(quantize, fused_op, one_layer, tmp_path, torch_vectors):
+    """The export fuses attention, LayerNorms and GELU for ONNX Runtime (int8: Q, K and V as one quantised product);
+    OpenVINO reads the plain graph. Both are torch's vectors (fp32) or close to them (int8)."""
+    import onnx
+
+    enc = Encoder(one_layer, None, batch_size=2, backend="onnx", quantize=quantize, export_root=tmp_path)
+    vecs = enc._encode(TEXTS, "", True, False)
+    meta = enc.runner().meta
+    ops = {n.op_type for n in onnx.load(str(enc.runner().folder / meta["ort_file"])).graph.node}
+    assert {fused_op, "SkipLayerNormalization", "BiasGelu"} <= ops and meta["file"] != meta["ort_file"]
+    assert fused_op not in {n.op_type for n in onnx.load(str(enc.runner().folder / meta["file"])).graph.node}
+    assert np.sum(vecs * torch_vectors, axis=1).min() >= (0.999 if quantize == "none" else 0.95)
+    assert enc.info()["min_cosine_to_torch"] == meta["ort_min_cosine_to_torch"]
+
+
+def test_an_export_the_optimizer_cannot_fuse_runs_the_plain_graph(one_layer, tmp_path, monkeypatch, torch_vectors):
+    from onnxruntime.transformers import optimizer
+
+    def fails(*args, **kwargs):
+        raise ValueError("no pattern")
+
+    monkeypatch.setattr(optimizer, "optimize_model", fails)
+    enc = Encoder(one_layer, None, batch_size=2, backend="onnx", export_root=tmp_path)
+    vecs = enc._encode(TEXTS, "", True, False)
+    assert "ort_file" not in enc.runner().meta and not list(enc.runner().folder.glob("*.ort.onnx"))
+    assert np.sum(vecs * torch_vectors, axis=1).min() >= 0.999
 
 
 def test_each_backend_has_its_own_embedding_cache_entries(one_layer, root):
