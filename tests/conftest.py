@@ -26,8 +26,11 @@ def require_installed(name: str) -> None:
 @pytest.fixture(autouse=True)
 def _charts_off_unless_read(request, monkeypatch):
     """Charts are drawn only for tests marked ``charts``: matplotlib took two fifths of the suite's CPU time, drawing
-    charts no other test reads. Session fixtures (made before this one applies) draw them as a user's run does."""
-    if request.node.get_closest_marker("charts") is None and "HARNESS_CHARTS" not in os.environ:
+    charts no other test reads. Session fixtures (made before this one applies) draw them as a user's run does.
+    ``HARNESS_CHARTS=on`` in the environment draws them everywhere."""
+    if request.node.get_closest_marker("charts") is not None:
+        monkeypatch.setenv("HARNESS_CHARTS", "on")  # even when the shell that started the suite turned them off
+    elif "HARNESS_CHARTS" not in os.environ:
         monkeypatch.setenv("HARNESS_CHARTS", "off")
 
 

@@ -20,8 +20,8 @@ def test_off_writes_no_chart_and_the_page_says_so(demo_bm25_run, tmp_path, monke
     assert sorted(p.name for p in (tmp_path / "off").glob("*.png")) == []
     page = (tmp_path / "off" / "report.html").read_text(encoding="utf-8")
     assert "Charts are off (HARNESS_CHARTS=off)." in page and "<svg" not in page.replace('<svg id="top-score-histogram"', "")
-    # the run made with charts (a session fixture: HARNESS_CHARTS unset) drew them; the numbers are the same
-    assert len(list(demo_bm25_run.glob("plot_*.png"))) == 5
+    # the numbers are those of the session's demo run (made as a user's run, charts drawn unless the suite's
+    # environment turned them off)
     for name in ("per_query.csv", "run.trec", "run.chunks.trec"):
         assert (tmp_path / "off" / name).read_bytes() == (demo_bm25_run / name).read_bytes(), name
     summaries = [json.loads((folder / "results.json").read_text(encoding="utf-8"))["summary"]
