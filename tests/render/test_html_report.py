@@ -34,7 +34,9 @@ def page_html(tmp_path_factory):
                         "cutoff": {"k": 1}, "depth": 100}, "t", tmp)
     result = run_experiment(cfg, progress=False, log=lambda m: None)
     path = tmp / "report.html"
-    path.write_text(render([result], [result.chunk_text]))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HARNESS_CHARTS", "on")  # the page is checked with its charts
+        path.write_text(render([result], [result.chunk_text]))
     return path, result
 
 
