@@ -235,13 +235,13 @@ class Encoder:
 
     def _int8(self, model):
         """``model`` with torch's dynamic int8 products, its distance from fp32 measured on the probe sentences."""
-        from .runtimes import PROBES, _unit
+        from .runtimes import PROBES, min_cosine
         from .torch_int8 import torch_int8
 
         reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
         model = torch_int8(model)
-        vecs = _unit(model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True))
-        self._probe_cosine = round(float(np.min(np.sum(vecs * reference, axis=1))), 6)
+        self._probe_cosine = min_cosine(model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True),
+                                        reference)
         return model
 
     @property

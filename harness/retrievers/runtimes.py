@@ -141,7 +141,12 @@ def _export(model_name: str, load: Callable, folder: Path, quantize: str) -> Non
 
 
 def _probe_cosine(folder: Path, meta: dict, reference: np.ndarray) -> float:
-    vecs = OnnxRunner(folder, "onnx", meta).encode(list(PROBES), batch_size=len(PROBES))
+    return min_cosine(OnnxRunner(folder, "onnx", meta).encode(list(PROBES), batch_size=len(PROBES)), reference)
+
+
+def min_cosine(vecs: np.ndarray, reference: np.ndarray) -> float:
+    """The smallest cosine between ``vecs`` and the unit ``reference`` vectors, row by row (``min_cosine_to_torch``,
+    recorded to 6 decimals)."""
     return round(float(np.min(np.sum(_unit(vecs) * reference, axis=1))), 6)
 
 
