@@ -1,6 +1,8 @@
 import importlib.util
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -23,15 +25,27 @@ def require_installed(name: str) -> None:
         pytest.skip(f"{name} is not installed", allow_module_level=True)
 
 
+CHARTS = "HARNESS_CHARTS"
+
+
+@contextmanager
+def charts_drawn() -> Iterator[None]:
+    """Charts on inside the block, whatever the suite's setting: for a module fixture whose charts its tests read (a
+    module fixture is made before ``_charts_off_unless_read`` applies to a test)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(CHARTS, "on")
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _charts_off_unless_read(request, monkeypatch):
     """Charts are drawn only for tests marked ``charts``: matplotlib took two fifths of the suite's CPU time, drawing
     charts no other test reads. Session fixtures (made before this one applies) draw them as a user's run does.
     ``HARNESS_CHARTS=on`` in the environment draws them everywhere."""
     if request.node.get_closest_marker("charts") is not None:
-        monkeypatch.setenv("HARNESS_CHARTS", "on")  # even when the shell that started the suite turned them off
-    elif "HARNESS_CHARTS" not in os.environ:
-        monkeypatch.setenv("HARNESS_CHARTS", "off")
+        monkeypatch.setenv(CHARTS, "on")  # even when the shell that started the suite turned them off
+    elif CHARTS not in os.environ:
+        monkeypatch.setenv(CHARTS, "off")
 
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -22,6 +22,7 @@ import yaml
 
 import harness
 from clihelp import ROOT, harness as cli
+from conftest import charts_drawn
 from harness.core.errors import ConfigError, HarnessError, InputError, MetricError
 from harness.core.types import Hit, RankedList
 
@@ -53,8 +54,7 @@ def demo(tmp_path_factory):
     """The demo BM25 run written by the API, and a second run (BM25 with b=0.3) to compare against it."""
     tmp = tmp_path_factory.mktemp("api")
     config = harness.load_config(ROOT / "configs" / "demo-bm25.yaml")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("HARNESS_CHARTS", "on")  # test_run_returns_what_it_writes lists the PNG charts
+    with charts_drawn():  # test_run_returns_what_it_writes lists the PNG charts
         result = _quiet(harness.run, config, out=tmp / "bm25")
     variant = dict(config.resolved(), name="demo-bm25-b03",
                    retriever=dict(config.retriever, b=0.3))

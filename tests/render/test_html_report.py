@@ -5,7 +5,7 @@ import json
 import shutil
 
 import pytest
-from conftest import require_installed
+from conftest import charts_drawn, require_installed
 
 require_installed("playwright")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -34,8 +34,7 @@ def page_html(tmp_path_factory):
                         "cutoff": {"k": 1}, "depth": 100}, "t", tmp)
     result = run_experiment(cfg, progress=False, log=lambda m: None)
     path = tmp / "report.html"
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("HARNESS_CHARTS", "on")  # the page is checked with its charts
+    with charts_drawn():  # the page is checked with its charts
         path.write_text(render([result], [result.chunk_text]))
     return path, result
 

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from clihelp import harness
-from conftest import ROOT, require_installed
+from conftest import ROOT, charts_drawn, require_installed
 
 require_installed("playwright")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -21,8 +21,7 @@ DOCS = {d["id"]: d for d in map(json.loads, (ROOT / "goldsets/demo/corpus.jsonl"
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("drill")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("HARNESS_CHARTS", "on")  # the charts are what several tests here read
+    with charts_drawn():  # the charts are what several tests here read
         for name in ("demo-bm25", "demo-hybrid"):
             proc = harness("run", ROOT / f"configs/{name}.yaml", "--out", tmp / name, "-q")
             assert proc.returncode == 0, proc.stderr
